@@ -1,0 +1,66 @@
+# Finds the third-party libraries. All come from Debian packages except C-Blosc2, which
+# scripts/setup unpacks from PyPI's blosc2 wheel into .deps/blosc2 (see DECISIONS.md).
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)
+find_package(HDF5 REQUIRED COMPONENTS C)
+find_package(CLI11 REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(fmt REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(Threads REQUIRED)
+find_package(LAPACK REQUIRED)
+
+if(NOT TARGET hdf5::hdf5)
+  add_library(hdf5::hdf5 INTERFACE IMPORTED)
+  target_include_directories(hdf5::hdf5 INTERFACE ${HDF5_INCLUDE_DIRS})
+  target_link_libraries(hdf5::hdf5 INTERFACE ${HDF5_C_LIBRARIES})
+  target_compile_definitions(hdf5::hdf5 INTERFACE ${HDF5_DEFINITIONS})
+endif()
+
+add_library(rabbit_lapack INTERFACE)
+target_link_libraries(rabbit_lapack INTERFACE ${LAPACK_LIBRARIES})
+
+# c-blosc (v1), Debian's libblosc-dev: decodes HDF5 filter 32001.
+find_path(BLOSC_INCLUDE_DIR blosc.h REQUIRED)
+find_library(BLOSC_LIBRARY NAMES blosc REQUIRED)
+add_library(Blosc::blosc UNKNOWN IMPORTED)
+set_target_properties(Blosc::blosc PROPERTIES IMPORTED_LOCATION "${BLOSC_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${BLOSC_INCLUDE_DIR}")
+
+# C-Blosc2: decodes HDF5 filter 32026.
+set(RABBIT_BLOSC2_ROOT "${CMAKE_CURRENT_SOURCE_DIR}/.deps/blosc2" CACHE PATH "Where scripts/setup put C-Blosc2")
+find_path(BLOSC2_INCLUDE_DIR blosc2.h HINTS "${RABBIT_BLOSC2_ROOT}/include" NO_DEFAULT_PATH)
+find_path(BLOSC2_INCLUDE_DIR blosc2.h)
+find_library(BLOSC2_LIBRARY NAMES blosc2 HINTS "${RABBIT_BLOSC2_ROOT}/lib" NO_DEFAULT_PATH)
+find_library(BLOSC2_LIBRARY NAMES blosc2)
+if(NOT BLOSC2_INCLUDE_DIR OR NOT BLOSC2_LIBRARY)
+  message(FATAL_ERROR "C-Blosc2 not found: run scripts/setup (it unpacks it into .deps/blosc2), "
+                      "or pass -DRABBIT_BLOSC2_ROOT=<prefix with include/blosc2.h and lib/libblosc2.so>")
+endif()
+add_library(Blosc2::blosc2 UNKNOWN IMPORTED)
+set_target_properties(Blosc2::blosc2 PROPERTIES IMPORTED_LOCATION "${BLOSC2_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${BLOSC2_INCLUDE_DIR}")
+get_filename_component(BLOSC2_LIBDIR "${BLOSC2_LIBRARY}" DIRECTORY)
+list(APPEND CMAKE_BUILD_RPATH "${BLOSC2_LIBDIR}")
+list(APPEND CMAKE_INSTALL_RPATH "${BLOSC2_LIBDIR}")
+
+# CUDA is optional: AUTO builds it when a CUDA compiler is found.
+set(RABBIT_HAVE_CUDA OFF)
+if(NOT RABBIT_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(RABBIT_HAVE_CUDA ON)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
+    message(STATUS "rabbit: CUDA backend enabled (${CMAKE_CUDA_COMPILER_VERSION})")
+  elseif(RABBIT_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "RABBIT_CUDA=ON but no CUDA compiler was found (is nvcc on PATH?)")
+  else()
+    message(STATUS "rabbit: no CUDA compiler found, CUDA backend disabled")
+  endif()
+endif()

@@ -1,0 +1,36 @@
+# rabbit_module(<dir> DEPS ...): one static library per source folder src/<dir>, named
+# rabbit_<dir with / replaced by _>, with public headers in include/rabbit/<dir>.
+function(rabbit_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unknown-pragmas>)
+  if(RABBIT_NATIVE)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+  endif()
+endfunction()
+
+if(RABBIT_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+function(rabbit_module dir)
+  cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
+  string(REPLACE "/" "_" name "rabbit_${dir}")
+  file(GLOB srcs CONFIGURE_DEPENDS
+    "${PROJECT_SOURCE_DIR}/src/${dir}/*.cpp" "${PROJECT_SOURCE_DIR}/src/${dir}/*.cu")
+  if(srcs)
+    add_library(${name} STATIC ${srcs})
+    target_include_directories(${name} PUBLIC "${PROJECT_SOURCE_DIR}/include")
+    target_link_libraries(${name} PUBLIC ${M_DEPS})
+    set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON
+      CUDA_SEPARABLE_COMPILATION OFF)
+    rabbit_warnings(${name})
+    if(RABBIT_HAVE_CUDA)
+      target_compile_definitions(${name} PUBLIC RABBIT_HAVE_CUDA=1)
+    endif()
+  else()
+    add_library(${name} INTERFACE)
+    target_include_directories(${name} INTERFACE "${PROJECT_SOURCE_DIR}/include")
+    target_link_libraries(${name} INTERFACE ${M_DEPS})
+  endif()
+endfunction()

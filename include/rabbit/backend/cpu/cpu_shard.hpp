@@ -1,0 +1,16 @@
+#pragma once
+// The CPU (Eigen + OpenMP) implementation of ShardEvaluator.
+#include <cstdint>
+#include <memory>
+
+#include "rabbit/model/model.hpp"
+#include "rabbit/model/shard_evaluator.hpp"
+
+namespace rabbit {
+
+/// A CPU shard over observed bins [bin_begin, bin_end) using up to `threads` OpenMP threads
+/// (0: all available).
+std::unique_ptr<ShardEvaluator> make_cpu_shard(std::shared_ptr<const Model> model, int64_t bin_begin,
+                                               int64_t bin_end, int threads = 0);
+
+}  // namespace rabbit

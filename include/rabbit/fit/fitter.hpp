@@ -1,0 +1,63 @@
+#pragma once
+// Fitter: the Objective of a fit. It owns the model and its shards, sums the shards' ξ-space
+// partials in shard order, adds the global terms once and applies the chain rule of ξ = T(x)
+// once (likelihood.md §6.1). The single-device Fitter has one shard; MultiDeviceFitter
+// (multi_device_fitter.hpp) only changes how shards are built and run concurrently.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "rabbit/minimize/objective.hpp"
+#include "rabbit/model/model.hpp"
+#include "rabbit/model/shard_evaluator.hpp"
+
+namespace rabbit {
+
+class Fitter : public Objective {
+ public:
+  /// Takes ownership of the shards, which must tile the observed bins [0, nbins) in order.
+  Fitter(std::shared_ptr<Model> model, std::vector<std::unique_ptr<ShardEvaluator>> shards);
+  ~Fitter() override;
+
+  int64_t size() const override;
+  double value(const Eigen::VectorXd& x) override;
+  double value_grad(const Eigen::VectorXd& x, Eigen::VectorXd& grad) override;
+  double value_grad_hvp(const Eigen::VectorXd& x, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
+                        Eigen::MatrixXd& HV) override;
+  /// Direct dense Hessian: the shards' H_ξ summed, then the chain rule.
+  double value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) override;
+  /// profile = false: β held at its profiled value (for impacts, likelihood.md §6.8).
+  double value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess, bool profile);
+
+  /// New observed data over all nbins observed bins (variances may be empty: = nobs); reaches
+  /// every shard.
+  void set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs);
+  const Eigen::VectorXd& observed() const { return nobs_; }
+  const Eigen::VectorXd& observed_variances() const { return varnobs_; }
+
+  /// Profiled β over all observed bins (shards concatenated), empty without BB.
+  Eigen::VectorXd profiled_beta(const Eigen::VectorXd& x);
+
+  Model& model() { return *model_; }
+  const Model& model() const { return *model_; }
+  std::shared_ptr<Model> model_ptr() const { return model_; }
+  const ParameterSpace& parameters() const { return model_->parameters; }
+  ParameterSpace& parameters() { return model_->parameters; }
+  const std::vector<std::unique_ptr<ShardEvaluator>>& shards() const { return shards_; }
+
+ protected:
+  /// Runs fn(shard_index) for every shard; sequential here, one thread per device in
+  /// MultiDeviceFitter. Results are always combined in shard order by the caller.
+  virtual void for_each_shard(const std::function<void(size_t)>& fn);
+
+ private:
+  struct Point;  // ξ, T', T'' at one x
+  Point transform(const Eigen::VectorXd& x) const;
+
+  std::shared_ptr<Model> model_;
+  std::vector<std::unique_ptr<ShardEvaluator>> shards_;
+  Eigen::VectorXd nobs_;
+  Eigen::VectorXd varnobs_;
+};
+
+}  // namespace rabbit

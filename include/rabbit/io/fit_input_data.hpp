@@ -1,0 +1,133 @@
+#pragma once
+// FitInputData: everything a rabbit fit tensor holds, host-resident and immutable once read.
+// Layouts follow ../shared/spec/input-format.md; all numbers are promoted to double on load.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+namespace rabbit {
+
+enum class SystematicType { log_normal, normal };
+
+/// One axis of a channel, as decoded from the pickled hist/boost-histogram axis (§3.4, §4.1).
+struct AxisInfo {
+  /// "regular", "variable", "integer", "category_str", "category_int", "boolean", or "opaque"
+  /// when the pickle held something the reader does not know (then only `size` is reliable).
+  std::string kind;
+  std::string core_class;           // boost-histogram core class name, e.g. "regular_uoflow"
+  std::string name;
+  std::string label;
+  int64_t size = 0;                 // number of regular bins
+  bool underflow = false;
+  bool overflow = false;
+  bool growth = false;
+  bool circular = false;
+  std::vector<double> edges;        // size+1 edges (regular, variable, integer, boolean)
+  std::vector<std::string> categories_str;
+  std::vector<int64_t> categories_int;
+
+  /// Bins including flow bins: size + underflow + overflow.
+  int64_t extent() const { return size + (underflow ? 1 : 0) + (overflow ? 1 : 0); }
+};
+
+struct ChannelInfo {
+  std::string name;
+  std::vector<AxisInfo> axes;
+  bool masked = false;
+  bool flow = false;
+  int64_t start = 0;  // first bin in the full bin axis
+  int64_t stop = 0;   // one past the last bin
+  int64_t nbins() const { return stop - start; }
+};
+
+/// One external likelihood term (input-format.md §2.7): adds g·x_sub + ½ x_subᵀ H x_sub.
+struct ExternalTerm {
+  std::string name;
+  std::vector<std::string> params;
+  std::optional<Eigen::VectorXd> grad_values;  // [n]
+  std::optional<Eigen::MatrixXd> hess;         // [n, n], dense (sparse inputs are densified)
+};
+
+/// Sparse logk in compressed-row form over the nonzero entries of the sparse norm: the systematic
+/// effects of norm entry i are columns cols[rowptr[i]..rowptr[i+1]) with their values. A column
+/// c < nsyst is κᵃ (or the symmetric κ) of systematic c; c >= nsyst is κᵈ of systematic c-nsyst.
+struct SparseLogk {
+  std::vector<int64_t> rowptr;  // [nnz_norm + 1]
+  std::vector<int32_t> cols;    // [nnz_logk]
+  std::vector<double> values;   // [nnz_logk]
+};
+
+struct FitInputData {
+  std::string filename;
+
+  // ---- names (§2.1) ----
+  std::vector<std::string> procs;               // signals first
+  std::vector<std::string> signals;
+  std::vector<std::string> systs;
+  std::vector<std::string> systsnoconstraint;
+  std::vector<std::string> systgroups;
+  std::vector<std::vector<int64_t>> systgroupidxs;  // per group, indices into systs
+  std::vector<int64_t> noiidxs;                 // indices into systs
+  Eigen::VectorXd constraintweights;            // [nsyst]
+
+  // ---- observations (§2.2), over the nbins observed bins ----
+  Eigen::VectorXd data_obs;                     // [nbins]
+  std::optional<Eigen::VectorXd> data_var;      // [nbins]
+  std::vector<std::string> pseudodatanames;
+  Eigen::MatrixXd pseudodata;                   // [nbins, npseudo] (column per pseudodata set)
+  std::optional<Eigen::MatrixXd> pseudodatavar; // [nbins, npseudo]
+  std::optional<Eigen::MatrixXd> data_cov_inv;  // [nbins, nbins]
+
+  // ---- model tensors (§2.3, §2.4) ----
+  bool sparse = false;
+  bool symmetric_tensor = false;
+  SystematicType systematic_type = SystematicType::log_normal;
+  /// Dense: [nbinsfull * nproc], row-major (bin outer). Sparse: the nonzero values.
+  std::vector<double> norm;
+  /// Sparse only: flat index b*nproc + p of each nonzero norm entry, sorted ascending.
+  std::vector<int64_t> norm_index;
+  /// Dense only: [nbinsfull, nproc, nsyst] (symmetric) or [nbinsfull, nproc, 2, nsyst], row-major.
+  std::vector<double> logk;
+  /// Sparse only.
+  SparseLogk logk_sparse;
+
+  // ---- Monte-Carlo statistics (§2.5), [nbinsfull * nproc] ----
+  std::vector<double> sumw;
+  std::vector<double> sumw2;
+  /// True when sumw/sumw2 were derived from the legacy per-bin hkstat (then per bin, nproc = 1
+  /// columns are NOT used: sumw/sumw2 hold [nbinsfull] values and sumw_per_bin is true).
+  bool sumw_per_bin = false;
+  /// Optional [nbinsfull, nbins, nproc] (dense files only).
+  std::optional<std::vector<double>> betavariations;
+
+  std::vector<ExternalTerm> external_terms;
+
+  // ---- meta (§3) ----
+  bool has_meta = false;
+  std::vector<ChannelInfo> channels;            // in bin-layout order
+  /// The raw pickled meta bytes (for passing provenance through to outputs), empty if absent.
+  std::vector<uint8_t> meta_pickle;
+
+  // ---- derived (§4.2) ----
+  int64_t nbins = 0;
+  int64_t nbinsfull = 0;
+  int64_t nbinsmasked = 0;
+  int64_t nproc = 0;
+  int64_t nsyst = 0;
+  int64_t nsignals = 0;
+  int64_t nsystnoconstraint = 0;
+
+  /// Number of logk columns per (bin, process): nsyst (symmetric) or 2*nsyst.
+  int64_t logk_width() const { return symmetric_tensor ? nsyst : 2 * nsyst; }
+  /// Index of a pseudodata set by name; throws OptionError naming the valid names if unknown.
+  int64_t pseudodata_index(const std::string& name) const;
+};
+
+/// Reads a rabbit fit tensor. Throws InputError (one line naming file and dataset) on any problem.
+FitInputData read_fit_input(const std::string& filename);
+
+}  // namespace rabbit

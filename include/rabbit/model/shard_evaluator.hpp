@@ -1,0 +1,50 @@
+#pragma once
+// ShardEvaluator: the bin-proportional part of the likelihood for a contiguous range of observed
+// bins on one device. Everything that scales with the number of bins lives behind this interface;
+// there is one implementation per backend (backend/cpu, backend/cuda).
+//
+// All derivatives are with respect to the *effective* parameters ξ = T(x) (likelihood.md §2.3,
+// §6.1). The fitter applies the chain rule of T once, for all shards together, so the shard math
+// never sees POI transforms, blinding or frozen parameters.
+#include <cstdint>
+#include <string>
+
+#include <Eigen/Core>
+
+namespace rabbit {
+
+class ShardEvaluator {
+ public:
+  virtual ~ShardEvaluator() = default;
+
+  /// Observed bins [bin_begin, bin_end) of the full observed-bin axis covered by this shard.
+  virtual int64_t bin_begin() const = 0;
+  virtual int64_t bin_end() const = 0;
+  /// Where the shard lives, e.g. "cpu" or "cuda:1".
+  virtual std::string device() const = 0;
+
+  /// New observed data: nobs (and, for the chi2 fits, its variances) over *all* nbins observed
+  /// bins; the shard keeps its own slice. An empty varnobs means "variances = nobs".
+  virtual void set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) = 0;
+
+  /// Partial reduced NLL of the shard's bins: data term + BB term with β profiled.
+  virtual double value(const Eigen::VectorXd& xi) = 0;
+
+  /// Partial NLL; overwrites grad with ∇_ξ of it (total derivative through the profiled β).
+  virtual double value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad) = 0;
+
+  /// Partial NLL, its ∇_ξ into grad, and H_ξ·V into HV (overwritten), for V of shape n × k.
+  virtual double value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
+                                Eigen::MatrixXd& HV) = 0;
+
+  /// Partial NLL, ∇_ξ and the dense H_ξ (overwritten). profile = false: β held fixed at its
+  /// profiled value instead of differentiated through (likelihood.md §6.8).
+  virtual double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
+                                 bool profile = true) = 0;
+
+  /// The profiled β of the shard's bins at ξ, in the layout of the shard's BB state
+  /// (per (bin, process) in full mode, per bin in lite mode); empty without BB.
+  virtual Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) = 0;
+};
+
+}  // namespace rabbit
