@@ -1,6 +1,8 @@
 #pragma once
 // GlobalTerms: what depends on the parameters only (constraints, parameter-only regulariser
 // penalties, external likelihood terms). Evaluated once per call on the host, never per shard.
+#include <memory>
+
 #include <Eigen/Core>
 
 namespace rabbit {
@@ -18,5 +20,20 @@ class GlobalTerms {
   virtual double x_terms(const Eigen::VectorXd& x, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
                          Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const = 0;
 };
+
+struct Model;
+class ParameterSpace;
+
+/// The global terms of a Model (likelihood.md §5.2, §5.4, §5.5 parameter-only part):
+///  * ξ-space: ½ Σ cw_i (ξ_i − x0_i)² with the model's *current* constraint centres (toys change
+///    them), plus exp(2τ)·penalty of the parameter-only regularisers (τ read at each call);
+///  * x-space: Σ_t g_tᵀ x[P_t] + ½ x[P_t]ᵀ H_t x[P_t] of the input's external terms, names resolved
+///    exactly against the parameter names (unknown names throw InputError naming the term).
+/// The returned object reads the Model by reference: it must not outlive it, and a copied Model
+/// needs its own make_global_terms.
+std::shared_ptr<const GlobalTerms> make_global_terms(const Model& model);
+
+/// Constant that --fullNll adds to the constraint term: Σ_{cw_i>0} (½ ln 2π − ½ ln cw_i).
+double constraint_full_nll_constant(const ParameterSpace& parameters);
 
 }  // namespace rabbit

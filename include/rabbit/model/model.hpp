@@ -3,6 +3,8 @@
 // BB configuration, global terms). Immutable apart from the observation and constraint-centre
 // state that toys change; shared by all shards of a fit.
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/global_terms.hpp"
@@ -11,7 +13,8 @@
 
 namespace rabbit {
 
-class ParamModel;  // r_{bp}(π) and its derivatives (param_model.hpp)
+class ParamModel;   // r_{bp}(π) and its derivatives (param_model.hpp)
+class Regularizer;  // -r/--regularization penalties (regularizer.hpp)
 
 struct Model {
   std::shared_ptr<const FitInputData> input;
@@ -21,9 +24,26 @@ struct Model {
   std::shared_ptr<const GlobalTerms> global_terms;
   /// The BB type after resolving "automatic" (likelihood.md §4).
   BBType bb_type = BBType::gamma;
+  /// The regularisers of -r/--regularization (armed per fit, see regularizer.hpp).
+  std::vector<std::shared_ptr<Regularizer>> regularizers;
 };
 
-/// Builds the model; throws OptionError naming the option for invalid settings.
+/// Builds the model; throws OptionError naming the option for invalid settings. The result is
+/// meant to stay where it is (its global terms refer to it): share the pointer, never copy *model.
 std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, const ModelOptions& options);
+
+/// Checks a data set about to be fitted (label names it in the message): with --chisqFit every
+/// count must be > 0 (OptionError otherwise); lengths must equal nbins.
+void check_observed(const Model& model, const Eigen::VectorXd& nobs, const std::string& label);
+
+/// Prefit quantities (likelihood.md §7.4): the stored start values x0default, var_prefit, and
+/// its square root; the prefit covariance is diag(var_prefit).
+Eigen::VectorXd prefit_values(const Model& model);
+Eigen::VectorXd prefit_variances(const Model& model);
+Eigen::VectorXd prefit_uncertainties(const Model& model);
+Eigen::MatrixXd prefit_covariance(const Model& model);
+
+/// Name of a BB type as on the command line ("gamma", "normal-multiplicative", ...).
+std::string to_string(BBType type);
 
 }  // namespace rabbit

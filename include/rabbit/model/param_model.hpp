@@ -3,7 +3,9 @@
 // multiplicative rate r_p(π) per process (likelihood.md §2.2). The built-in models (Ones, Mu,
 // Mixture and composites of them) are bin-independent, so r is one row [nproc] broadcast over bins.
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -26,6 +28,27 @@ class ParamModel {
   virtual void rates(const Eigen::VectorXd& pi, Eigen::VectorXd& r, Eigen::MatrixXd* jac) const = 0;
   /// Σ_p w_p ∂²r_p/∂π∂πᵀ [nparams × nparams] (zero for models linear in each process' rate).
   virtual Eigen::MatrixXd rate_curvature(const Eigen::VectorXd& pi, const Eigen::VectorXd& w) const = 0;
+
+  /// Whether the POIs enter linearly (--allowNegativeParam) rather than squared.
+  virtual bool allow_negative_param() const { return false; }
+  /// Whether r is linear in π (rabbit's is_linear of the param model).
+  virtual bool is_linear() const { return nparams() == 0; }
+  /// Optional Gaussian priors (§2.4), length nparams() or empty: entries finite and > 0 constrain
+  /// the parameter at that width; prior means default to the stored defaults when empty.
+  virtual Eigen::VectorXd prior_sigmas() const { return {}; }
+  virtual Eigen::VectorXd prior_means() const { return {}; }
 };
+
+struct FitInputData;
+struct ParamModelSpec;
+
+/// The built-in param models: "Ones", "Mu", "Mixture". Several specs make a composite (§2.2).
+/// Unknown names, bad arguments and unknown --expectSignal names throw OptionError.
+std::shared_ptr<const ParamModel> make_param_model(const FitInputData& input, const std::vector<ParamModelSpec>& specs,
+                                                   const std::vector<std::pair<std::string, double>>& expect_signal,
+                                                   bool allow_negative_param);
+
+/// Names accepted by make_param_model.
+const std::vector<std::string>& supported_param_models();
 
 }  // namespace rabbit

@@ -22,6 +22,17 @@ class ParameterSpace {
   /// Index of a parameter by exact name, or -1.
   int64_t index(const std::string& name) const;
 
+  /// Indices of the frozen / floating parameters, ascending.
+  std::vector<int64_t> frozen_indices() const;
+  std::vector<int64_t> floating_indices() const;
+  /// var_x0 (§2.4): 1/cw where cw > 0, else 0 — the width of the constraint centres in toys.
+  Eigen::VectorXd constraint_centre_variance() const;
+  /// Restores the per-fit state: centres to their defaults, blinding offsets off (defaultassign).
+  void reset_state() {
+    constraint_centres = constraint_centres_default;
+    blinding_enabled = false;
+  }
+
   std::vector<std::string> names;
   int64_t npoi = 0;
   int64_t npou = 0;
@@ -31,12 +42,28 @@ class ParameterSpace {
   Eigen::VectorXd x_default;           // stored start point / prefit values (x0default)
   Eigen::VectorXd constraint_weights;  // cw over the whole vector
   Eigen::VectorXd constraint_centres;  // x0 over the whole vector (state: randomised in toys)
+  Eigen::VectorXd constraint_centres_default;  // x0default: what reset_state() restores
   Eigen::VectorXd prefit_variance;     // var_prefit (§2.4)
   std::vector<bool> frozen;
 
   Eigen::VectorXd poi_blinding_scale;  // c_i over the POIs (1 when not blinded)
   Eigen::VectorXd syst_blinding_offset;// o_s over the systematics (0 when not blinded)
   bool blinding_enabled = false;       // offsets switched on (§2.6, only inside blinded fits)
+  /// Whether offsets were computed at all (ModelOptions::blinding_active); when false,
+  /// poi_blinding_scale is all ones and syst_blinding_offset all zeros.
+  bool blinding_available = false;
+
+  /// Freezes / unfreezes the parameters matched by the expressions (match_names); returns the
+  /// indices newly matched. Used by --freezeParameters and by scans and impacts.
+  std::vector<int64_t> freeze(const std::vector<std::string>& expressions, const std::string& option = "--freezeParameters");
+  std::vector<int64_t> unfreeze(const std::vector<std::string>& expressions, const std::string& option = "--freezeParameters");
 };
+
+/// Indices (ascending, unique) of the names matched by any expression: an expression matches a
+/// name if it equals it or, read as a regular expression, matches the whole name (Python's
+/// re.fullmatch, cli-and-output.md §1.1). An invalid regular expression that equals no name
+/// throws OptionError naming `option`.
+std::vector<int64_t> match_names(const std::vector<std::string>& expressions, const std::vector<std::string>& names,
+                                 const std::string& option);
 
 }  // namespace rabbit

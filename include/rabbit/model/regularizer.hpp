@@ -1,0 +1,102 @@
+#pragma once
+// Regularisers (-r/--regularization, likelihood.md §5.5; minimizers-and-sharding.md §6.11).
+//
+// A regulariser adds exp(2 τ) · penalty to the NLL, τ = --regularizationStrength (Model::options).
+// Two kinds:
+//  * needs_observables() == false: a penalty on the effective parameters ξ only. Evaluated once
+//    per call inside GlobalTerms::xi_terms (single device and sharded alike).
+//  * needs_observables() == true (the SVD regulariser): a penalty on the *full* predicted yields
+//    ν_full (all B_f bins, masked channels included, after BB, §3.4). GlobalTerms cannot see the
+//    yields, so the backend that computes ν_full adds it, exactly like a data term on ν_full:
+//      value   += observable_penalty(model, ν_full, &g)        (g = ∂/∂ν_full, weight included)
+//      ∇_ξ     += 𝒥ᵀ g                                           (𝒥 = ∂ν_full/∂ξ)
+//      H_ξ V   += 𝒥ᵀ observable_penalty_hessian_product(model, ν_full, 𝒥 V) + 𝒞(g) V
+//    where 𝒞(g) = Σ_b g_b ∇²_ξ ν_b is the second-order yield term the backend already has.
+//    Sharded fits refuse such regularisers up front.
+// Every regulariser must be armed (set_expectations) at the start of each fit before it is
+// evaluated; evaluating an un-armed one throws.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+namespace rabbit {
+
+struct Model;
+struct FitInputData;
+struct RegularizationSpec;
+
+class Regularizer {
+ public:
+  virtual ~Regularizer() = default;
+  virtual std::string name() const = 0;
+  /// Defaults to true (the safe answer, §6.11).
+  virtual bool needs_observables() const { return true; }
+
+  /// Arms the regulariser: ξ at the start point (offsets off) and, only if needs_observables(),
+  /// the full yields there (β = β⁰); observables is null otherwise.
+  virtual void set_expectations(const Eigen::VectorXd& xi_init, const Eigen::VectorXd* observables) = 0;
+  virtual bool armed() const = 0;
+
+  /// Unweighted penalty of an observable-dependent regulariser at ν_full; adds ∂/∂ν_full to grad
+  /// when non-null.
+  virtual double penalty_observables(const Eigen::VectorXd& nu_full, Eigen::VectorXd* grad) const;
+  /// (∂²penalty/∂ν_full²) · U for U of shape B_f × k.
+  virtual Eigen::MatrixXd hessian_product_observables(const Eigen::VectorXd& nu_full, const Eigen::MatrixXd& U) const;
+
+  /// Unweighted penalty of a parameter-only regulariser at ξ; adds to grad, HV (= H·V) and hess
+  /// when non-null.
+  virtual double penalty_parameters(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
+                                    Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const;
+};
+
+/// The SVD regulariser (§5.5): L = Σ_cells (Lap d)², d = y / y⁰ (1 where y⁰ = 0), y = 𝓜 ν_full.
+/// The mapping 𝓜 is "Select <channel>" (the channel's bins in its axes' shape) or
+/// "Project <channel> <axis>..." (sum over the other axes); other mappings and mapping options
+/// throw OptionError. Lap is the discrete Laplacian with edge-repeating padding (sum of the 1-D
+/// operators along every axis).
+class SvdRegularizer final : public Regularizer {
+ public:
+  SvdRegularizer(const FitInputData& input, const std::vector<std::string>& mapping);
+  std::string name() const override { return "SVD"; }
+  bool needs_observables() const override { return true; }
+  void set_expectations(const Eigen::VectorXd& xi_init, const Eigen::VectorXd* observables) override;
+  bool armed() const override { return armed_; }
+  double penalty_observables(const Eigen::VectorXd& nu_full, Eigen::VectorXd* grad) const override;
+  Eigen::MatrixXd hessian_product_observables(const Eigen::VectorXd& nu_full, const Eigen::MatrixXd& U) const override;
+
+  /// y = 𝓜 ν_full (cells in row-major order of shape()).
+  Eigen::VectorXd map(const Eigen::VectorXd& nu_full) const;
+  /// 𝓜ᵀ g for g over the cells.
+  Eigen::VectorXd map_transpose(const Eigen::VectorXd& g) const;
+  /// Lap applied to a cell vector (symmetric operator).
+  Eigen::VectorXd laplacian(const Eigen::VectorXd& d) const;
+  const std::vector<int64_t>& shape() const { return shape_; }
+
+ private:
+  int64_t nbinsfull_ = 0;
+  std::vector<int64_t> shape_;        // output histogram shape
+  std::vector<int64_t> cell_of_bin_;  // per channel bin (in channel order): output cell
+  int64_t channel_start_ = 0;
+  Eigen::VectorXd inv_y0_;            // 1/y⁰, 0 where y⁰ = 0
+  Eigen::VectorXd d_fixed_;           // 1 where y⁰ = 0 (d is constant there), else 0
+  bool armed_ = false;
+};
+
+/// Builds the regularisers of the options; unknown names throw OptionError listing "SVD".
+std::vector<std::shared_ptr<Regularizer>> make_regularizers(const FitInputData& input,
+                                                            const std::vector<RegularizationSpec>& specs);
+
+/// exp(2 τ) with τ = model.options.regularization_strength.
+double regularization_weight(const Model& model);
+/// Whether any regulariser of the model needs the full yields.
+bool needs_observables(const Model& model);
+/// Σ over the observable-dependent regularisers of exp(2τ)·penalty at ν_full; adds ∂/∂ν_full to
+/// grad when non-null (grad must have length B_f).
+double observable_penalty(const Model& model, const Eigen::VectorXd& nu_full, Eigen::VectorXd* grad);
+/// Σ exp(2τ)·(∂²penalty/∂ν_full²)·U over the observable-dependent regularisers.
+Eigen::MatrixXd observable_penalty_hessian_product(const Model& model, const Eigen::VectorXd& nu_full,
+                                                   const Eigen::MatrixXd& U);
+
+}  // namespace rabbit

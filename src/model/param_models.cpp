@@ -1,0 +1,345 @@
+// The built-in param models of likelihood.md §2.2: Ones, Mu, Mixture and their composite.
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "rabbit/core/error.hpp"
+#include "rabbit/io/fit_input_data.hpp"
+#include "rabbit/model/model_options.hpp"
+#include "rabbit/model/param_model.hpp"
+
+namespace rabbit {
+namespace {
+
+/// μ⁰: ones, overridden by --expectSignal. Every defaults-taking model validates *all* given
+/// names against its own parameters (as rabbit does, also inside a composite).
+Eigen::VectorXd effective_defaults(const std::string& model_name, const std::vector<std::string>& names,
+                                   const std::vector<std::pair<std::string, double>>& expect_signal) {
+  Eigen::VectorXd mu0 = Eigen::VectorXd::Ones(static_cast<int64_t>(names.size()));
+  for (const auto& [name, value] : expect_signal) {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end())
+      throw OptionError(fmt::format("--expectSignal: '{}' is not a parameter of param model {} (its parameters: [{}])",
+                                    name, model_name, fmt::join(names, ", ")));
+    mu0[it - names.begin()] = value;
+  }
+  return mu0;
+}
+
+class OnesModel final : public ParamModel {
+ public:
+  explicit OnesModel(int64_t nproc) : nproc_(nproc) {}
+  int64_t npoi() const override { return 0; }
+  int64_t npou() const override { return 0; }
+  std::vector<std::string> names() const override { return {}; }
+  Eigen::VectorXd default_values() const override { return Eigen::VectorXd(0); }
+  void rates(const Eigen::VectorXd&, Eigen::VectorXd& r, Eigen::MatrixXd* jac) const override {
+    r = Eigen::VectorXd::Ones(nproc_);
+    if (jac) jac->setZero(nproc_, 0);
+  }
+  Eigen::MatrixXd rate_curvature(const Eigen::VectorXd&, const Eigen::VectorXd&) const override {
+    return Eigen::MatrixXd(0, 0);
+  }
+  bool is_linear() const override { return true; }
+
+ private:
+  int64_t nproc_;
+};
+
+/// One POI per signal process: r_p = μ_p for the P_s signals (the first processes), 1 otherwise.
+class MuModel final : public ParamModel {
+ public:
+  MuModel(const FitInputData& input, const std::vector<std::pair<std::string, double>>& expect_signal,
+          bool allow_negative)
+      : nproc_(input.nproc), names_(input.signals), allow_negative_(allow_negative) {
+    if (static_cast<int64_t>(names_.size()) > nproc_)
+      throw InputError(fmt::format("{}: {} signals but only {} processes", input.filename, names_.size(), nproc_));
+    defaults_ = effective_defaults("Mu", names_, expect_signal);
+  }
+  int64_t npoi() const override { return static_cast<int64_t>(names_.size()); }
+  int64_t npou() const override { return 0; }
+  std::vector<std::string> names() const override { return names_; }
+  Eigen::VectorXd default_values() const override { return defaults_; }
+  void rates(const Eigen::VectorXd& pi, Eigen::VectorXd& r, Eigen::MatrixXd* jac) const override {
+    const int64_t m = npoi();
+    r = Eigen::VectorXd::Ones(nproc_);
+    r.head(m) = pi.head(m);
+    if (jac) {
+      jac->setZero(nproc_, m);
+      for (int64_t i = 0; i < m; ++i) (*jac)(i, i) = 1.0;
+    }
+  }
+  Eigen::MatrixXd rate_curvature(const Eigen::VectorXd&, const Eigen::VectorXd&) const override {
+    return Eigen::MatrixXd::Zero(npoi(), npoi());
+  }
+  bool allow_negative_param() const override { return allow_negative_; }
+  bool is_linear() const override { return npoi() == 0 || allow_negative_; }
+
+ private:
+  int64_t nproc_;
+  std::vector<std::string> names_;
+  bool allow_negative_;
+  Eigen::VectorXd defaults_;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t pos = s.find(',', start);
+    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+/// Mixing parameters π_i: the i-th primary process gets π_i, the i-th complementary 1 − π_i.
+/// As in rabbit, "i-th" counts in process-list order, not in the order the user typed
+/// (likelihood.md §10.9); the names follow the typed order.
+class MixtureModel final : public ParamModel {
+ public:
+  MixtureModel(const FitInputData& input, const std::vector<std::string>& args,
+               const std::vector<std::pair<std::string, double>>& expect_signal, bool allow_negative)
+      : nproc_(input.nproc), allow_negative_(allow_negative) {
+    if (args.size() != 2)
+      throw OptionError(fmt::format(
+          "--paramModel Mixture: expected exactly 2 arguments (primaries and complementaries as comma lists), got {}",
+          args.size()));
+    const auto primaries = split_commas(args[0]);
+    const auto complementaries = split_commas(args[1]);
+    if (primaries.size() != complementaries.size())
+      throw OptionError(fmt::format(
+          "--paramModel Mixture: primary and complementary lists must have the same length, got {} and {}",
+          primaries.size(), complementaries.size()));
+    auto check_known = [&](const std::vector<std::string>& list) {
+      std::vector<std::string> missing;
+      for (const auto& p : list)
+        if (std::find(input.procs.begin(), input.procs.end(), p) == input.procs.end()) missing.push_back(p);
+      if (!missing.empty())
+        throw OptionError(fmt::format("--paramModel Mixture: [{}] not found in processes [{}]",
+                                      fmt::join(missing, ", "), fmt::join(input.procs, ", ")));
+    };
+    check_known(primaries);
+    check_known(complementaries);
+    // Duplicates or a process on both sides make rabbit's scatter ill-defined; refuse them.
+    std::vector<std::string> all = primaries;
+    all.insert(all.end(), complementaries.begin(), complementaries.end());
+    std::vector<std::string> sorted = all;
+    std::sort(sorted.begin(), sorted.end());
+    auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+    if (dup != sorted.end())
+      throw OptionError(fmt::format("--paramModel Mixture: process '{}' is listed more than once", *dup));
+    for (int64_t p = 0; p < nproc_; ++p) {
+      const auto& proc = input.procs[p];
+      if (std::find(primaries.begin(), primaries.end(), proc) != primaries.end()) primary_idx_.push_back(p);
+      if (std::find(complementaries.begin(), complementaries.end(), proc) != complementaries.end())
+        complementary_idx_.push_back(p);
+    }
+    for (size_t i = 0; i < primaries.size(); ++i) names_.push_back(primaries[i] + "_" + complementaries[i] + "_mixing");
+    defaults_ = effective_defaults("Mixture", names_, expect_signal);
+  }
+  int64_t npoi() const override { return static_cast<int64_t>(names_.size()); }
+  int64_t npou() const override { return 0; }
+  std::vector<std::string> names() const override { return names_; }
+  Eigen::VectorXd default_values() const override { return defaults_; }
+  void rates(const Eigen::VectorXd& pi, Eigen::VectorXd& r, Eigen::MatrixXd* jac) const override {
+    const int64_t m = npoi();
+    r = Eigen::VectorXd::Ones(nproc_);
+    if (jac) jac->setZero(nproc_, m);
+    for (int64_t i = 0; i < m; ++i) {
+      r[primary_idx_[i]] = pi[i];
+      r[complementary_idx_[i]] = 1.0 - pi[i];
+      if (jac) {
+        (*jac)(primary_idx_[i], i) = 1.0;
+        (*jac)(complementary_idx_[i], i) = -1.0;
+      }
+    }
+  }
+  Eigen::MatrixXd rate_curvature(const Eigen::VectorXd&, const Eigen::VectorXd&) const override {
+    return Eigen::MatrixXd::Zero(npoi(), npoi());
+  }
+  bool allow_negative_param() const override { return allow_negative_; }
+  bool is_linear() const override { return false; }  // as rabbit declares it
+
+ private:
+  int64_t nproc_;
+  bool allow_negative_;
+  std::vector<int64_t> primary_idx_, complementary_idx_;
+  std::vector<std::string> names_;
+  Eigen::VectorXd defaults_;
+};
+
+/// Product of sub-models with the layout [POIs of all | POUs of all] (§2.2).
+class CompositeModel final : public ParamModel {
+ public:
+  CompositeModel(std::vector<std::shared_ptr<const ParamModel>> models, int64_t nproc)
+      : models_(std::move(models)), nproc_(nproc) {
+    int64_t poi_offset = 0, pou_offset = 0;
+    for (const auto& m : models_) {
+      poi_offset_.push_back(poi_offset);
+      pou_offset_.push_back(pou_offset);
+      poi_offset += m->npoi();
+      pou_offset += m->npou();
+    }
+    npoi_ = poi_offset;
+    npou_ = pou_offset;
+    int votes_negative = 0, votes_positive = 0, active = 0;
+    bool all_linear = true;
+    for (const auto& m : models_) {
+      if (m->npoi() > 0) (m->allow_negative_param() ? votes_negative : votes_positive)++;
+      if (m->nparams() > 0) {
+        ++active;
+        all_linear = all_linear && m->is_linear();
+      }
+    }
+    if (votes_negative > 0 && votes_positive > 0)
+      throw OptionError(
+          "--paramModel: the POI-carrying sub-models of the composite disagree on --allowNegativeParam");
+    allow_negative_ = votes_negative > 0;
+    is_linear_ = nparams() == 0 || (allow_negative_ && active <= 1 && all_linear);
+    for (size_t k = 0; k < models_.size(); ++k) {
+      const auto n = models_[k]->names();
+      for (int64_t i = 0; i < models_[k]->npoi(); ++i) names_.push_back(n[i]);
+    }
+    for (size_t k = 0; k < models_.size(); ++k) {
+      const auto n = models_[k]->names();
+      for (int64_t i = models_[k]->npoi(); i < models_[k]->nparams(); ++i) names_.push_back(n[i]);
+    }
+  }
+  int64_t npoi() const override { return npoi_; }
+  int64_t npou() const override { return npou_; }
+  std::vector<std::string> names() const override { return names_; }
+  Eigen::VectorXd default_values() const override {
+    Eigen::VectorXd out(nparams());
+    for (size_t k = 0; k < models_.size(); ++k) scatter(k, models_[k]->default_values(), out);
+    return out;
+  }
+  void rates(const Eigen::VectorXd& pi, Eigen::VectorXd& r, Eigen::MatrixXd* jac) const override {
+    const size_t nm = models_.size();
+    std::vector<Eigen::VectorXd> rs(nm);
+    std::vector<Eigen::MatrixXd> js(nm);
+    for (size_t k = 0; k < nm; ++k) models_[k]->rates(gather(k, pi), rs[k], jac ? &js[k] : nullptr);
+    r = Eigen::VectorXd::Ones(nproc_);
+    for (size_t k = 0; k < nm; ++k) r = r.cwiseProduct(rs[k]);
+    if (!jac) return;
+    jac->setZero(nproc_, nparams());
+    for (size_t k = 0; k < nm; ++k) {
+      const Eigen::VectorXd others = product_except(rs, k, k);
+      const Eigen::MatrixXd jk = others.asDiagonal() * js[k];
+      for (int64_t i = 0; i < models_[k]->nparams(); ++i) jac->col(position(k, i)) += jk.col(i);
+    }
+  }
+  Eigen::MatrixXd rate_curvature(const Eigen::VectorXd& pi, const Eigen::VectorXd& w) const override {
+    const size_t nm = models_.size();
+    std::vector<Eigen::VectorXd> rs(nm);
+    std::vector<Eigen::MatrixXd> js(nm);
+    std::vector<Eigen::VectorXd> pis(nm);
+    for (size_t k = 0; k < nm; ++k) {
+      pis[k] = gather(k, pi);
+      models_[k]->rates(pis[k], rs[k], &js[k]);
+    }
+    Eigen::MatrixXd out = Eigen::MatrixXd::Zero(nparams(), nparams());
+    for (size_t k = 0; k < nm; ++k) {
+      // Own curvature of model k, weighted by the other factors.
+      const Eigen::VectorXd wk = w.cwiseProduct(product_except(rs, k, k));
+      const Eigen::MatrixXd ck = models_[k]->rate_curvature(pis[k], wk);
+      for (int64_t a = 0; a < ck.rows(); ++a)
+        for (int64_t b = 0; b < ck.cols(); ++b) out(position(k, a), position(k, b)) += ck(a, b);
+      // Cross terms between models k and l: Σ_p w_p Π_{others} r_p ∂r_k/∂a ∂r_l/∂b.
+      for (size_t l = 0; l < nm; ++l) {
+        if (l == k) continue;
+        const Eigen::VectorXd wkl = w.cwiseProduct(product_except(rs, k, l));
+        const Eigen::MatrixXd block = js[k].transpose() * wkl.asDiagonal() * js[l];
+        for (int64_t a = 0; a < block.rows(); ++a)
+          for (int64_t b = 0; b < block.cols(); ++b) out(position(k, a), position(l, b)) += block(a, b);
+      }
+    }
+    return out;
+  }
+  bool allow_negative_param() const override { return allow_negative_; }
+  bool is_linear() const override { return is_linear_; }
+  Eigen::VectorXd prior_sigmas() const override { return permuted_priors(true); }
+  Eigen::VectorXd prior_means() const override { return permuted_priors(false); }
+
+ private:
+  /// Position in the composite vector of parameter i of sub-model k.
+  int64_t position(size_t k, int64_t i) const {
+    const int64_t np = models_[k]->npoi();
+    return i < np ? poi_offset_[k] + i : npoi_ + pou_offset_[k] + (i - np);
+  }
+  Eigen::VectorXd gather(size_t k, const Eigen::VectorXd& pi) const {
+    Eigen::VectorXd out(models_[k]->nparams());
+    for (int64_t i = 0; i < out.size(); ++i) out[i] = pi[position(k, i)];
+    return out;
+  }
+  void scatter(size_t k, const Eigen::VectorXd& v, Eigen::VectorXd& out) const {
+    for (int64_t i = 0; i < v.size(); ++i) out[position(k, i)] = v[i];
+  }
+  Eigen::VectorXd product_except(const std::vector<Eigen::VectorXd>& rs, size_t skip1, size_t skip2) const {
+    Eigen::VectorXd p = Eigen::VectorXd::Ones(nproc_);
+    for (size_t j = 0; j < rs.size(); ++j)
+      if (j != skip1 && j != skip2) p = p.cwiseProduct(rs[j]);
+    return p;
+  }
+  Eigen::VectorXd permuted_priors(bool sigmas) const {
+    bool any = false;
+    for (const auto& m : models_) any = any || m->prior_sigmas().size() > 0;
+    if (!any) return {};
+    Eigen::VectorXd out(nparams());
+    for (size_t k = 0; k < models_.size(); ++k) {
+      Eigen::VectorXd v = sigmas ? models_[k]->prior_sigmas() : models_[k]->prior_means();
+      // A sub-model without priors: no constraint (NaN sigma) and "use the stored default" (NaN mean).
+      if (v.size() == 0) v = Eigen::VectorXd::Constant(models_[k]->nparams(), std::numeric_limits<double>::quiet_NaN());
+      scatter(k, v, out);
+    }
+    return out;
+  }
+
+  std::vector<std::shared_ptr<const ParamModel>> models_;
+  int64_t nproc_;
+  int64_t npoi_ = 0, npou_ = 0;
+  std::vector<int64_t> poi_offset_, pou_offset_;
+  std::vector<std::string> names_;
+  bool allow_negative_ = false;
+  bool is_linear_ = true;
+};
+
+}  // namespace
+
+const std::vector<std::string>& supported_param_models() {
+  static const std::vector<std::string> names{"Ones", "Mu", "Mixture"};
+  return names;
+}
+
+std::shared_ptr<const ParamModel> make_param_model(const FitInputData& input, const std::vector<ParamModelSpec>& specs,
+                                                   const std::vector<std::pair<std::string, double>>& expect_signal,
+                                                   bool allow_negative_param) {
+  std::vector<ParamModelSpec> list = specs;
+  if (list.empty()) list.push_back(ParamModelSpec{});
+  std::vector<std::shared_ptr<const ParamModel>> models;
+  for (const auto& spec : list) {
+    if (spec.name == "Ones") {
+      if (!spec.args.empty())
+        throw OptionError(fmt::format("--paramModel Ones takes no arguments, got {}", spec.args.size()));
+      models.push_back(std::make_shared<OnesModel>(input.nproc));
+    } else if (spec.name == "Mu") {
+      if (!spec.args.empty())
+        throw OptionError(fmt::format("--paramModel Mu takes no arguments, got {}", spec.args.size()));
+      models.push_back(std::make_shared<MuModel>(input, expect_signal, allow_negative_param));
+    } else if (spec.name == "Mixture") {
+      models.push_back(std::make_shared<MixtureModel>(input, spec.args, expect_signal, allow_negative_param));
+    } else {
+      throw OptionError(fmt::format(
+          "--paramModel: unknown param model '{}'; supported: {} (rabbit's ABCD, AxisNorm, AxisExp, AxisBernstein, "
+          "SaturatedProjectModel and user-defined models are not implemented)",
+          spec.name, fmt::join(supported_param_models(), ", ")));
+    }
+  }
+  if (models.size() == 1) return models.front();
+  return std::make_shared<CompositeModel>(std::move(models), input.nproc);
+}
+
+}  // namespace rabbit
