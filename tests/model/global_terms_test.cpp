@@ -1,0 +1,198 @@
+// Global terms (likelihood.md §5.2, §5.4) and the SVD regulariser (§5.5) vs finite differences.
+#include "rabbit/model/global_terms.hpp"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "rabbit/core/error.hpp"
+#include "rabbit/model/model.hpp"
+#include "rabbit/model/regularizer.hpp"
+#include "small_input.hpp"
+
+namespace rabbit {
+namespace {
+
+using Fn = std::function<double(const Eigen::VectorXd&, Eigen::VectorXd*, const Eigen::MatrixXd*, Eigen::MatrixXd*,
+                                Eigen::MatrixXd*)>;
+
+/// Value/grad/HVP/Hessian of an "adds to" evaluation against central finite differences.
+void check_term(const Fn& f, const Eigen::VectorXd& x) {
+  const int64_t n = x.size();
+  Eigen::VectorXd g = Eigen::VectorXd::Zero(n);
+  Eigen::MatrixXd H = Eigen::MatrixXd::Zero(n, n);
+  const double v = f(x, &g, nullptr, nullptr, &H);
+  EXPECT_DOUBLE_EQ(v, f(x, nullptr, nullptr, nullptr, nullptr));
+  const double h = 1e-5;
+  for (int64_t i = 0; i < n; ++i) {
+    Eigen::VectorXd xp = x, xm = x;
+    xp[i] += h;
+    xm[i] -= h;
+    Eigen::VectorXd gp = Eigen::VectorXd::Zero(n), gm = Eigen::VectorXd::Zero(n);
+    const double fp = f(xp, &gp, nullptr, nullptr, nullptr);
+    const double fm = f(xm, &gm, nullptr, nullptr, nullptr);
+    EXPECT_NEAR(g[i], (fp - fm) / (2 * h), 1e-7 * (1 + std::abs(g[i]))) << "grad " << i;
+    const Eigen::VectorXd col = (gp - gm) / (2 * h);
+    EXPECT_LT((H.col(i) - col).cwiseAbs().maxCoeff(), 1e-6) << "hessian column " << i;
+  }
+  Eigen::MatrixXd V(n, 2);
+  for (int64_t i = 0; i < n; ++i) {
+    V(i, 0) = 0.3 * i - 1.0;
+    V(i, 1) = std::sin(1.0 + i);
+  }
+  Eigen::MatrixXd HV = Eigen::MatrixXd::Zero(n, 2);
+  Eigen::VectorXd g2 = Eigen::VectorXd::Zero(n);
+  f(x, &g2, &V, &HV, nullptr);
+  EXPECT_LT((HV - H * V).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT((g2 - g).cwiseAbs().maxCoeff(), 1e-14);
+}
+
+std::shared_ptr<FitInputData> input_with_external_terms() {
+  auto in = test::small_input();
+  ExternalTerm t1;
+  t1.name = "ext1";
+  t1.params = {"sig", "b", "noi"};
+  t1.grad_values = Eigen::Vector3d(0.5, -1.0, 2.0);
+  Eigen::Matrix3d H;
+  H << 2.0, 0.5, 0.0, -0.3, 1.0, 0.2, 0.1, 0.0, 3.0;  // not symmetric on purpose
+  t1.hess = Eigen::MatrixXd(H);
+  ExternalTerm t2;  // Hessian only, repeats "b" (contributions accumulate)
+  t2.name = "ext2";
+  t2.params = {"b", "b"};
+  t2.hess = Eigen::MatrixXd(Eigen::Matrix2d::Identity());
+  in->external_terms = {t1, t2};
+  return in;
+}
+
+TEST(GlobalTerms, ConstraintTermValueAndDerivatives) {
+  ModelOptions options;
+  options.set_constraint_minimum = {{"b", 0.5}};
+  auto model = build_model(test::small_input(), options);
+  Eigen::VectorXd xi(5);
+  xi << 1.2, 0.9, 0.3, 4.0, -0.2;  // names sig, sig2, a, noi, b; cw = [0, 0, 1, 0, 1]
+  const double expected = 0.5 * (0.3 * 0.3 + (-0.2 - 0.5) * (-0.2 - 0.5));
+  EXPECT_DOUBLE_EQ(model->global_terms->xi_terms(xi, nullptr, nullptr, nullptr, nullptr), expected);
+  check_term([&](auto&&... a) { return model->global_terms->xi_terms(a...); }, xi);
+  // Centres are state: toys move them and the term follows.
+  model->parameters.constraint_centres[2] = 0.3;
+  EXPECT_DOUBLE_EQ(model->global_terms->xi_terms(xi, nullptr, nullptr, nullptr, nullptr), 0.5 * 0.49);
+  model->parameters.reset_state();
+  EXPECT_DOUBLE_EQ(model->global_terms->xi_terms(xi, nullptr, nullptr, nullptr, nullptr), expected);
+  // No external terms: the x-space part is zero.
+  EXPECT_EQ(model->global_terms->x_terms(xi, nullptr, nullptr, nullptr, nullptr), 0.0);
+  EXPECT_DOUBLE_EQ(constraint_full_nll_constant(model->parameters), 2 * 0.9189385332046727);
+}
+
+TEST(GlobalTerms, ExternalTermsOnStoredX) {
+  auto model = build_model(input_with_external_terms(), ModelOptions{});
+  Eigen::VectorXd x(5);
+  x << 1.2, 0.9, 0.3, 4.0, -0.2;
+  // By hand: x_sub = (sig, b, noi) = (1.2, -0.2, 4.0).
+  const Eigen::Vector3d xs(1.2, -0.2, 4.0);
+  Eigen::Matrix3d H;
+  H << 2.0, 0.5, 0.0, -0.3, 1.0, 0.2, 0.1, 0.0, 3.0;
+  const double expected = Eigen::Vector3d(0.5, -1.0, 2.0).dot(xs) + 0.5 * xs.dot(H * xs) + 0.5 * 2 * 0.04;
+  EXPECT_NEAR(model->global_terms->x_terms(x, nullptr, nullptr, nullptr, nullptr), expected, 1e-13);
+  check_term([&](auto&&... a) { return model->global_terms->x_terms(a...); }, x);
+}
+
+TEST(GlobalTerms, UnknownExternalParameterIsAnInputError) {
+  auto in = input_with_external_terms();
+  in->external_terms[1].params = {"b", "missing"};
+  try {
+    build_model(in, ModelOptions{});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "small.hdf5: external term 'ext2' refers to parameter 'missing', which is not in the model");
+  }
+  in->external_terms[1].params = {"b"};
+  EXPECT_THROW(build_model(in, ModelOptions{}), InputError);  // 1 parameter, 2x2 Hessian
+}
+
+TEST(SvdRegularizer, LaplacianWithEdgeRepeatingPadding) {
+  auto in = test::small_input();
+  SvdRegularizer reg(*in, {"Select", "ch0"});
+  EXPECT_EQ(reg.shape(), (std::vector<int64_t>{3}));
+  const Eigen::Vector3d lap = reg.laplacian(Eigen::Vector3d(1.0, 4.0, 2.0));
+  EXPECT_EQ(lap, Eigen::Vector3d(3.0, -5.0, 2.0));
+  EXPECT_THROW(reg.penalty_observables(Eigen::Vector4d::Ones(), nullptr), Error);  // not armed
+}
+
+TEST(SvdRegularizer, TwoDimensionalValueAndDerivatives) {
+  auto in = test::small_input();
+  // Re-shape the observed channel as 2x2 plus one masked bin: 5 bins in all.
+  in->nbins = 4;
+  in->nbinsfull = 5;
+  in->channels[0].axes[0].size = 2;
+  AxisInfo z = in->channels[0].axes[0];
+  z.name = "z";
+  in->channels[0].axes.push_back(z);
+  in->channels[0].stop = 4;
+  in->channels[1].start = 4;
+  in->channels[1].stop = 5;
+  SvdRegularizer reg(*in, {"Select", "ch0"});
+  EXPECT_EQ(reg.shape(), (std::vector<int64_t>{2, 2}));
+  Eigen::VectorXd nu0(5);
+  nu0 << 10.0, 0.0, 8.0, 5.0, 100.0;  // one empty cell: d = 1 there
+  reg.set_expectations(Eigen::VectorXd(), &nu0);
+  Eigen::VectorXd nu(5);
+  nu << 12.0, 3.0, 7.0, 6.0, 90.0;
+  // d = [1.2, 1, 0.875, 1.2]; Lap d over a 2x2 grid with edge padding.
+  const Eigen::Vector4d d(1.2, 1.0, 0.875, 1.2);
+  const Eigen::Vector4d lap(d[1] - d[0] + d[2] - d[0], d[0] - d[1] + d[3] - d[1], d[3] - d[2] + d[0] - d[2],
+                            d[2] - d[3] + d[1] - d[3]);
+  EXPECT_NEAR(reg.penalty_observables(nu, nullptr), lap.squaredNorm(), 1e-14);
+  Eigen::VectorXd g = Eigen::VectorXd::Zero(5);
+  reg.penalty_observables(nu, &g);
+  const double h = 1e-6;
+  Eigen::MatrixXd Hfd(5, 5);
+  for (int i = 0; i < 5; ++i) {
+    Eigen::VectorXd p = nu, m = nu;
+    p[i] += h;
+    m[i] -= h;
+    EXPECT_NEAR(g[i], (reg.penalty_observables(p, nullptr) - reg.penalty_observables(m, nullptr)) / (2 * h), 1e-8);
+    Eigen::VectorXd gp = Eigen::VectorXd::Zero(5), gm = Eigen::VectorXd::Zero(5);
+    reg.penalty_observables(p, &gp);
+    reg.penalty_observables(m, &gm);
+    Hfd.col(i) = (gp - gm) / (2 * h);
+  }
+  EXPECT_EQ(g[1], 0.0);  // the y⁰ = 0 cell is constant
+  EXPECT_EQ(g[4], 0.0);  // masked channel not regularised
+  const Eigen::MatrixXd Hv = reg.hessian_product_observables(nu, Eigen::MatrixXd::Identity(5, 5));
+  EXPECT_LT((Hv - Hfd).cwiseAbs().maxCoeff(), 1e-6);
+}
+
+TEST(SvdRegularizer, ModelHelpersApplyTheStrength) {
+  auto in = test::small_input();
+  ModelOptions options;
+  options.regularization = {RegularizationSpec{"SVD", {"Project", "ch0", "x"}}};
+  options.regularization_strength = 0.5;
+  auto model = build_model(in, options);
+  ASSERT_EQ(model->regularizers.size(), 1u);
+  EXPECT_TRUE(needs_observables(*model));
+  const Eigen::VectorXd nu0 = Eigen::Vector4d(1.0, 2.0, 3.0, 4.0), nu = Eigen::Vector4d(1.5, 2.0, 2.0, 4.0);
+  model->regularizers[0]->set_expectations(Eigen::VectorXd(), &nu0);
+  const double raw = model->regularizers[0]->penalty_observables(nu, nullptr);
+  EXPECT_GT(raw, 0.0);
+  Eigen::VectorXd g = Eigen::VectorXd::Zero(4);
+  EXPECT_DOUBLE_EQ(observable_penalty(*model, nu, &g), std::exp(1.0) * raw);
+  const Eigen::MatrixXd U = Eigen::MatrixXd::Identity(4, 4);
+  EXPECT_LT((observable_penalty_hessian_product(*model, nu, U) -
+             std::exp(1.0) * model->regularizers[0]->hessian_product_observables(nu, U))
+                .cwiseAbs()
+                .maxCoeff(),
+            1e-15);
+  options.regularization = {RegularizationSpec{"TV", {"Select", "ch0"}}};
+  try {
+    build_model(in, options);
+    FAIL();
+  } catch (const OptionError& e) {
+    EXPECT_EQ(std::string(e.what()), "-r/--regularization: unknown regulariser 'TV'; supported: SVD");
+  }
+  options.regularization = {RegularizationSpec{"SVD", {"Select", "nochannel"}}};
+  EXPECT_THROW(build_model(in, options), OptionError);
+}
+
+}  // namespace
+}  // namespace rabbit
