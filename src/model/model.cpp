@@ -167,6 +167,8 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
       xparamdefault[i] = std::sqrt(mu0[i]);
     }
 
+  ps.x_param_default = xparamdefault;
+
   // θ⁰default with --setConstraintMinimum (exactly one systematic of that name).
   Eigen::VectorXd theta0 = Eigen::VectorXd::Zero(in.nsyst);
   for (const auto& [name, value] : options.set_constraint_minimum) {

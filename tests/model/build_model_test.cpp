@@ -38,6 +38,7 @@ TEST(BuildModel, NamesDefaultsAndConstraints) {
   Eigen::VectorXd expected(5);
   expected << 2.0, 0.0, 0.0, 0.0, -0.5;  // √μ⁰ for the POIs, θ⁰ for the systematics
   EXPECT_EQ(ps.x_default, expected);
+  EXPECT_EQ(ps.x_param_default, Eigen::Vector2d(2.0, 0.0));
   EXPECT_EQ(ps.constraint_centres, expected);
   EXPECT_EQ(ps.constraint_centres_default, expected);
   Eigen::VectorXd cw(5);

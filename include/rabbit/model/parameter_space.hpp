@@ -40,6 +40,10 @@ class ParameterSpace {
   bool squared_pois = true;            // false with --allowNegativeParam
 
   Eigen::VectorXd x_default;           // stored start point / prefit values (x0default)
+  /// The param model's stored defaults xparamdefault (√μ⁰ for squared POIs), length nparams().
+  /// Equal to x_default[0:M] except for parameters with a prior mean; rabbit's "normal"
+  /// systematic pre-scaling ρ = r(xparamdefault) uses this (likelihood.md §10.2).
+  Eigen::VectorXd x_param_default;
   Eigen::VectorXd constraint_weights;  // cw over the whole vector
   Eigen::VectorXd constraint_centres;  // x0 over the whole vector (state: randomised in toys)
   Eigen::VectorXd constraint_centres_default;  // x0default: what reset_state() restores
