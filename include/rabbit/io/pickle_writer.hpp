@@ -1,0 +1,69 @@
+#pragma once
+// A small Python pickle *writer* for the `meta` group of rabbit fit tensors (input-format.md §3,
+// §5.3): emits a protocol-5 stream (no frames, no memo) that CPython's unpickler loads into the
+// same objects rabbit's TensorWriter pickles — plain containers plus hist.axis.* wrappers around
+// boost_histogram._core.axis cores with the §3.4 state tuples, numpy arrays in the
+// `_frombuffer` form.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rabbit/io/fit_input_data.hpp"
+
+namespace rabbit::pickle {
+
+/// Streaming opcode emitter. Containers are written as EMPTY_x + MARK ... APPENDS/SETITEMS; the
+/// caller is responsible for balanced begin/end calls.
+class PickleWriter {
+ public:
+  PickleWriter();  // writes PROTO 5
+
+  void none();
+  void boolean(bool value);
+  void integer(int64_t value);
+  void real(double value);  // BINFLOAT, big-endian
+  void string(const std::string& utf8);
+  void bytearray(const uint8_t* data, size_t size);  // BYTEARRAY8
+  /// STACK_GLOBAL reference to module.name.
+  void global(const std::string& module, const std::string& name);
+  void mark();
+  void tuple_from_mark();
+  void empty_tuple();
+  void empty_dict();
+  void empty_list();
+  void setitems_from_mark();
+  void appends_from_mark();
+  void setitem();
+  void newobj();
+  void reduce();
+  void build();
+  /// A 1-D numpy array (C order) of the given typestr ("f8", "i4", "i8", ...) as numpy's protocol-5
+  /// reduce: numpy.core.numeric._frombuffer(bytearray, dtype, shape, "C").
+  void ndarray_1d(const std::string& typestr, const void* data, size_t itemsize, size_t count);
+
+  /// Writes STOP and returns the finished stream.
+  std::vector<uint8_t> finish();
+
+ private:
+  void op(uint8_t code) { out_.push_back(code); }
+  void raw(const void* data, size_t size);
+  std::vector<uint8_t> out_;
+  bool finished_ = false;
+};
+
+/// boost-histogram core class name implied by an axis kind and its flow/growth/circular flags
+/// (the inverse of input-format.md §4.1). Throws rabbit::Error for combinations that
+/// boost-histogram does not have (e.g. a circular integer axis with underflow).
+std::string core_class_for(const AxisInfo& axis);
+
+/// Pickles one axis as hist.axis.<Type>(…) with its boost_histogram._core.axis core (§3.4).
+void write_axis(PickleWriter& writer, const AxisInfo& axis);
+
+/// The whole meta dict of a tensor file: {"channel_info": {name: {"axes": [...], "masked": b,
+/// "flow": b}}, "symmetric_tensor": b, "systematic_type": s, "meta_info": {key: str}}.
+std::vector<uint8_t> make_meta_pickle(const std::vector<ChannelInfo>& channels,
+                                      bool symmetric_tensor, SystematicType systematic_type,
+                                      const std::vector<std::pair<std::string, std::string>>& meta_info);
+
+}  // namespace rabbit::pickle
