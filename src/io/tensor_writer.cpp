@@ -242,6 +242,13 @@ void register_blosc2_filter() {
     throw ResourceError("TensorWriter: cannot register the Blosc2 HDF5 filter (32026)");
 }
 
+/// A group without modification times, so that equal content gives equal bytes.
+hid_t make_group(hid_t loc, const std::string& name) {
+  h5::Handle gcpl(H5Pcreate(H5P_GROUP_CREATE));
+  H5Pset_obj_track_times(gcpl, false);
+  return H5Gcreate2(loc, name.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT);
+}
+
 class H5Out {
  public:
   H5Out(std::string filename, Compression compression)
@@ -281,6 +288,7 @@ class H5Out {
     const hsize_t n = values.size();
     h5::Handle space(check(H5Screate_simple(1, &n, nullptr), name));
     h5::Handle dcpl(check(H5Pcreate(H5P_DATASET_CREATE), name));
+    H5Pset_obj_track_times(dcpl, false);  // reproducible files (h5py default too)
     hsize_t chunk = 1;
     if (n > 0) {
       chunk = std::min<hsize_t>(n, std::max<hsize_t>(1, max_chunk_bytes / sizeof(T)));
@@ -337,7 +345,7 @@ class H5Out {
   }
 
   void write_meta(hid_t file, const std::vector<uint8_t>& pickle) const {
-    h5::Handle group(check(H5Gcreate2(file, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "meta"));
+    h5::Handle group(check(make_group(file, "meta"), "meta"));
     {
       h5::Handle space(check(H5Screate(H5S_SCALAR), "meta"));
       h5::Handle attr(check(H5Acreate2(group, "narf_h5py_pickle_protocol_version", H5T_STD_I64LE, space,
@@ -349,6 +357,7 @@ class H5Out {
     const hsize_t n = pickle.size();
     h5::Handle space(check(H5Screate_simple(1, &n, nullptr), "meta/pickle_data"));
     h5::Handle dcpl(check(H5Pcreate(H5P_DATASET_CREATE), "meta/pickle_data"));
+    H5Pset_obj_track_times(dcpl, false);
     // Python writes Blosc v1 (32001) here; any filter HDF5 knows is fine for wums (§5.3).
     if (compression_ != Compression::none) {
       const hsize_t chunk = std::min<hsize_t>(n, 1048576);
@@ -381,6 +390,7 @@ class H5Out {
     const hsize_t n = count;
     h5::Handle space(check(H5Screate_simple(1, &n, nullptr), name));
     h5::Handle dcpl(check(H5Pcreate(H5P_DATASET_CREATE), name));
+    H5Pset_obj_track_times(dcpl, false);  // reproducible files (h5py default too)
     if (n > 0 && compression_ != Compression::none) {
       const hsize_t chunk = std::min<hsize_t>(n, 1024);
       check(H5Pset_chunk(dcpl, 1, &chunk), name, 0);
@@ -806,7 +816,9 @@ void TensorWriter::write(const std::string& filename, const WriteOptions& option
   const std::string tmp_name = filename + ".tmp";
   H5Out out(filename, options.compression);
   {
-    h5::Handle file(H5Fcreate(tmp_name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    h5::Handle fcpl(H5Pcreate(H5P_FILE_CREATE));
+    H5Pset_obj_track_times(fcpl, false);
+    h5::Handle file(H5Fcreate(tmp_name.c_str(), H5F_ACC_TRUNC, fcpl, H5P_DEFAULT));
     if (!file.valid()) throw ResourceError(filename + ": cannot create the output file");
 
     if (options.write_meta) {
@@ -862,7 +874,7 @@ void TensorWriter::write(const std::string& filename, const WriteOptions& option
       const auto nnz_logk = static_cast<int64_t>(logk_values.size());
       auto write_sparse = [&](const std::string& name, const std::vector<int64_t>& indices,
                               const std::vector<double>& values, int64_t nnz, std::vector<int64_t> dense_shape) {
-        h5::Handle group(H5Gcreate2(file, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+        h5::Handle group(make_group(file, name));
         if (!group.valid()) out.fail(name);
         out.write_flat(group, "indices", indices, {nnz, 2}, H5T_STD_I64LE, H5T_NATIVE_INT64, max_chunk_bytes);
         // Like current rabbit: values uncompressed with Blosc2, deflated in the gzip generation.
@@ -881,10 +893,10 @@ void TensorWriter::write(const std::string& filename, const WriteOptions& option
     }
 
     if (!external_terms_.empty()) {
-      h5::Handle group(H5Gcreate2(file, "external_terms", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+      h5::Handle group(make_group(file, "external_terms"));
       if (!group.valid()) out.fail("external_terms");
       for (const auto& term : external_terms_) {
-        h5::Handle sub(H5Gcreate2(group, term.name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+        h5::Handle sub(make_group(group, term.name));
         if (!sub.valid()) out.fail("external_terms/" + term.name);
         out.write_strings(sub, "params", term.params);
         const auto n = static_cast<int64_t>(term.params.size());
