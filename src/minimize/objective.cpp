@@ -1,12 +1,15 @@
 #include "rabbit/minimize/objective.hpp"
 
+#include "rabbit/core/logging.hpp"
+
 #include <algorithm>
 #include <new>
 
 namespace rabbit {
 
-// Dense Hessian from batched HVPs against unit vectors (minimizers-and-sharding.md §5); the batch
-// halves when an allocation fails, and the result is symmetrised.
+// Dense Hessian from batched HVPs against unit vectors (minimizers-and-sharding.md §5). The batch
+// halves when an allocation fails and the reduced width persists for later Hessians (postfit,
+// preconditioner rebuilds), so the limit is found once per run. The result is symmetrised.
 double Objective::value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) {
   const int64_t n = size();
   hess.resize(n, n);
@@ -25,10 +28,17 @@ double Objective::value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& gra
     } catch (const std::bad_alloc&) {
       if (batch == 1) throw;
       batch = std::max<int64_t>(1, batch / 2);
+      hvp_batch_ = std::min(hvp_batch_, batch);
+      log().warn("HVP batch too large for the device; retrying with --hvpBatch {}", batch);
     }
   }
   hess = 0.5 * (hess + hess.transpose()).eval();
   return f;
+}
+
+void Objective::hvp(const Eigen::VectorXd& x, const Eigen::MatrixXd& V, Eigen::MatrixXd& HV) {
+  Eigen::VectorXd grad;
+  value_grad_hvp(x, V, grad, HV);
 }
 
 }  // namespace rabbit

@@ -25,6 +25,10 @@ class Objective {
   virtual double value_grad_hvp(const Eigen::VectorXd& x, const Eigen::MatrixXd& V,
                                 Eigen::VectorXd& grad, Eigen::MatrixXd& HV) = 0;
 
+  /// H(x)·V without the value and gradient. The default calls value_grad_hvp; backends that can
+  /// skip the gradient override it (the Krylov solvers call this once per inner step).
+  virtual void hvp(const Eigen::VectorXd& x, const Eigen::MatrixXd& V, Eigen::MatrixXd& HV);
+
   /// Returns f(x), writes ∇f(x) and the dense Hessian. The default assembles it from batched
   /// HVPs (minimizers-and-sharding.md §5); backends with a direct Hessian override it.
   virtual double value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess);
