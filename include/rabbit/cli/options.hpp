@@ -1,0 +1,109 @@
+#pragma once
+// The command line of rabbit_fit (cli-and-output.md §1): every upstream option is parsed with
+// argparse's behaviour (negative numbers as values, repeated options, bare list options, unique
+// prefixes of long options); the typed result is FitOptions. Options that this release does not
+// implement are refused with "option --X is not implemented yet"; TensorFlow-only options are
+// accepted with a warning.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rabbit/model/model_options.hpp"
+
+namespace rabbit::cli {
+
+/// Thrown by parse_fit_options for --help: the text to print on stdout, exit code 0.
+struct HelpRequested {
+  std::string text;
+};
+
+struct FitOptions {
+  // ---- A. input, output, logging
+  std::string filename;
+  std::string outpath = "./";
+  std::string outname = "fitresults.hdf5";
+  std::optional<std::string> postfix;
+  int verbose = 3;
+  bool no_color_logger = false;
+
+  // ---- B. model and likelihood (most go straight into ModelOptions)
+  ModelOptions model;
+  bool param_model_given = false;
+
+  // ---- C. fit and minimizer
+  std::string minimizer_method = "trust-krylov";
+  std::optional<int64_t> minimizer_maxiter;
+  std::optional<double> minimizer_gtol;
+  std::optional<double> minimizer_ftol;
+  int64_t early_stopping = -1;
+  bool no_hessian = false;
+  bool no_edm = false;
+  bool diagnostics = false;
+  bool prefit_only = false;
+  bool full_nll = false;
+  bool no_fit = false;
+
+  // ---- D. blinding etc. (in model); --unblind given bare means [".*"]
+  // ---- E. impacts
+  bool do_impacts = false;
+  bool global_impacts = false;
+  bool gaussian_global_impacts = false;
+
+  // ---- F. histograms
+  bool save_hists = false;
+  bool save_hists_per_process = false;
+  bool compute_hist_errors = false;
+  bool compute_hist_errors_per_process = false;
+  bool compute_hist_cov = false;
+  bool no_chi2 = false;
+  bool no_postfit_profile_bb = false;
+  std::vector<std::vector<std::string>> mappings;  // each: name then arguments
+
+  // ---- G. scans
+  std::optional<std::vector<std::string>> scan;  // set: --scan given; empty: all parameters
+  int64_t scan_points = 15;
+  double scan_range = 3.0;
+  bool scan_range_use_prefit = false;
+  std::optional<std::vector<std::string>> contour_scan;
+  std::vector<double> contour_levels = {1.0, 2.0};
+
+  // ---- H. data sets and toys
+  std::vector<int64_t> toys = {-1};
+  std::optional<std::vector<std::string>> pseudo_data;  // set: given; empty: all sets
+  std::string toys_syst_randomize = "frequentist";
+  std::string toys_data_randomize = "poisson";
+  std::string toys_data_mode = "expected";
+  bool toys_randomize_parameters = false;
+  int64_t seed = 123456789;
+
+  // ---- L. restarts, multi-device
+  int64_t max_restarts = -1;
+  double stall_rel_tol = 0.0;
+  int64_t n_devices = 1;
+  std::vector<int64_t> devices;
+  int64_t hvp_batch = 256;
+
+  /// The command line as typed (arguments with special characters quoted).
+  std::string command;
+  /// JSON object {destination name: value} for every option, defaults included (§3.7.4).
+  std::string args_json;
+  /// One line per TensorFlow-only or ignored option that was given (logged as warnings).
+  std::vector<std::string> warnings;
+
+  /// The result file path: outpath / outname with postfix and ".hdf5" rules applied (§1.3 A).
+  std::string output_file() const;
+};
+
+/// Parses argv (argv[0] is the program name). Throws OptionError with a one-line message for
+/// any bad argument, and HelpRequested for -h/--help.
+FitOptions parse_fit_options(int argc, const char* const* argv);
+
+/// The --help text.
+std::string fit_help_text();
+
+/// Names of the long options (without dashes) that are parsed but refused in this release.
+std::vector<std::string> refused_options();
+
+}  // namespace rabbit::cli

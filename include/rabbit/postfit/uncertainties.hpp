@@ -1,0 +1,61 @@
+#pragma once
+// Postfit linear algebra of cli-and-output.md §4.2–§4.5 and §4.13: covariance and EDM from the
+// dense Hessian, the Hessian-free CG variant, traditional impacts and the two kinds of global
+// impacts. Pure functions of matrices and vectors, so they are tested on known matrices.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+namespace rabbit::postfit {
+
+struct CovarianceResult {
+  Eigen::MatrixXd cov;  // npar × npar: H_FF⁻¹ on the floating block, prefit elsewhere
+  double edm = 0.0;     // ½ g_Fᵀ H_FF⁻¹ g_F
+};
+
+/// §4.2. `floating` lists the floating x-indices; `prefit_cov` supplies the frozen rows/columns.
+/// Throws NumericalError "Cholesky decomposition failed, Hessian is not positive-definite".
+CovarianceResult covariance_from_hessian(const Eigen::MatrixXd& hess, const Eigen::VectorXd& grad,
+                                         const std::vector<int64_t>& floating, const Eigen::MatrixXd& prefit_cov);
+
+/// Solves A v = b by conjugate gradients with A given by its products; relative tolerance rtol on
+/// ‖r‖/‖b‖. Throws NumericalError naming `what` if it does not converge within maxiter.
+Eigen::VectorXd conjugate_gradient(const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& apply,
+                                   const Eigen::VectorXd& b, double rtol, int64_t maxiter, const std::string& what);
+
+/// Which parameters are reported and how nuisances are grouped (§4.3, §4.4).
+struct ImpactLayout {
+  std::vector<int64_t> reported;              // x-indices: POIs, then NOIs (npoi + npou + noiidx)
+  std::vector<std::string> group_names;       // systgroups (then param-model groups)
+  std::vector<std::vector<int64_t>> groups;   // x-indices of each group's members
+  int64_t nstat = 0;                          // npoi + npou + nsystnoconstraint: the "stat" set S
+  std::vector<int64_t> floating;              // floating x-indices
+};
+
+/// §4.3 per parameter: I[r, j] = C[r, j] / sqrt(C_jj) (0 where C_jj = 0). Shape [nimp, npar].
+Eigen::MatrixXd traditional_impacts(const Eigen::MatrixXd& cov, const std::vector<int64_t>& reported);
+
+/// §4.3 grouped: columns [groups..., stat, (binByBinStat if hess_fixed_beta given)].
+/// hess is the profiled Hessian; hess_fixed_beta the Hessian with β held fixed (nullptr: MC stat off).
+Eigen::MatrixXd traditional_grouped_impacts(const Eigen::MatrixXd& cov, const Eigen::MatrixXd& hess,
+                                            const Eigen::MatrixXd* hess_fixed_beta, const ImpactLayout& layout);
+
+/// §4.4 per source: I[r, j] = sqrt(cw_j) C[r, j] for floating j (frozen and cw = 0: exactly 0).
+Eigen::MatrixXd global_impacts(const Eigen::MatrixXd& cov, const Eigen::VectorXd& constraint_weights,
+                               const std::vector<bool>& frozen, const std::vector<int64_t>& reported);
+
+/// §4.4/§4.5 grouped: columns [groups..., stat, (binByBinStat, (binByBinStat<proc>...))], where
+/// the per-group values are quadrature sums of `per_source`; `bb_sq` [nimp] and `bb_proc_sq`
+/// [nimp, nproc] (empty: absent) are the squared MC-stat parts; stat is `stat_sq` when given
+/// (Gaussian kind) or the remainder C_rr − Σ I² − bb² (likelihood kind; clamped at 0).
+Eigen::MatrixXd global_grouped_impacts(const Eigen::MatrixXd& cov, const Eigen::MatrixXd& per_source,
+                                       const ImpactLayout& layout, const Eigen::VectorXd* bb_sq,
+                                       const Eigen::MatrixXd* bb_proc_sq, const Eigen::VectorXd* stat_sq);
+
+/// Chi-square survival function P(χ²_ndf > x) (regularised upper incomplete gamma).
+double chi2_survival(double x, double ndf);
+
+}  // namespace rabbit::postfit

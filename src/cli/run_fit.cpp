@@ -1,0 +1,880 @@
+#include "rabbit/cli/run_fit.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <unistd.h>
+
+#include <Eigen/Cholesky>
+#include <Eigen/LU>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+
+#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "rabbit/core/error.hpp"
+#include "rabbit/core/logging.hpp"
+#include "rabbit/fit/make_fitter.hpp"
+#include "rabbit/io/fit_input_data.hpp"
+#include "rabbit/minimize/minimizer.hpp"
+#include "rabbit/model/global_terms.hpp"
+#include "rabbit/model/model.hpp"
+#include "rabbit/postfit/histograms.hpp"
+#include "rabbit/postfit/result_file.hpp"
+#include "rabbit/postfit/scans.hpp"
+#include "rabbit/postfit/uncertainties.hpp"
+
+namespace rabbit::cli {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+using result::Axis;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Python's str() of a float: shortest round-trip representation.
+std::string py_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "'" : ", '") + s + "'";
+  return "[" + out + "]";
+}
+
+// Bytes of memory available to this process (MemAvailable), or 0 if unknown.
+double available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double value = 0;
+  std::string unit;
+  while (f >> key >> value >> unit)
+    if (key == "MemAvailable:") return value * 1024.0;
+  return 0.0;
+}
+
+Axis channel_axis(const AxisInfo& a) {
+  Axis out;
+  out.name = a.name;
+  out.label = a.label;
+  out.underflow = a.underflow;
+  out.overflow = a.overflow;
+  out.circular = a.circular;
+  if (a.kind == "regular") {
+    out.type = "regular";
+    out.bins = a.size;
+    out.lower = a.edges.empty() ? 0.0 : a.edges.front();
+    out.upper = a.edges.empty() ? static_cast<double>(a.size) : a.edges.back();
+  } else if (a.kind == "variable") {
+    out.type = "variable";
+    out.edges = a.edges;
+  } else if (a.kind == "integer") {
+    out.type = "integer";
+    out.lower = a.edges.empty() ? 0.0 : a.edges.front();
+    out.upper = out.lower + static_cast<double>(a.size);
+  } else if (a.kind == "category_str") {
+    out.type = "strcategory";
+    out.labels = a.categories_str;
+  } else if (a.kind == "category_int") {
+    out.type = "intcategory";
+    out.int_values = a.categories_int;
+  } else if (a.kind == "boolean") {
+    out.type = "boolean";
+  } else {
+    // An axis the reader could not decode: keep its size as an integer axis.
+    out.type = "integer";
+    out.lower = 0;
+    out.upper = static_cast<double>(a.size);
+    out.underflow = out.overflow = false;
+  }
+  return out;
+}
+
+class Run {
+ public:
+  explicit Run(const FitOptions& o) : o_(o) {}
+  void execute();
+
+ private:
+  // ---- setup
+  void load();
+  void check_memory() const;
+  void write_meta();
+  // ---- per fit
+  void run_one(int64_t fit, const std::string& group_name, const VectorXd& values, const VectorXd& variances,
+               const std::string& pseudodata);
+  VectorXd minimize_full(const VectorXd& x0, bool log_iterations, MinimizerResult* result);
+  VectorXd profile_minimize(Objective& obj, const std::vector<int64_t>& floating, const VectorXd& x);
+  void postfit_uncertainties(hid_t group, const VectorXd& x, VectorXd& variances, MatrixXd& cov, bool& have_cov);
+  void write_impacts(hid_t group, const VectorXd& x, const MatrixXd& cov, const MatrixXd& hess);
+  void write_scans(hid_t group, const VectorXd& x, const MatrixXd& cov);
+  void save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool prefit);
+  void save_observed_hists(hid_t group, const VectorXd& nobs, const VectorXd& varnobs);
+  hid_t mapping_group(hid_t group);
+  // ---- helpers
+  void add_shared(const std::string& id, Axis axis) {
+    out_->shared_axis(id, axis);
+    axis.shared_id = id;
+    shared_axes_[id] = axis;
+  }
+  Axis shared(const std::string& id) const { return shared_axes_.at(id); }
+  VectorXd xi(const VectorXd& x, VectorXd* d1 = nullptr) const;
+  std::vector<int64_t> scan_indices(const std::vector<std::string>& names, const char* option) const;
+  CpuShardEvaluator& cpu(const char* what) const;
+
+  const FitOptions& o_;
+  std::shared_ptr<FitInputData> input_;
+  std::shared_ptr<Model> model_;
+  std::unique_ptr<Fitter> fitter_;
+  std::unique_ptr<result::ResultWriter> out_;
+  postfit::ImpactLayout layout_;
+  std::vector<std::string> reported_names_, trad_groups_, glob_groups_;
+  bool bb_on_ = false;
+  bool bb_full_ = false;
+  MinimizerOptions min_options_;
+  h5::Handle mappings_;            // mapping dict of the current fit
+  h5::Handle base_mapping_;        // its BaseMapping group
+  h5::Handle base_channels_;
+  std::vector<h5::Handle> channel_groups_;
+  std::map<std::string, Axis> shared_axes_;
+};
+
+CpuShardEvaluator& Run::cpu(const char* what) const {
+  auto* c = dynamic_cast<CpuShardEvaluator*>(fitter_->shards().front().get());
+  if (!c) throw OptionError(fmt::format("{} needs the CPU backend in this release", what));
+  return *c;
+}
+
+VectorXd Run::xi(const VectorXd& x, VectorXd* d1) const {
+  VectorXd out, t1, t2;
+  model_->parameters.transform(x, out, t1, t2);
+  if (d1) *d1 = t1;
+  return out;
+}
+
+void Run::load() {
+  auto t0 = Clock::now();
+  input_ = std::make_shared<FitInputData>(read_fit_input(o_.filename));
+  for (const auto& ch : input_->channels)
+    std::cout << ch.name << " masked=" << (ch.masked ? "True" : "False") << " flow=" << (ch.flow ? "True" : "False")
+              << " bins=" << ch.nbins() << std::endl;
+  if (o_.pseudo_data) std::cout << "Initialize pseudodata" << std::endl;
+  log().debug("{} seconds to read the input", seconds_since(t0));
+
+  ModelOptions mo = o_.model;
+  bool any_blinded = false;
+  for (auto t : o_.toys)
+    if (t == 0 || (t >= 1 && o_.toys_data_mode == "observed")) any_blinded = true;
+  mo.blinding_active = any_blinded && !o_.prefit_only;
+  model_ = build_model(input_, mo);
+
+  FitterOptions fo;
+  fo.n_devices = static_cast<int>(o_.n_devices);
+  for (auto d : o_.devices) fo.devices.push_back(static_cast<int>(d));
+  fo.hvp_batch = o_.hvp_batch;
+  fitter_ = make_fitter(model_, fo);
+  fitter_->set_hvp_batch(o_.hvp_batch);
+
+  const auto& ps = model_->parameters;
+  auto* c = dynamic_cast<CpuShardEvaluator*>(fitter_->shards().front().get());
+  bb_on_ = c ? c->has_bb() : o_.model.bin_by_bin_stat;
+  bb_full_ = c ? c->bb_full() : o_.model.bb_mode == BBMode::full;
+
+  // Reported parameters and groups (§4.3, §4.4).
+  const int64_t off = ps.npoi + ps.npou;
+  for (int64_t i = 0; i < ps.npoi; ++i) {
+    layout_.reported.push_back(i);
+    reported_names_.push_back(ps.names[i]);
+  }
+  for (auto k : input_->noiidxs) {
+    layout_.reported.push_back(off + k);
+    reported_names_.push_back(ps.names[off + k]);
+  }
+  for (size_t g = 0; g < input_->systgroups.size(); ++g) {
+    layout_.group_names.push_back(input_->systgroups[g]);
+    std::vector<int64_t> members;
+    for (auto k : input_->systgroupidxs[g]) members.push_back(off + k);
+    layout_.groups.push_back(members);
+  }
+  layout_.nstat = off + input_->nsystnoconstraint;
+  layout_.floating = ps.floating_indices();
+  trad_groups_ = layout_.group_names;
+  trad_groups_.push_back("stat");
+  if (bb_on_) trad_groups_.push_back("binByBinStat");
+  glob_groups_ = layout_.group_names;
+  glob_groups_.push_back("stat");
+  if (bb_on_) {
+    glob_groups_.push_back("binByBinStat");
+    if (bb_full_)
+      for (const auto& p : input_->procs) glob_groups_.push_back("binByBinStat" + p);
+  }
+
+  min_options_.method = o_.minimizer_method;
+  min_options_.maxiter = o_.minimizer_maxiter.value_or(-1);
+  min_options_.gtol = o_.minimizer_gtol.value_or(0.0);
+  min_options_.early_stopping = static_cast<int>(o_.early_stopping);
+  min_options_.stall_rel_tol = o_.stall_rel_tol;
+  min_options_.max_restarts = static_cast<int>(o_.max_restarts);
+  min_options_.hvp_batch = o_.hvp_batch;
+}
+
+void Run::check_memory() const {
+  // The dense postfit matrices: Hessian, its β-fixed twin, covariance, Cholesky factor and inverse
+  // work arrays (about 5 npar² doubles), histogram Jacobians and covariances.
+  const double npar = static_cast<double>(model_->parameters.size());
+  const double nbf = static_cast<double>(input_->nbinsfull);
+  double need = 0.0;
+  std::string what;
+  if (!o_.no_hessian && !o_.prefit_only) {
+    need += 5.0 * npar * npar * 8.0;
+    what = "Hessian and covariance";
+  }
+  if (o_.save_hists && (o_.compute_hist_errors || o_.compute_hist_cov || !o_.no_chi2)) {
+    need += 2.0 * nbf * npar * 8.0;
+    what += what.empty() ? "histogram Jacobian" : ", histogram Jacobian";
+  }
+  if (o_.save_hists && (o_.compute_hist_cov || !o_.no_chi2)) {
+    need += 2.0 * nbf * nbf * 8.0;
+    what += ", histogram covariance";
+  }
+  if (o_.save_hists && o_.compute_hist_errors_per_process) need += nbf * static_cast<double>(input_->nproc) * npar * 8.0;
+  const double avail = available_memory_bytes();
+  log().debug("postfit memory estimate {:.3f} GiB ({}), available {:.3f} GiB", need / 1073741824.0, what,
+              avail / 1073741824.0);
+  if (avail > 0 && need > avail)
+    throw ResourceError(fmt::format("the requested postfit steps ({}) need about {:.2f} GiB but only {:.2f} GiB of "
+                                    "memory are available",
+                                    what, need / 1073741824.0, avail / 1073741824.0));
+}
+
+void Run::write_meta() {
+  auto meta = result::create_group(out_->root(), "meta", "meta");
+  char tbuf[64];
+  std::time_t now = std::time(nullptr);
+  std::strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  result::set_attr(meta, "time", std::string(tbuf));
+  result::set_attr(meta, "command", o_.command);
+  result::set_attr(meta, "args_json", o_.args_json);
+  result::set_attr(meta, "input_file", o_.filename);
+  const auto& ps = model_->parameters;
+  result::set_attr(meta, "npoi", ps.npoi);
+  result::set_attr(meta, "npou", ps.npou);
+  result::set_attr(meta, "nsyst", ps.nsyst);
+  result::set_attr(meta, "nsystnoconstraint", input_->nsystnoconstraint);
+  result::set_attr(meta, "nbins", input_->nbins);
+  result::set_attr(meta, "nbinsmasked", input_->nbinsmasked);
+  result::write_strings(meta, "procs", input_->procs);
+  std::vector<std::string> pois(ps.names.begin(), ps.names.begin() + ps.npoi);
+  result::write_strings(meta, "pois", pois);
+  std::vector<std::string> nois(reported_names_.begin() + ps.npoi, reported_names_.end());
+  result::write_strings(meta, "nois", nois);
+  result::write_strings(meta, "parms", ps.names);
+  result::write_int64s(meta, "noiidxs", input_->noiidxs);
+  result::write_strings(meta, "systgroups", input_->systgroups);
+  auto in = result::create_group(meta, "input", "");
+  result::set_attr_u8(in, "symmetric_tensor", input_->symmetric_tensor);
+  result::set_attr(in, "systematic_type",
+                   std::string(input_->systematic_type == SystematicType::normal ? "normal" : "log_normal"));
+  auto chs = result::create_group(in, "channels", "dict");
+  std::vector<std::string> order;
+  for (const auto& ch : input_->channels) {
+    order.push_back(ch.name);
+    auto g = result::create_group(chs, ch.name, "");
+    result::set_attr_u8(g, "masked", ch.masked);
+    result::set_attr_u8(g, "flow", ch.flow);
+    result::set_attr(g, "start", ch.start);
+    result::set_attr(g, "stop", ch.stop);
+    for (size_t k = 0; k < ch.axes.size(); ++k) result::write_axis(g, "axis" + std::to_string(k), channel_axis(ch.axes[k]));
+  }
+  result::write_strings(chs, "_order", order);
+
+  add_shared("parms", Axis::strcat("parms", ps.names));
+  add_shared("parms_x", Axis::strcat("parms_x", ps.names));
+  add_shared("parms_y", Axis::strcat("parms_y", ps.names));
+  add_shared("poinoi", Axis::strcat("parms", reported_names_));
+  add_shared("impacts", Axis::strcat("impacts", ps.names));
+  add_shared("impacts_grouped", Axis::strcat("impacts", trad_groups_));
+  add_shared("global_impacts_grouped", Axis::strcat("impacts", glob_groups_));
+  add_shared("downUpVar", Axis::down_up());
+  add_shared("yield", Axis::integer("yield", 0, 1));
+}
+
+VectorXd Run::profile_minimize(Objective& obj, const std::vector<int64_t>& floating, const VectorXd& x) {
+  postfit::RestrictedObjective sub(obj, floating, x);
+  MinimizerOptions mo = min_options_;
+  mo.callback = nullptr;
+  MinimizerResult r = minimize(sub, sub.restrict(x), mo);
+  return sub.expand(r.x);
+}
+
+VectorXd Run::minimize_full(const VectorXd& x0, bool log_iterations, MinimizerResult* result) {
+  postfit::RestrictedObjective sub(*fitter_, layout_.floating, x0);
+  MinimizerOptions mo = min_options_;
+  double last_elapsed = 0.0;
+  if (log_iterations)
+    mo.callback = [&](const IterationInfo& it) {
+      log().debug("Iteration {}: loss {}  [dt={:.3f}s elapsed={:.3f}s] change={} radius={} |g|={}{}", it.iteration,
+                  py_float(it.f), it.elapsed_s - last_elapsed, it.elapsed_s, py_float(it.delta_f),
+                  py_float(it.radius), py_float(it.grad_norm), it.accepted ? "" : " (rejected)");
+      last_elapsed = it.elapsed_s;
+    };
+  std::string opts = fmt::format("'maxiter': {}, 'gtol': {}", min_options_.maxiter > 0 ? min_options_.maxiter : 200 * sub.size(),
+                                 py_float(min_options_.gtol));
+  log().info("Perform iterative fit");
+  log().info("[minimize] method={} options={{{}}}", o_.minimizer_method, opts);
+  *result = minimize(sub, sub.restrict(x0), mo);
+  log().debug("minimizer ended: status {} ({}), {} iterations, {} evaluations", result->status, result->message,
+              result->iterations, result->nfev);
+  if (result->status != status_success && result->status != status_bad_approximation)
+    log().warn("minimizer ended with status {}: {}", result->status, result->message);
+  return sub.expand(result->x);
+}
+
+void Run::postfit_uncertainties(hid_t group, const VectorXd& x, VectorXd& variances, MatrixXd& cov, bool& have_cov) {
+  const auto& ps = model_->parameters;
+  const int64_t npar = ps.size();
+  variances = VectorXd::Constant(npar, std::numeric_limits<double>::quiet_NaN());
+  if (o_.no_hessian) {
+    if (o_.no_edm) return;
+    // §4.13: CG on Hessian-vector products over the floating coordinates.
+    postfit::RestrictedObjective sub(*fitter_, layout_.floating, x);
+    VectorXd y = sub.restrict(x), g;
+    sub.value_grad(y, g);
+    auto apply = [&](const VectorXd& v) {
+      VectorXd gg;
+      MatrixXd hv;
+      sub.value_grad_hvp(y, v, gg, hv);
+      return VectorXd(hv.col(0));
+    };
+    const int64_t maxiter = std::max<int64_t>(10 * sub.size(), 100);
+    VectorXd v = postfit::conjugate_gradient(apply, g, 1e-10, maxiter, "the EDM");
+    double edm = 0.5 * g.dot(v);
+    log().info("edmval: {}", py_float(edm));
+    result::write_scalar(group, "edmval", edm);
+    for (auto r : layout_.reported) {
+      auto it = std::find(layout_.floating.begin(), layout_.floating.end(), r);
+      if (it == layout_.floating.end())
+        throw NumericalError(fmt::format("--noHessian: the variance of frozen parameter {} cannot be computed", ps.names[r]));
+      int64_t k = it - layout_.floating.begin();
+      VectorXd e = VectorXd::Zero(sub.size());
+      e(k) = 1.0;
+      VectorXd c = postfit::conjugate_gradient(apply, e, 1e-10, maxiter, "the variance of " + ps.names[r]);
+      variances(r) = c(k);
+    }
+    return;
+  }
+  VectorXd g;
+  MatrixXd hess;
+  fitter_->value_grad_hess(x, g, hess);
+  auto res = postfit::covariance_from_hessian(hess, g, layout_.floating, prefit_covariance(*model_));
+  cov = res.cov;
+  have_cov = true;
+  log().info("edmval: {}", py_float(res.edm));
+  result::write_scalar(group, "edmval", res.edm);
+  result::write_hist(group, "cov", {shared("parms_x"), shared("parms_y")},
+                     cov.data(), nullptr);  // symmetric: column-major equals row-major
+  if (bb_on_ && o_.diagnostics) log().info("edmvalbeta: not computed (the beta profile is analytic)");
+  variances = cov.diagonal();
+  if (o_.do_impacts || o_.global_impacts || o_.gaussian_global_impacts) write_impacts(group, x, cov, hess);
+}
+
+void Run::write_impacts(hid_t group, const VectorXd& x, const MatrixXd& cov, const MatrixXd& hess) {
+  const auto& ps = model_->parameters;
+  const int64_t nimp = static_cast<int64_t>(layout_.reported.size());
+  auto row_major = [](const MatrixXd& m) {
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> r = m;
+    return std::vector<double>(r.data(), r.data() + r.size());
+  };
+  const Axis poinoi = shared("poinoi");
+  if (o_.do_impacts) {
+    MatrixXd per = postfit::traditional_impacts(cov, layout_.reported);
+    MatrixXd hess_fixed;
+    const MatrixXd* hf = nullptr;
+    if (bb_on_) {
+      VectorXd g;
+      fitter_->value_grad_hess(x, g, hess_fixed, false);
+      hf = &hess_fixed;
+    }
+    MatrixXd grouped = postfit::traditional_grouped_impacts(cov, hess, hf, layout_);
+    auto a = row_major(per), b = row_major(grouped);
+    result::write_hist(group, "impacts", {poinoi, shared("impacts")}, a.data(), nullptr);
+    result::write_hist(group, "impacts_grouped", {poinoi, shared("impacts_grouped")}, b.data(),
+                       nullptr);
+  }
+  if (!o_.global_impacts && !o_.gaussian_global_impacts) return;
+
+  MatrixXd per = postfit::global_impacts(cov, ps.constraint_weights, ps.frozen, layout_.reported);
+  // MC-stat part (§4.4): a_r = S_β · (dβ̂/dx · C e_r), the directional derivative by central
+  // differences of the analytic profile; S_β² the curvature of L_β at β̂.
+  VectorXd bb_sq;
+  MatrixXd bb_proc_sq;
+  if (bb_on_) {
+    auto& c = cpu("--globalImpacts with bin-by-bin statistics");
+    const VectorXd beta_hat = fitter_->profiled_beta(x);
+    const VectorXd& k = c.bb_kstat();
+    const VectorXd& beta0 = c.beta_centres();
+    const auto& mask = c.bb_mask();
+    const int64_t ne = beta_hat.size();
+    VectorXd s2(ne);
+    for (int64_t e = 0; e < ne; ++e) {
+      if (mask[e]) {
+        s2(e) = 0.0;
+        continue;
+      }
+      switch (model_->bb_type) {
+        case BBType::gamma: s2(e) = k(e) * beta0(e) / (beta_hat(e) * beta_hat(e)); break;
+        case BBType::normal_multiplicative: s2(e) = k(e); break;
+        default: s2(e) = 1.0; break;
+      }
+    }
+    bb_sq = VectorXd::Zero(nimp);
+    const int64_t nproc = input_->nproc;
+    if (bb_full_) bb_proc_sq = MatrixXd::Zero(nimp, nproc);
+    for (int64_t r = 0; r < nimp; ++r) {
+      VectorXd w = cov.col(layout_.reported[r]);
+      const double scale = w.lpNorm<Eigen::Infinity>();
+      if (!(scale > 0.0)) continue;
+      const double h = 1e-4 / scale;
+      VectorXd db = (fitter_->profiled_beta(x + h * w) - fitter_->profiled_beta(x - h * w)) / (2.0 * h);
+      VectorXd a2 = s2.array() * db.array().square();
+      bb_sq(r) = a2.sum();
+      if (bb_full_)
+        for (int64_t e = 0; e < ne; ++e) bb_proc_sq(r, e % nproc) += a2(e);
+    }
+  }
+  const Axis imp = shared("impacts");
+  const Axis glob = shared("global_impacts_grouped");
+  if (o_.global_impacts) {
+    MatrixXd grouped = postfit::global_grouped_impacts(cov, per, layout_, bb_on_ ? &bb_sq : nullptr,
+                                                       bb_full_ && bb_on_ ? &bb_proc_sq : nullptr, nullptr);
+    auto a = row_major(per), b = row_major(grouped);
+    result::write_hist(group, "global_impacts", {poinoi, imp}, a.data(), nullptr);
+    result::write_hist(group, "global_impacts_grouped", {poinoi, glob}, b.data(), nullptr);
+  }
+  if (o_.gaussian_global_impacts) {
+    // §4.5: stat² = (J w)ᵀ W V_n W (J w) with w = C e_r, J the profiled yield Jacobian (x-space).
+    auto& c = cpu("--gaussianGlobalImpacts");
+    VectorXd d1;
+    VectorXd xis = xi(x, &d1);
+    MatrixXd J = c.yield_jacobian(xis, 0, input_->nbins, CpuShardEvaluator::BetaMode::profiled) * d1.asDiagonal();
+    VectorXd nu;
+    c.expected_yields(xis, 0, input_->nbins, CpuShardEvaluator::BetaMode::profiled, &nu);
+    const VectorXd& n = fitter_->observed();
+    const VectorXd& var = fitter_->observed_variances();
+    VectorXd stat_sq(nimp);
+    for (int64_t r = 0; r < nimp; ++r) {
+      VectorXd jw = J * cov.col(layout_.reported[r]);
+      double s = 0.0;
+      switch (model_->options.likelihood) {
+        case DataLikelihood::poisson:
+          for (int64_t i = 0; i < jw.size(); ++i) s += jw(i) * jw(i) * n(i) / (nu(i) * nu(i));
+          break;
+        case DataLikelihood::chisq:
+          for (int64_t i = 0; i < jw.size(); ++i) {
+            double v = var.size() ? var(i) : n(i);
+            s += jw(i) * jw(i) / v;
+          }
+          break;
+        case DataLikelihood::covariance:
+          if (input_->data_cov_inv) {
+            s = jw.dot(*input_->data_cov_inv * jw);
+          } else {
+            for (int64_t i = 0; i < jw.size(); ++i) {
+              double v = var.size() ? var(i) : n(i);
+              s += jw(i) * jw(i) / v;
+            }
+          }
+          break;
+      }
+      stat_sq(r) = s;
+    }
+    MatrixXd grouped = postfit::global_grouped_impacts(cov, per, layout_, bb_on_ ? &bb_sq : nullptr,
+                                                       bb_full_ && bb_on_ ? &bb_proc_sq : nullptr, &stat_sq);
+    auto a = row_major(per), b = row_major(grouped);
+    result::write_hist(group, "gaussian_global_impacts", {poinoi, imp}, a.data(), nullptr);
+    result::write_hist(group, "gaussian_global_impacts_grouped", {poinoi, glob}, b.data(), nullptr);
+  }
+}
+
+std::vector<int64_t> Run::scan_indices(const std::vector<std::string>& names, const char* option) const {
+  const auto& ps = model_->parameters;
+  std::vector<int64_t> out;
+  if (names.empty()) {
+    for (int64_t i = 0; i < ps.size(); ++i) out.push_back(i);
+    return out;
+  }
+  for (const auto& n : names) {
+    int64_t i = ps.index(n);
+    if (i < 0) throw OptionError(fmt::format("{}: unknown parameter '{}'", option, n));
+    out.push_back(i);
+  }
+  return out;
+}
+
+void Run::write_scans(hid_t group, const VectorXd& x, const MatrixXd& cov) {
+  const auto& ps = model_->parameters;
+  postfit::ProfileMinimizer pm = [this](Objective& obj, const std::vector<int64_t>& floating, const VectorXd& x0) {
+    return profile_minimize(obj, floating, x0);
+  };
+  if (o_.scan) {
+    for (auto p : scan_indices(*o_.scan, "--scan")) {
+      log().info("-delta log(L) scan for {}", ps.names[p]);
+      if (ps.frozen[p]) throw OptionError(fmt::format("--scan: parameter {} is frozen", ps.names[p]));
+      double sigma = o_.scan_range_use_prefit ? 1.0 : std::sqrt(cov(p, p));
+      auto scan = postfit::scan_1d(*fitter_, pm, layout_.floating, x, p, sigma, o_.scan_range, o_.scan_points);
+      result::write_hist(group, "nll_scan_" + ps.names[p], {Axis::floatcat("scan", scan.points)}, scan.dnll.data(),
+                         nullptr, "Likelihood scan for parameter " + ps.names[p]);
+    }
+  }
+  if (o_.contour_scan) {
+    auto params = scan_indices(*o_.contour_scan, "--contourScan");
+    const double lmin = fitter_->value(x);
+    const int64_t npar = ps.size();
+    const int64_t nl = static_cast<int64_t>(o_.contour_levels.size());
+    std::vector<double> values(params.size() * nl * 2 * npar, std::numeric_limits<double>::quiet_NaN());
+    std::vector<std::string> labels;
+    for (size_t ip = 0; ip < params.size(); ++ip) {
+      const int64_t p = params[ip];
+      labels.push_back(ps.names[p]);
+      log().info("Contour scan for {}", ps.names[p]);
+      if (ps.frozen[p]) continue;
+      for (int64_t il = 0; il < nl; ++il) {
+        log().info("    Now at CL {}", py_float(o_.contour_levels[il]));
+        for (int side : {-1, 1}) {
+          auto t0 = Clock::now();
+          auto pt = postfit::contour_point(*fitter_, pm, layout_.floating, x, lmin, p, cov.col(p),
+                                           o_.contour_levels[il], side);
+          log().info("Success: {} sign={} time={:.3f}s", pt.success ? "True" : "False", side, seconds_since(t0));
+          if (!pt.success) log().warn("Message: contour search for {} at level {} did not converge", ps.names[p],
+                                      py_float(o_.contour_levels[il]));
+          const int64_t base = ((static_cast<int64_t>(ip) * nl + il) * 2 + (side < 0 ? 0 : 1)) * npar;
+          for (int64_t j = 0; j < npar; ++j) values[base + j] = pt.displacement(j);
+        }
+      }
+    }
+    Axis levels = Axis::floatcat("confidence_level", o_.contour_levels);
+    result::write_hist(group, "contour_scan",
+                       {Axis::strcat("impacts", labels), levels, shared("downUpVar"), shared("parms")},
+                       values.data(), nullptr, "Parameter likelihood contour scans");
+  }
+}
+
+hid_t Run::mapping_group(hid_t group) {
+  if (!mappings_.valid()) {
+    mappings_ = result::create_group(group, "mappings", "dict");
+    result::write_strings(mappings_, "_order", {"BaseMapping"});
+    base_mapping_ = result::create_group(mappings_, "BaseMapping", "dict");
+    base_channels_ = result::create_group(base_mapping_, "channels", "dict");
+    std::vector<std::string> order;
+    for (const auto& ch : input_->channels) {
+      order.push_back(ch.name);
+      channel_groups_.push_back(result::create_group(base_channels_, ch.name, "dict"));
+    }
+    result::write_strings(base_channels_, "_order", order);
+  }
+  return base_mapping_.get();
+}
+
+void Run::save_observed_hists(hid_t group, const VectorXd& nobs, const VectorXd& varnobs) {
+  mapping_group(group);
+  std::cout << "Save data histogram for BaseMapping" << std::endl;
+  MatrixXd data_cov;
+  if (input_->data_cov_inv) data_cov = input_->data_cov_inv->inverse();
+  for (size_t c = 0; c < input_->channels.size(); ++c) {
+    const auto& ch = input_->channels[c];
+    if (ch.masked) continue;
+    std::vector<Axis> axes;
+    for (const auto& a : ch.axes) axes.push_back(channel_axis(a));
+    if (axes.empty()) axes.push_back(Axis::integer("yield", 0, 1));
+    const int64_t nb = ch.nbins();
+    VectorXd d = input_->data_obs.segment(ch.start, nb);
+    VectorXd dv = input_->data_var ? VectorXd(input_->data_var->segment(ch.start, nb)) : d;
+    if (input_->data_cov_inv) dv = data_cov.diagonal().segment(ch.start, nb);
+    result::write_hist(channel_groups_[c], "hist_data_obs", axes, d.data(), dv.data(),
+                       "observed number of events in data");
+    VectorXd n = nobs.segment(ch.start, nb);
+    VectorXd nv = n;
+    if (model_->options.likelihood == DataLikelihood::chisq && varnobs.size()) nv = varnobs.segment(ch.start, nb);
+    if (model_->options.likelihood == DataLikelihood::covariance && input_->data_cov_inv)
+      nv = data_cov.diagonal().segment(ch.start, nb);
+    result::write_hist(channel_groups_[c], "hist_nobs", axes, n.data(), nv.data(), "observed number of events for fit");
+    if (input_->data_cov_inv) {
+      std::vector<Axis> axes2;
+      for (auto a : axes) {
+        a.name += "_x";
+        axes2.push_back(a);
+      }
+      for (auto a : axes) {
+        a.name += "_y";
+        axes2.push_back(a);
+      }
+      Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> block = data_cov.block(ch.start, ch.start, nb, nb);
+      result::write_hist(channel_groups_[c], "cov_data_obs", axes2, block.data(), nullptr,
+                         "covariance of observed number of events in data");
+      if (model_->options.likelihood == DataLikelihood::covariance)
+        result::write_hist(channel_groups_[c], "cov_nobs_obs", axes2, block.data(), nullptr,
+                           "covariance of observed number of events in data");
+    }
+  }
+}
+
+void Run::save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool prefit) {
+  mapping_group(group);
+  auto& c = cpu("--saveHists");
+  log().info("Save inclusive histogram for BaseMapping");
+  postfit::HistogramRequest req;
+  req.prefit = prefit;
+  req.errors = o_.compute_hist_errors;
+  req.covariance = o_.compute_hist_cov;
+  req.per_process = o_.save_hists_per_process;
+  req.errors_per_process = o_.compute_hist_errors_per_process;
+  req.chi2 = !o_.no_chi2;
+  auto h = postfit::compute_histograms(*model_, c, *fitter_, x, cov, req);
+  const std::string stage = prefit ? "prefit" : "postfit";
+  for (size_t ci = 0; ci < input_->channels.size(); ++ci) {
+    const auto& ch = input_->channels[ci];
+    std::vector<Axis> axes;
+    for (const auto& a : ch.axes) axes.push_back(channel_axis(a));
+    if (axes.empty()) axes.push_back(Axis::integer("yield", 0, 1));
+    const int64_t nb = ch.nbins();
+    VectorXd y = h.inclusive.segment(ch.start, nb);
+    VectorXd v = req.errors ? VectorXd(h.inclusive_var.segment(ch.start, nb)) : VectorXd();
+    result::write_hist(channel_groups_[ci], "hist_" + stage + "_inclusive", axes, y.data(), req.errors ? v.data() : nullptr,
+                       stage + " expected number of events, for all processes combined, ", ch.flow);
+    if (req.per_process) {
+      std::vector<Axis> paxes = axes;
+      paxes.push_back(Axis::strcat("processes", input_->procs));
+      Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> pp = h.per_process.middleRows(ch.start, nb);
+      Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> pv;
+      if (req.errors_per_process) pv = h.per_process_var.middleRows(ch.start, nb);
+      result::write_hist(channel_groups_[ci], "hist_" + stage, paxes, pp.data(), req.errors_per_process ? pv.data() : nullptr,
+                         stage + " expected number of events, ", ch.flow);
+    }
+  }
+  if (req.per_process) log().info("Save processes histogram for BaseMapping");
+  if (req.covariance) {
+    const int64_t N = h.inclusive_cov.rows();
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> cv = h.inclusive_cov;
+    result::write_hist(base_mapping_, "hist_" + stage + "_inclusive_cov", {Axis::integer("x", 0, N), Axis::integer("y", 0, N)},
+                       cv.data(), nullptr, stage + " expected number of events, for all processes combined,  covariance");
+  }
+  if (req.chi2) {
+    log().info("Linear chi2:");
+    log().info("    ndof: {}", h.ndf);
+    log().info("    chi2/ndf = {}", static_cast<int64_t>(std::llround(h.chi2)));
+    log().info("    p-value: {}%", std::round(10000.0 * postfit::chi2_survival(h.chi2, static_cast<double>(h.ndf))) / 100.0);
+    result::write_scalar(base_mapping_, prefit ? "chi2_prefit" : "chi2", h.chi2);
+    result::write_scalar(base_mapping_, prefit ? "ndf_prefit" : "ndf", h.ndf);
+  }
+}
+
+void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& values, const VectorXd& variances,
+                  const std::string& pseudodata) {
+  auto t_start = Clock::now();
+  auto& ps = model_->parameters;
+  ps.reset_state();
+  const bool blinded = fit == 0 || (fit >= 1 && o_.toys_data_mode == "observed");
+  VectorXd x = ps.x_default;
+
+  VectorXd nobs, varnobs;
+  if (fit == -1) {
+    auto& c = cpu("the Asimov fit (-t -1)");
+    c.set_beta_centres(c.default_beta_centres());
+    c.expected_yields(xi(x), 0, input_->nbins, CpuShardEvaluator::BetaMode::stored, &nobs);
+    if (model_->options.likelihood != DataLikelihood::poisson) varnobs = nobs;
+  } else {
+    nobs = values;
+    // DECISIONS.md: the chi2 fits use the input's variances when it provides them, else n.
+    if (model_->options.likelihood != DataLikelihood::poisson) varnobs = variances.size() ? variances : nobs;
+  }
+  check_observed(*model_, nobs, group_name);
+  fitter_->set_observed(nobs, varnobs);
+
+  auto g = result::create_group(out_->root(), group_name, "result");
+  result::set_attr(g, "fit_index", fit);
+  if (!pseudodata.empty()) result::set_attr(g, "pseudodata", pseudodata);
+  result::set_attr_u8(g, "blinded", blinded && !o_.prefit_only);
+  const bool dofit = fit >= 0 && !o_.no_fit && !o_.prefit_only;
+  result::set_attr_u8(g, "fitted", dofit);
+  mappings_ = h5::Handle();
+  base_mapping_ = h5::Handle();
+  base_channels_ = h5::Handle();
+  channel_groups_.clear();
+
+  VectorXd prefit_var = prefit_variances(*model_);
+  result::write_hist(g, "parms_prefit", {shared("parms")}, x.data(), prefit_var.data());
+  MatrixXd prefit_cov = prefit_covariance(*model_);
+  if (o_.save_hists) {
+    save_observed_hists(g, nobs, varnobs);
+    save_hists(g, x, prefit_cov, true);
+  }
+  const double t_prefit = seconds_since(t_start);
+  double t_fit = t_prefit;
+  auto cpp = result::create_group(g, "_cpp", "");
+  if (!o_.prefit_only) {
+    ps.blinding_enabled = blinded && ps.blinding_available;
+    if (dofit) {
+      MinimizerResult mr;
+      x = minimize_full(x, true, &mr);
+      if (bb_on_) log().info("profile beta");
+      const int64_t n = static_cast<int64_t>(mr.loss_history.size());
+      result::write_hist(g, "epoch_loss", {Axis::integer("epoch", 0, n)}, mr.loss_history.data(), nullptr, "epoch loss");
+      result::write_hist(g, "epoch_time", {Axis::integer("epoch", 0, n)}, mr.time_history.data(), nullptr, "epoch time");
+      result::set_attr(cpp, "minimizer_method", mr.method);
+      result::write_scalar(cpp, "minimizer_status", static_cast<int64_t>(mr.status));
+      result::write_scalar_str(cpp, "minimizer_message", mr.message);
+      result::write_scalar(cpp, "niter", mr.iterations);
+      result::write_scalar(cpp, "nfev", mr.nfev);
+      result::write_scalar(cpp, "nhev", mr.nhvp + mr.nhess);
+      result::write_scalar_bool(cpp, "stopped_early", mr.stopped_early);
+      result::write_scalar(cpp, "nrestarts", static_cast<int64_t>(mr.restarts));
+      result::write_scalar_bool(cpp, "converged", mr.status == status_success || mr.status == status_bad_approximation);
+    }
+    t_fit = seconds_since(t_start);
+
+    VectorXd var;
+    MatrixXd cov = prefit_cov;
+    bool have_cov = false;
+    postfit_uncertainties(g, x, var, cov, have_cov);
+    const double nll = fitter_->value(x);
+    const int64_t ndfsat = input_->nbins - ps.npoi - ps.npou - input_->nsystnoconstraint;
+    log().info("Saturated chi2:");
+    log().info("    ndof: {}", ndfsat);
+    log().info("    2*deltaNLL: {}", std::round(200.0 * nll) / 100.0);
+    log().info("    p-value: {}%", std::round(10000.0 * postfit::chi2_survival(2.0 * nll, static_cast<double>(ndfsat))) / 100.0);
+    result::write_scalar(g, "nllvalreduced", nll);
+    result::write_scalar(g, "ndfsat", ndfsat);
+    result::write_scalar_bool(g, "postfit_profile", true);
+    if (o_.full_nll) {
+      double full = constraint_full_nll_constant(ps) + (fitter_->value(x) - 0.0);
+      // The shards' data and BB constants: full_value − value per shard.
+      VectorXd xis = xi(x);
+      for (const auto& s : fitter_->shards()) {
+        auto* cs = dynamic_cast<CpuShardEvaluator*>(s.get());
+        if (!cs) throw OptionError("--fullNll needs the CPU backend in this release");
+        full += cs->full_value(xis) - cs->value(xis);
+      }
+      log().info("2*deltaNLL(full): {}", py_float(full));
+      result::write_scalar(g, "nllvalfull", full);
+    }
+    result::write_hist(g, "parms", {shared("parms")}, x.data(), var.data());
+    // _cpp/poi_mu: mu = x² (or x), linearised variance.
+    std::vector<std::string> pois(ps.names.begin(), ps.names.begin() + ps.npoi);
+    VectorXd mu(ps.npoi), muvar(ps.npoi);
+    for (int64_t i = 0; i < ps.npoi; ++i) {
+      mu(i) = ps.squared_pois ? x(i) * x(i) : x(i);
+      muvar(i) = ps.squared_pois ? 4.0 * x(i) * x(i) * var(i) : var(i);
+    }
+    result::write_hist(cpp, "poi_mu", {Axis::strcat("pois", pois)}, mu.data(), muvar.data());
+    if (o_.scan || o_.contour_scan) {
+      if (!have_cov && (o_.contour_scan || !o_.scan_range_use_prefit))
+        throw OptionError("--scan/--contourScan need the covariance (not available with --noHessian)");
+      write_scans(g, x, cov);
+    }
+    if (o_.save_hists) save_hists(g, x, cov, false);
+  }
+  const double t_post = seconds_since(t_start);
+  result::write_scalar(cpp, "time_prefit_s", t_prefit);
+  result::write_scalar(cpp, "time_fit_s", t_fit - t_prefit);
+  result::write_scalar(cpp, "time_postfit_s", t_post - t_fit);
+  log().debug("For fit {}:", fit);
+  log().debug("{} seconds for prefit", t_prefit);
+  log().debug("{} seconds for fit", t_fit - t_prefit);
+  log().debug("{} seconds for postfit", t_post - t_fit);
+  mappings_ = h5::Handle();
+  base_mapping_ = h5::Handle();
+  base_channels_ = h5::Handle();
+  channel_groups_.clear();
+}
+
+void Run::execute() {
+  auto t_start = Clock::now();
+  for (auto t : o_.toys)
+    if (t >= 1) throw OptionError("toys (-t N with N >= 1) are not implemented yet");
+  load();
+  check_memory();
+  out_ = std::make_unique<result::ResultWriter>(o_.output_file());
+  write_meta();
+  log().debug("{} seconds initialization time", seconds_since(t_start));
+
+  // Data sets: the observed data, or the selected pseudodata columns (in file order).
+  struct DataSet {
+    std::string name;
+    VectorXd values, variances;
+  };
+  std::vector<DataSet> datasets;
+  if (o_.pseudo_data) {
+    std::vector<int64_t> cols;
+    if (o_.pseudo_data->empty()) {
+      for (size_t i = 0; i < input_->pseudodatanames.size(); ++i) cols.push_back(static_cast<int64_t>(i));
+    } else {
+      for (const auto& n : *o_.pseudo_data) cols.push_back(input_->pseudodata_index(n));
+      std::sort(cols.begin(), cols.end());
+    }
+    if (cols.empty()) throw InputError(o_.filename + ": --pseudoData given but the input has no pseudodata sets");
+    for (size_t j = 0; j < cols.size(); ++j) {
+      DataSet d{input_->pseudodatanames[cols[j]], input_->pseudodata.col(cols[j]), VectorXd()};
+      if (input_->pseudodatavar) d.variances = input_->pseudodatavar->col(cols[j]);
+      datasets.push_back(d);
+    }
+  } else {
+    datasets.push_back({"", input_->data_obs, input_->data_var ? *input_->data_var : VectorXd()});
+  }
+  for (auto fit : o_.toys) {
+    for (const auto& d : datasets) {
+      std::string name = "results";
+      if (fit == -1) name += "_asimov";
+      if (!d.name.empty()) name += "_" + d.name;
+      run_one(fit, name, d.values, d.variances, d.name);
+    }
+  }
+  out_->commit();
+  std::cout << "Results written in file " << out_->final_path() << std::endl;
+  log().info("{} seconds total time", seconds_since(t_start));
+}
+
+}  // namespace
+
+void run_fit(const FitOptions& options) {
+  set_verbosity(options.verbose);
+  if (options.no_color_logger) {
+    // Re-create the sinks without colour: the pattern keeps the level name plain.
+    log().set_pattern("%L %H:%M:%S.%e %v");
+  }
+  for (const auto& w : options.warnings) log().warn("{}", w);
+  Run run(options);
+  run.execute();
+}
+
+int rabbit_fit_main(int argc, const char* const* argv) {
+  try {
+    FitOptions options = parse_fit_options(argc, argv);
+    run_fit(options);
+    return 0;
+  } catch (const HelpRequested& h) {
+    std::cout << h.text;
+    return 0;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    std::cerr << "rabbit_fit: error: " << msg << std::endl;
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    std::cerr << "rabbit_fit: error: " << msg << std::endl;
+    return 1;
+  }
+}
+
+}  // namespace rabbit::cli

@@ -1,0 +1,317 @@
+#include "rabbit/postfit/histograms.hpp"
+
+#include <Eigen/Cholesky>
+#include <Eigen/LU>
+#include <cmath>
+
+#include "rabbit/core/error.hpp"
+#include "rabbit/core/logging.hpp"
+
+namespace rabbit::postfit {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+using Mode = CpuShardEvaluator::BetaMode;
+
+// The linear response of the yields to the BB parameters β at one point (likelihood.md §4.2):
+// dN[b, p] = ∂Ñ_bp/∂β_e with e = entry(b, p), and the curvatures of L in β.
+struct BBResponse {
+  bool full = false;
+  int64_t nproc = 0;
+  MatrixXd dN;     // [nbinsfull, nproc]
+  VectorXd beta;   // β_e used (stored or profiled)
+  VectorXd c;      // ∂²L_β/∂β_e² (constraint curvature), 0 for masked gamma/multiplicative entries
+  VectorXd q;      // |∂²L_β/∂β_e∂β⁰_e|
+  int64_t entry(int64_t b, int64_t p) const { return full ? b * nproc + p : b; }
+};
+
+BBResponse bb_response(const Model& model, CpuShardEvaluator& shard, Fitter& fitter, const VectorXd& x,
+                       const VectorXd& xi, bool prefit) {
+  const FitInputData& in = *model.input;
+  BBResponse r;
+  r.full = shard.bb_full();
+  r.nproc = in.nproc;
+  const int64_t nbf = in.nbinsfull, P = in.nproc;
+  MatrixXd N;
+  VectorXd nu0;
+  shard.expected_yields(xi, 0, nbf, Mode::none, &nu0, &N);
+  r.beta = shard.stored_beta();
+  if (!prefit) {
+    VectorXd bhat = fitter.profiled_beta(x);
+    r.beta.head(bhat.size()) = bhat;
+  }
+  const VectorXd& k = shard.bb_kstat();
+  const VectorXd& beta0 = shard.beta_centres();
+  const auto& mask = shard.bb_mask();
+  const int64_t ne = r.beta.size();
+  r.c = VectorXd::Zero(ne);
+  r.q = VectorXd::Zero(ne);
+  for (int64_t e = 0; e < ne; ++e) {
+    switch (model.bb_type) {
+      case BBType::gamma:
+        if (!mask[e]) {
+          r.c(e) = k(e) * beta0(e) / (r.beta(e) * r.beta(e));
+          r.q(e) = k(e) / r.beta(e);
+        }
+        break;
+      case BBType::normal_multiplicative:
+        if (!mask[e]) r.c(e) = r.q(e) = k(e);
+        break;
+      default: r.c(e) = r.q(e) = 1.0; break;
+    }
+  }
+  // Zero-variance processes (lite): sumw2 = 0 entries are not scaled by β.
+  auto zero_var = [&](int64_t b, int64_t p) {
+    if (in.sumw_per_bin || r.full) return false;
+    return in.sumw2[b * P + p] == 0.0;
+  };
+  r.dN = MatrixXd::Zero(nbf, P);
+  const bool additive = model.bb_type == BBType::normal_additive;
+  for (int64_t b = 0; b < nbf; ++b) {
+    double A = 0.0, sigma2 = 0.0;
+    for (int64_t p = 0; p < P; ++p) {
+      if (!zero_var(b, p)) A += N(b, p);
+      sigma2 += in.sumw_per_bin ? 0.0 : in.sumw2[b * P + p];
+    }
+    if (in.sumw_per_bin) sigma2 = in.sumw2[b];
+    const double Asafe = A > 0.0 ? A : 1.0;
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t e = r.entry(b, p);
+      if (additive) {
+        if (r.full) r.dN(b, p) = std::sqrt(in.sumw2[b * P + p]);
+        else if (in.sumw_per_bin) r.dN(b, p) = std::sqrt(sigma2) * N(b, p) / (nu0(b) > 0 ? nu0(b) : 1.0);
+        else r.dN(b, p) = zero_var(b, p) ? 0.0 : std::sqrt(sigma2) * N(b, p) / Asafe;
+      } else {
+        if (mask[e] || zero_var(b, p)) continue;
+        r.dN(b, p) = N(b, p);
+      }
+    }
+  }
+  return r;
+}
+
+// d β̂ / dx [nentries_observed × npar] by central differences of the analytic profile.
+MatrixXd profiled_beta_jacobian(Fitter& fitter, const VectorXd& x, const VectorXd& d1) {
+  VectorXd b0 = fitter.profiled_beta(x);
+  MatrixXd B = MatrixXd::Zero(b0.size(), x.size());
+  for (int64_t j = 0; j < x.size(); ++j) {
+    if (d1(j) == 0.0) continue;  // frozen: β̂ does not move with it in the fit
+    const double h = 1e-5 * std::max(1.0, std::abs(x(j)));
+    VectorXd xp = x, xm = x;
+    xp(j) += h;
+    xm(j) -= h;
+    B.col(j) = (fitter.profiled_beta(xp) - fitter.profiled_beta(xm)) / (2.0 * h);
+  }
+  return B;
+}
+
+}  // namespace
+
+HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard, Fitter& fitter, const VectorXd& x,
+                                   const MatrixXd& cov, const HistogramRequest& req) {
+  const FitInputData& in = *model.input;
+  const int64_t nbf = in.nbinsfull, nobs = in.nbins, P = in.nproc, npar = x.size();
+  const Mode mode = req.prefit ? Mode::stored : Mode::profiled;
+  VectorXd xi, d1, d2;
+  model.parameters.transform(x, xi, d1, d2);
+
+  HistogramResult out;
+  MatrixXd per_process;
+  shard.expected_yields(xi, 0, nbf, mode, &out.inclusive, req.per_process ? &per_process : nullptr);
+  if (req.per_process) out.per_process = per_process;
+  const bool need_incl = req.errors || req.covariance || req.chi2;
+  if (!need_incl && !req.errors_per_process) return out;
+
+  const bool bb = shard.has_bb();
+  const DataLikelihood lik = model.options.likelihood;
+  const VectorXd& n = fitter.observed();
+  const VectorXd& varn = fitter.observed_variances();
+
+  // Parameter part.
+  MatrixXd J = shard.yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal();  // [nbf × npar]
+  MatrixXd JC = J * cov;
+
+  // β part: per-bin curvature of the data term ℓ''_b (postfit, observed bins, diagonal likelihoods).
+  BBResponse bbr;
+  MatrixXd Hinv;  // dense inverse of H_ββ (covariance fit, postfit)
+  VectorXd dd;    // ℓ''_b
+  if (bb) {
+    bbr = bb_response(model, shard, fitter, x, xi, req.prefit);
+    dd = VectorXd::Zero(nbf);
+    if (!req.prefit && lik != DataLikelihood::covariance) {
+      for (int64_t b = 0; b < nobs; ++b) {
+        if (lik == DataLikelihood::poisson) dd(b) = n(b) == 0.0 ? 0.0 : n(b) / (out.inclusive(b) * out.inclusive(b));
+        else dd(b) = 1.0 / (varn.size() ? varn(b) : n(b));
+      }
+    }
+    if (!req.prefit && lik == DataLikelihood::covariance) {
+      // H = diag(c) + Uᵀ W U over all entries, U[b, e] = ∂ν_b/∂β_e on the observed bins.
+      const int64_t ne = bbr.beta.size();
+      MatrixXd U = MatrixXd::Zero(nobs, ne);
+      for (int64_t b = 0; b < nobs; ++b)
+        for (int64_t p = 0; p < P; ++p) U(b, bbr.entry(b, p)) += bbr.dN(b, p);
+      MatrixXd W = in.data_cov_inv ? *in.data_cov_inv : MatrixXd((1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal());
+      MatrixXd H = U.transpose() * W * U;
+      H.diagonal() += bbr.c;
+      for (int64_t e = 0; e < ne; ++e)
+        if (H(e, e) == 0.0) H(e, e) = 1.0;  // entries that affect nothing
+      Hinv = H.inverse();
+    }
+  }
+  // Inclusive: u_b(e) = ∂ν_b/∂β_e. Returns the β covariance term for bins b, b'.
+  auto bb_incl_cov = [&](int64_t b, int64_t bp) -> double {
+    if (!bb) return 0.0;
+    if (Hinv.size()) {
+      double s = 0.0;
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t pp = 0; pp < P; ++pp) {
+          if (bbr.dN(b, p) == 0.0 || bbr.dN(bp, pp) == 0.0) continue;
+          s += bbr.dN(b, p) * Hinv(bbr.entry(b, p), bbr.entry(bp, pp)) * bbr.dN(bp, pp);
+        }
+      // Lite entries are shared by the processes of a bin; the double loop above counts each
+      // pair of (entry, entry) once per process pair, which is the product of the bin sums.
+      return s;
+    }
+    if (b != bp) return 0.0;
+    if (!bbr.full) {
+      double u = bbr.dN.row(b).sum();
+      double H = bbr.c(b) + dd(b) * u * u;
+      return H > 0.0 ? u * u / H : 0.0;
+    }
+    double s = 0.0;
+    for (int64_t p = 0; p < P; ++p) {
+      double u = bbr.dN(b, p);
+      if (u != 0.0 && bbr.c(bbr.entry(b, p)) > 0.0) s += u * u / bbr.c(bbr.entry(b, p));
+    }
+    return s / (1.0 + dd(b) * s);
+  };
+  auto bb_proc_var = [&](int64_t b, int64_t p) -> double {
+    if (!bb) return 0.0;
+    const double u = bbr.dN(b, p);
+    if (u == 0.0) return 0.0;
+    const int64_t e = bbr.entry(b, p);
+    if (Hinv.size()) return u * u * Hinv(e, e);
+    if (!bbr.full) {
+      double ub = bbr.dN.row(b).sum();
+      double H = bbr.c(b) + dd(b) * ub * ub;
+      return H > 0.0 ? u * u / H : 0.0;
+    }
+    double s = 0.0;
+    for (int64_t pp = 0; pp < P; ++pp) {
+      double v = bbr.dN(b, pp);
+      if (v != 0.0 && bbr.c(bbr.entry(b, pp)) > 0.0) s += v * v / bbr.c(bbr.entry(b, pp));
+    }
+    const double ce = bbr.c(e);
+    if (!(ce > 0.0)) return 0.0;
+    return u * u * (1.0 / ce - dd(b) * (u / ce) * (u / ce) / (1.0 + dd(b) * s));
+  };
+
+  if (req.errors || req.covariance) {
+    out.inclusive_var = (JC.array() * J.array()).rowwise().sum();
+    for (int64_t b = 0; b < nbf; ++b) out.inclusive_var(b) += bb_incl_cov(b, b);
+  }
+  if (req.covariance) {
+    out.inclusive_cov = JC * J.transpose();
+    for (int64_t b = 0; b < nbf; ++b)
+      for (int64_t bp = 0; bp < nbf; ++bp)
+        if (b == bp || Hinv.size()) out.inclusive_cov(b, bp) += bb_incl_cov(b, bp);
+  }
+
+  // dβ̂/dx for the total derivatives of the per-process yields and for the postfit chi2.
+  MatrixXd B;
+  if (bb && !req.prefit && (req.errors_per_process || req.chi2)) B = profiled_beta_jacobian(fitter, x, d1);
+
+  if (req.errors_per_process) {
+    MatrixXd Jp = shard.process_yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal();  // rows b·P + p
+    if (B.size()) {
+      for (int64_t b = 0; b < nobs; ++b)
+        for (int64_t p = 0; p < P; ++p) {
+          double u = bbr.dN(b, p);
+          if (u != 0.0) Jp.row(b * P + p) += u * B.row(bbr.entry(b, p));
+        }
+    }
+    VectorXd v = ((Jp * cov).array() * Jp.array()).rowwise().sum();
+    out.per_process_var.resize(nbf, P);
+    for (int64_t b = 0; b < nbf; ++b)
+      for (int64_t p = 0; p < P; ++p) out.per_process_var(b, p) = v(b * P + p) + bb_proc_var(b, p);
+  }
+
+  if (req.chi2) {
+    // Linear chi2 over the unmasked bins (§4.11).
+    VectorXd r = out.inclusive.head(nobs) - n;
+    MatrixXd Vn;  // covariance of the fitted counts
+    if (lik == DataLikelihood::covariance && in.data_cov_inv) Vn = in.data_cov_inv->inverse();
+    else if (lik == DataLikelihood::poisson) Vn = n.asDiagonal();
+    else Vn = (varn.size() ? varn : n).asDiagonal();
+    MatrixXd covpred(nobs, nobs);
+    MatrixXd Jo = J.topRows(nobs);
+    covpred = JC.topRows(nobs) * Jo.transpose();
+    for (int64_t b = 0; b < nobs; ++b)
+      for (int64_t bp = 0; bp < nobs; ++bp)
+        if (b == bp || Hinv.size()) covpred(b, bp) += bb_incl_cov(b, bp);
+    MatrixXd V;
+    if (req.prefit) {
+      V = covpred + Vn;
+    } else {
+      // V = R_x0 var_x0 R_x0ᵀ + R_n V_n R_nᵀ + R_b0 var_b0 R_b0ᵀ, R the total responses of r.
+      const VectorXd& cw = model.parameters.constraint_weights;
+      VectorXd cwf = cw;
+      for (int64_t j = 0; j < npar; ++j)
+        if (model.parameters.frozen[j]) cwf(j) = 0.0;
+      MatrixXd JCo = JC.topRows(nobs);
+      V = JCo * cwf.asDiagonal() * JCo.transpose();
+      MatrixXd W;
+      if (lik == DataLikelihood::covariance) W = in.data_cov_inv ? *in.data_cov_inv : MatrixXd(Vn.inverse());
+      else if (lik == DataLikelihood::poisson) W = (1.0 / out.inclusive.head(nobs).array()).matrix().asDiagonal();
+      else W = (1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal();
+      MatrixXd Rn = covpred * W - MatrixXd::Identity(nobs, nobs);
+      V += Rn * Vn * Rn.transpose();
+      if (bb && B.size()) {
+        // R_b0 = J C Bᵀ diag(q) + U diag(q / H) (direct response of β̂ at fixed x); var_b0 = c / q².
+        const int64_t ne_obs = B.rows();
+        MatrixXd U = MatrixXd::Zero(nobs, ne_obs);
+        for (int64_t b = 0; b < nobs; ++b)
+          for (int64_t p = 0; p < P; ++p) U(b, bbr.entry(b, p)) += bbr.dN(b, p);
+        MatrixXd Rb = JCo * B.transpose();
+        MatrixXd direct;
+        if (Hinv.size()) {
+          direct = U * Hinv.topLeftCorner(ne_obs, ne_obs);
+        } else {
+          // H_ββ diagonal per entry (lite) or per-bin blocks (full): apply H⁻¹ column by column.
+          direct = MatrixXd::Zero(nobs, ne_obs);
+          for (int64_t b = 0; b < nobs; ++b)
+            for (int64_t p = 0; p < (bbr.full ? P : 1); ++p) {
+              const int64_t e = bbr.entry(b, p);
+              // (U H⁻¹)[b', e]: only bin b couples to entries of bin b.
+              if (!bbr.full) {
+                double u = bbr.dN.row(b).sum();
+                double H = bbr.c(b) + dd(b) * u * u;
+                direct(b, e) = H > 0.0 ? u / H : 0.0;
+              } else {
+                double s = 0.0;
+                for (int64_t pp = 0; pp < P; ++pp) {
+                  double v = bbr.dN(b, pp);
+                  if (v != 0.0 && bbr.c(bbr.entry(b, pp)) > 0.0) s += v * v / bbr.c(bbr.entry(b, pp));
+                }
+                double ce = bbr.c(e), u = bbr.dN(b, p);
+                // uᵀ H⁻¹ e_e with H = diag(c) + ℓ'' u uᵀ.
+                direct(b, e) = ce > 0.0 ? (u / ce) / (1.0 + dd(b) * s) : 0.0;
+              }
+            }
+        }
+        Rb += direct;
+        VectorXd q = bbr.q.head(ne_obs), varb0(ne_obs);
+        for (int64_t e = 0; e < ne_obs; ++e) varb0(e) = q(e) > 0.0 ? bbr.c(e) / (q(e) * q(e)) : 0.0;
+        Rb = Rb * q.asDiagonal();
+        V += Rb * varb0.asDiagonal() * Rb.transpose();
+      }
+    }
+    Eigen::LDLT<MatrixXd> ldlt(V);
+    out.chi2 = r.dot(ldlt.solve(r));
+    out.ndf = nobs;
+  }
+  return out;
+}
+
+}  // namespace rabbit::postfit

@@ -1,0 +1,157 @@
+#include "rabbit/postfit/scans.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "rabbit/core/logging.hpp"
+
+namespace rabbit::postfit {
+
+RestrictedObjective::RestrictedObjective(Objective& full, std::vector<int64_t> floating, Eigen::VectorXd base)
+    : full_(full), floating_(std::move(floating)), base_(std::move(base)) {
+  set_hvp_batch(full.hvp_batch());
+}
+
+Eigen::VectorXd RestrictedObjective::expand(const Eigen::VectorXd& y) const {
+  Eigen::VectorXd x = base_;
+  for (size_t i = 0; i < floating_.size(); ++i) x(floating_[i]) = y(i);
+  return x;
+}
+
+Eigen::VectorXd RestrictedObjective::restrict(const Eigen::VectorXd& x) const {
+  Eigen::VectorXd y(floating_.size());
+  for (size_t i = 0; i < floating_.size(); ++i) y(i) = x(floating_[i]);
+  return y;
+}
+
+double RestrictedObjective::value(const Eigen::VectorXd& y) { return full_.value(expand(y)); }
+
+double RestrictedObjective::value_grad(const Eigen::VectorXd& y, Eigen::VectorXd& grad) {
+  Eigen::VectorXd g;
+  double f = full_.value_grad(expand(y), g);
+  grad = restrict(g);
+  return f;
+}
+
+double RestrictedObjective::value_grad_hvp(const Eigen::VectorXd& y, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
+                                           Eigen::MatrixXd& HV) {
+  Eigen::MatrixXd Vfull = Eigen::MatrixXd::Zero(base_.size(), V.cols());
+  for (size_t i = 0; i < floating_.size(); ++i) Vfull.row(floating_[i]) = V.row(i);
+  Eigen::VectorXd g;
+  Eigen::MatrixXd hv;
+  double f = full_.value_grad_hvp(expand(y), Vfull, g, hv);
+  grad = restrict(g);
+  HV.resize(floating_.size(), V.cols());
+  for (size_t i = 0; i < floating_.size(); ++i) HV.row(i) = hv.row(floating_[i]);
+  return f;
+}
+
+double RestrictedObjective::value_grad_hess(const Eigen::VectorXd& y, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) {
+  Eigen::VectorXd g;
+  Eigen::MatrixXd h;
+  double f = full_.value_grad_hess(expand(y), g, h);
+  grad = restrict(g);
+  const int64_t n = size();
+  hess.resize(n, n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) hess(i, j) = h(floating_[i], floating_[j]);
+  return f;
+}
+
+Scan1D scan_1d(Objective& objective, const ProfileMinimizer& minimizer, const std::vector<int64_t>& floating,
+               const Eigen::VectorXd& xhat, int64_t p, double sigma, double range, int64_t points) {
+  const int64_t half = points / 2;
+  std::vector<int64_t> others;
+  for (auto i : floating)
+    if (i != p) others.push_back(i);
+  const double lbest = objective.value(xhat);
+  Scan1D out;
+  out.points.assign(2 * half + 1, 0.0);
+  out.dnll.assign(2 * half + 1, std::numeric_limits<double>::quiet_NaN());
+  out.points[half] = xhat(p);
+  out.dnll[half] = 0.0;
+  for (int side : {-1, 1}) {
+    Eigen::VectorXd x = xhat;
+    for (int64_t k = 1; k <= half; ++k) {
+      double offset = half > 0 ? range * static_cast<double>(k) / static_cast<double>(half) * sigma : 0.0;
+      x(p) = xhat(p) + side * offset;
+      log().debug("Now at i={} x={}", half + side * k, x(p));
+      x = minimizer(objective, others, x);
+      const int64_t idx = half + side * k;
+      out.points[idx] = x(p);
+      out.dnll[idx] = objective.value(x) - lbest;
+    }
+  }
+  return out;
+}
+
+ContourPoint contour_point(Objective& objective, const ProfileMinimizer& minimizer,
+                           const std::vector<int64_t>& floating, const Eigen::VectorXd& xhat, double lmin, int64_t p,
+                           const Eigen::VectorXd& cov_column, double level, int side) {
+  std::vector<int64_t> others;
+  for (auto i : floating)
+    if (i != p) others.push_back(i);
+  const double target = 0.5 * level * level;
+  const double sigma = std::sqrt(cov_column(p));
+  ContourPoint out;
+  out.displacement = Eigen::VectorXd::Constant(xhat.size(), std::numeric_limits<double>::quiet_NaN());
+  if (!(sigma > 0.0)) return out;
+
+  // g(t) = profile ΔNLL at x_p = xhat_p + t - target, with t the signed displacement (t·side > 0).
+  Eigen::VectorXd warm = xhat;
+  auto profile_at = [&](double t, Eigen::VectorXd& xsol) {
+    Eigen::VectorXd start = xhat + (t / cov_column(p)) * cov_column;  // Gaussian guess along C[:,p]
+    // Prefer the last solution when it is closer to this point than the Gaussian guess.
+    if (std::abs(warm(p) - (xhat(p) + t)) < std::abs(t) * 0.5) start = warm + (xhat(p) + t - warm(p)) / cov_column(p) * cov_column;
+    start(p) = xhat(p) + t;
+    xsol = minimizer(objective, others, start);
+    warm = xsol;
+    return objective.value(xsol) - lmin - target;
+  };
+
+  double t_lo = 0.0, g_lo = -target;
+  Eigen::VectorXd x_hi;
+  double t_hi = side * level * sigma;
+  double g_hi = profile_at(t_hi, x_hi);
+  for (int expand = 0; expand < 40 && std::isfinite(g_hi) && g_hi < 0.0; ++expand) {
+    t_lo = t_hi;
+    g_lo = g_hi;
+    t_hi *= 1.6;
+    g_hi = profile_at(t_hi, x_hi);
+  }
+  if (!std::isfinite(g_hi) || g_hi < 0.0) return out;
+
+  // Illinois regula falsi on [t_lo, t_hi] (g_lo < 0 < g_hi).
+  Eigen::VectorXd xbest = x_hi;
+  double gbest = g_hi;
+  int last_side = 0;
+  for (int it = 0; it < 100; ++it) {
+    double t = t_hi - g_hi * (t_hi - t_lo) / (g_hi - g_lo);
+    Eigen::VectorXd xt;
+    double g = profile_at(t, xt);
+    if (!std::isfinite(g)) return out;
+    if (std::abs(g) < std::abs(gbest)) {
+      gbest = g;
+      xbest = xt;
+    }
+    if (std::abs(g) < 1e-10 * std::max(1.0, target) || std::abs(t_hi - t_lo) < 1e-12 * sigma) break;
+    if (g < 0.0) {
+      t_lo = t;
+      g_lo = g;
+      if (last_side == -1) g_hi *= 0.5;
+      last_side = -1;
+    } else {
+      t_hi = t;
+      g_hi = g;
+      if (last_side == 1) g_lo *= 0.5;
+      last_side = 1;
+    }
+  }
+  if (std::abs(gbest) > 1e-6 * std::max(1.0, target)) return out;
+  out.displacement = xbest - xhat;
+  out.success = true;
+  return out;
+}
+
+}  // namespace rabbit::postfit
