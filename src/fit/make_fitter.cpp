@@ -1,0 +1,183 @@
+#include "rabbit/fit/make_fitter.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "rabbit/backend/cpu/cpu_shard.hpp"
+#include "rabbit/core/error.hpp"
+#include "rabbit/core/logging.hpp"
+#include "rabbit/fit/devices.hpp"
+#include "rabbit/fit/multi_device_fitter.hpp"
+
+#ifdef RABBIT_HAVE_CUDA
+#include "rabbit/backend/cuda/cuda_shard.hpp"
+#endif
+
+namespace rabbit {
+
+Backend parse_backend(const std::string& name) {
+  if (name == "auto") return Backend::automatic;
+  if (name == "cpu") return Backend::cpu;
+  if (name == "cuda") return Backend::cuda;
+  throw OptionError(fmt::format("--backend must be one of auto, cpu, cuda; got '{}'", name));
+}
+
+std::string backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::automatic: return "auto";
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+  }
+  return "?";
+}
+
+namespace {
+
+const char* kRemedy =
+    "These need all bins on one device, which is what sharding exists to avoid. Drop --nDevices (run "
+    "single-device), or rerun the step single-device from the fit output.";
+
+// The features of the model itself that cannot be evaluated shard by shard.
+std::vector<std::string> unshardable_model_features(DataLikelihood likelihood, const std::vector<std::string>& regs) {
+  std::vector<std::string> out;
+  if (likelihood == DataLikelihood::covariance)
+    out.push_back("--covarianceFit (the dense data covariance couples all bins)");
+  if (!regs.empty())
+    out.push_back(fmt::format("--regularization {} (the regularizers read the predicted yields of all bins)",
+                              fmt::join(regs, ",")));
+  return out;
+}
+
+void refuse(const std::vector<std::string>& offending, int n_devices) {
+  if (offending.empty()) return;
+  throw OptionError(fmt::format("--nDevices {} (multi-device mode) is incompatible with: {}. {}", n_devices,
+                                fmt::join(offending, "; "), kRemedy));
+}
+
+}  // namespace
+
+void check_sharding_supported(const ShardingRequest& request) {
+  validate_device_options(request.fitter.n_devices, request.fitter.devices);
+  if (request.fitter.hvp_batch < 1)
+    throw OptionError(fmt::format("--hvpBatch must be >= 1, got {}", request.fitter.hvp_batch));
+  if (request.fitter.n_devices == 1) return;
+  std::vector<std::string> offending;
+  for (auto& s : unshardable_model_features(request.likelihood, request.regularizers)) offending.push_back(s);
+  if (request.bin_by_bin_stat) {
+    // Global impacts with BB need the β-space cross derivatives over all bins at once.
+    if (request.global_impacts) offending.push_back("--globalImpacts with bin-by-bin statistics (or add --noBinByBinStat)");
+    if (request.gaussian_global_impacts)
+      offending.push_back("--gaussianGlobalImpacts with bin-by-bin statistics (or add --noBinByBinStat)");
+    if (request.diagnostics)
+      offending.push_back("--diagnostics with bin-by-bin statistics (the β-space EDM needs the full-length β Hessian; "
+                          "or add --noBinByBinStat)");
+  }
+  refuse(offending, request.fitter.n_devices);
+}
+
+std::vector<std::pair<int64_t, int64_t>> partition_bins(const FitInputData& input, int n) {
+  if (n < 1) throw OptionError(fmt::format("--nDevices must be >= 1, got {}", n));
+  const int64_t nbins = input.nbins;
+  // cost[b]: stored numbers of observed bin b, prefix[b] = Σ_{b' < b} cost[b'].
+  std::vector<int64_t> prefix(nbins + 1, 0);
+  if (!input.sparse) {
+    const int64_t per_bin = std::max<int64_t>(1, input.nproc * (input.logk_width() + 3));
+    for (int64_t b = 0; b < nbins; ++b) prefix[b + 1] = prefix[b] + per_bin;
+  } else {
+    std::vector<int64_t> cost(nbins, 2 * input.nproc + 1);  // sumw, sumw2, nobs
+    const int64_t nproc = std::max<int64_t>(1, input.nproc);
+    const bool have_rowptr = input.logk_sparse.rowptr.size() == input.norm_index.size() + 1;
+    for (size_t i = 0; i < input.norm_index.size(); ++i) {
+      const int64_t b = input.norm_index[i] / nproc;
+      if (b >= nbins) break;  // sorted: the rest is masked
+      cost[b] += 1 + (have_rowptr ? input.logk_sparse.rowptr[i + 1] - input.logk_sparse.rowptr[i] : 0);
+    }
+    for (int64_t b = 0; b < nbins; ++b) prefix[b + 1] = prefix[b] + cost[b];
+  }
+  const int64_t total = prefix[nbins];
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t begin = 0;
+  for (int s = 1; s <= n; ++s) {
+    // Largest edge e with prefix[e]·n <= s·total (integer, exact): uniform costs give floor(s·nbins/n).
+    int64_t end = nbins;
+    if (s < n) {
+      const auto it = std::upper_bound(prefix.begin(), prefix.end(), 0, [&](int, int64_t p) {
+        return static_cast<__int128>(p) * n > static_cast<__int128>(s) * total;
+      });
+      end = std::max<int64_t>(begin, static_cast<int64_t>(it - prefix.begin()) - 1);
+    }
+    out.emplace_back(begin, end);
+    begin = end;
+  }
+  return out;
+}
+
+std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOptions& options) {
+  validate_device_options(options.n_devices, options.devices);
+  const int n = options.n_devices;
+  const FitInputData& input = *model->input;
+  if (n > 1) {
+    std::vector<std::string> regs;
+    for (const auto& r : model->options.regularization) regs.push_back(r.name);
+    refuse(unshardable_model_features(model->options.likelihood, regs), n);
+  }
+
+  // Devices: chosen before any CUDA context exists; only the chosen ordinals are ever touched.
+  std::vector<GpuInfo> gpus;
+  bool use_cuda = false;
+  if (options.backend != Backend::cpu) {
+    if (!built_with_cuda()) {
+      if (options.backend == Backend::cuda)
+        throw ResourceError("--backend cuda: this build has no CUDA backend (configure with -DRABBIT_CUDA=ON)");
+      if (!options.devices.empty())
+        throw ResourceError(fmt::format("--devices {}: this build has no CUDA backend", fmt::join(options.devices, ",")));
+    } else {
+      GpuSelection sel = select_gpus(n, options.devices);
+      for (const auto& m : sel.info) log().info("{}", m);
+      for (const auto& m : sel.warnings) log().warn("{}", m);
+      gpus = sel.gpus;
+      if (gpus.empty()) {
+        if (options.backend == Backend::cuda) throw ResourceError("--backend cuda: no GPU is visible");
+        log().warn("This build has CUDA but no GPU is visible: the fit runs on the CPU{}",
+                   n > 1 ? fmt::format(" with {} CPU shards (correct, but no GPU speed-up)", n) : "");
+      } else {
+        use_cuda = true;
+        if (static_cast<int>(gpus.size()) < n)
+          log().warn("Only {} GPU(s) are visible for {} shards; placing shards round-robin", gpus.size(), n);
+      }
+    }
+  }
+
+  const auto ranges = partition_bins(input, n);
+  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads_per_shard = std::max(1, threads / n);
+
+  std::vector<std::unique_ptr<ShardEvaluator>> shards;
+  std::vector<std::string> layout;
+  for (int s = 0; s < n; ++s) {
+    const auto [a, b] = ranges[s];
+    if (use_cuda) {
+#ifdef RABBIT_HAVE_CUDA
+      shards.push_back(make_cuda_shard(model, a, b, gpus[s % gpus.size()].ordinal));
+#endif
+    } else {
+      shards.push_back(make_cpu_shard(model, a, b, threads_per_shard));
+    }
+    layout.push_back(fmt::format("{}:[{},{})", shards.back()->device(), a, b));
+  }
+  log().info("Sharding {} bins over {} device(s): [{}]", input.nbins, n, fmt::join(layout, ", "));
+  if (!use_cuda && n > 1) log().info("{} CPU shards with {} thread(s) each", n, threads_per_shard);
+
+  std::unique_ptr<Fitter> fitter;
+  if (n == 1)
+    fitter = std::make_unique<Fitter>(std::move(model), std::move(shards));
+  else
+    fitter = std::make_unique<MultiDeviceFitter>(std::move(model), std::move(shards));
+  fitter->set_hvp_batch(options.hvp_batch);
+  return fitter;
+}
+
+}  // namespace rabbit

@@ -1,0 +1,170 @@
+// The per-bin math of the CUDA backend (bin_math.hpp) runs on the host too, so it is checked here
+// without a GPU: φ must be the derivative of the profiled bin value with respect to the process
+// yields N, and the U M Uᵀ + diag(d) form must be the derivative of φ (the Schur-complement Ψ),
+// for every data likelihood × BB mode × BB type.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <random>
+#include <vector>
+
+#include "rabbit/backend/cuda/bin_math.hpp"
+
+namespace rabbit::bin_math {
+namespace {
+
+constexpr int P = 3;
+
+struct Case {
+  int likelihood, bb, type;
+  bool zero_var;  // lite: process 2 has no MC-stat uncertainty
+  double n;
+};
+
+struct Fixture {
+  Case c;
+  std::array<double, P> k{}, beta0{}, sigma2{};
+  std::array<unsigned char, P> masked{}, zero_var{};
+  double v = 0;
+
+  explicit Fixture(const Case& cs) : c(cs) {
+    const double b0 = c.type == kNormalAdd ? 0.0 : 1.0;
+    for (int p = 0; p < P; ++p) {
+      k[p] = 40.0 + 15.0 * p;
+      beta0[p] = b0;
+      sigma2[p] = 0.8 + 0.3 * p;
+      masked[p] = 0;
+      zero_var[p] = (c.zero_var && p == 2) ? 1 : 0;
+    }
+    v = 1.3 * std::max(c.n, 1.0);
+  }
+
+  BinStats stats() const {
+    BinStats st;
+    st.kstat = k.data();
+    st.beta0 = beta0.data();
+    st.masked = masked.data();
+    st.sigma2 = sigma2.data();
+    st.zero_var = zero_var.data();
+    return st;
+  }
+  BinConfig config() const {
+    BinConfig cfg;
+    cfg.likelihood = c.likelihood;
+    cfg.bb = c.bb;
+    cfg.type = c.type;
+    cfg.nproc = P;
+    return cfg;
+  }
+  // Lite stats live in element 0 (one value per bin).
+  double eval(const std::array<double, P>& N, std::array<double, P>* phi = nullptr, std::array<double, P>* u1 = nullptr,
+              std::array<double, P>* u2 = nullptr, std::array<double, P>* d = nullptr, BinResult* res = nullptr) const {
+    std::array<double, P> beta{}, ph{}, a{}, b{}, dd{};
+    BinResult r;
+    const double lognobs = c.n > 0 ? std::log(c.n) : 0.0;
+    profile_bin(config(), c.n, v, lognobs, N.data(), stats(), beta.data(), ph.data(), a.data(), b.data(), dd.data(), r);
+    if (phi) *phi = ph;
+    if (u1) *u1 = a;
+    if (u2) *u2 = b;
+    if (d) *d = dd;
+    if (res) *res = r;
+    return r.value;
+  }
+};
+
+class BinMathTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BinMathTest, PhiAndPsiAreDerivativesOfTheProfiledValue) {
+  const Fixture fx(GetParam());
+  const std::array<double, P> N = {4.0, 2.5, 1.5};
+  std::array<double, P> phi, u1, u2, d;
+  BinResult r;
+  const double f0 = fx.eval(N, &phi, &u1, &u2, &d, &r);
+  ASSERT_TRUE(std::isfinite(f0));
+
+  const double h = 1e-5;
+  for (int p = 0; p < P; ++p) {
+    auto up = N, dn = N;
+    up[p] += h;
+    dn[p] -= h;
+    const double fd = (fx.eval(up) - fx.eval(dn)) / (2 * h);
+    EXPECT_NEAR(phi[p], fd, 1e-6 * std::max(1.0, std::abs(fd))) << "phi, process " << p;
+  }
+
+  const std::array<double, P> dir = {0.7, -0.4, 0.9};
+  double s1 = 0, s2 = 0;
+  for (int p = 0; p < P; ++p) {
+    s1 += u1[p] * dir[p];
+    s2 += u2[p] * dir[p];
+  }
+  auto up = N, dn = N;
+  for (int p = 0; p < P; ++p) {
+    up[p] += h * dir[p];
+    dn[p] -= h * dir[p];
+  }
+  std::array<double, P> phi_up, phi_dn;
+  fx.eval(up, &phi_up);
+  fx.eval(dn, &phi_dn);
+  for (int p = 0; p < P; ++p) {
+    const double z = u1[p] * (r.m11 * s1 + r.m12 * s2) + u2[p] * (r.m12 * s1 + r.m22 * s2) + d[p] * dir[p];
+    const double fd = (phi_up[p] - phi_dn[p]) / (2 * h);
+    EXPECT_NEAR(z, fd, 1e-6 * std::max(1.0, std::abs(fd))) << "Psi row " << p;
+  }
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (int lk : {kPoisson, kChisq})
+    for (int type : {kGamma, kNormalMult, kNormalAdd}) {
+      out.push_back({lk, kNoBB, type, false, 9.0});
+      if (type == kGamma) out.push_back({lk, kNoBB, type, false, 0.0});
+      for (bool zv : {false, true}) {
+        out.push_back({lk, kLite, type, zv, 9.0});
+        out.push_back({lk, kLite, type, zv, 5.0});
+      }
+      out.push_back({lk, kFull, type, false, 9.0});
+      out.push_back({lk, kFull, type, false, 6.0});
+    }
+  // Empty bins where every closed form stays regular.
+  out.push_back({kPoisson, kLite, kGamma, false, 0.0});
+  out.push_back({kPoisson, kFull, kGamma, false, 0.0});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, BinMathTest, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           const Case& c = info.param;
+                           const char* lk = c.likelihood == kPoisson ? "poisson" : "chisq";
+                           const char* bb = c.bb == kNoBB ? "nobb" : (c.bb == kLite ? "lite" : "full");
+                           const char* ty = c.type == kGamma ? "gamma" : (c.type == kNormalMult ? "nmult" : "nadd");
+                           return std::string(lk) + "_" + bb + "_" + ty + (c.zero_var ? "_zerovar" : "") + "_n" +
+                                  std::to_string(static_cast<int>(c.n)) + "_" + std::to_string(info.index);
+                         });
+
+TEST(BinMath, QuadRootIsThePlusRoot) {
+  // x² − 3x + 2 = 0 → roots 1, 2.
+  EXPECT_DOUBLE_EQ(quad_root(1.0, -3.0, 2.0), 2.0);
+}
+
+TEST(BinMath, PoissonFullEmptyBinHasAFiniteLimit) {
+  // n → 0⁺ of n / Q(1, b, −nS) is b/S for b > 0 and 0 for b < 0 (rabbit: 0/0 = NaN at n = 0).
+  EXPECT_NEAR(poisson_full_ratio(0.0, 2.0, 4.0), poisson_full_ratio(1e-7, 2.0, 4.0), 1e-6);
+  EXPECT_NEAR(poisson_full_ratio(0.0, -2.0, 4.0), poisson_full_ratio(1e-7, -2.0, 4.0), 1e-6);
+  EXPECT_DOUBLE_EQ(poisson_full_ratio(0.0, 2.0, 4.0), 0.5);
+}
+
+TEST(BinMath, MaskedLiteBinKeepsBeta0) {
+  Fixture fx({kPoisson, kLite, kGamma, false, 7.0});
+  fx.masked[0] = 1;
+  std::array<double, P> beta{}, phi{}, u1{}, u2{}, d{};
+  BinResult r;
+  const std::array<double, P> N = {4.0, 2.5, 1.5};
+  profile_bin(fx.config(), 7.0, fx.v, std::log(7.0), N.data(), fx.stats(), beta.data(), phi.data(), u1.data(),
+              u2.data(), d.data(), r);
+  EXPECT_EQ(beta[0], 1.0);
+  EXPECT_NEAR(r.nu, 8.0, 1e-15);
+  EXPECT_NEAR(r.value, -7.0 * (std::log(8.0) - std::log(7.0)) + 1.0, 1e-14);
+}
+
+}  // namespace
+}  // namespace rabbit::bin_math
