@@ -62,7 +62,12 @@ void init_blinding(ParameterSpace& ps, const FitInputData& input, const ModelOpt
 
   // Candidates: all POIs, then the NOIs in hnoiidxs order.
   std::vector<std::string> candidates(ps.names.begin(), ps.names.begin() + ps.npoi);
-  for (auto i : input.noiidxs) candidates.push_back(input.systs.at(i));
+  for (auto i : input.noiidxs) {
+    if (i < 0 || i >= static_cast<int64_t>(input.systs.size()))
+      throw InputError(fmt::format("{}: hnoiidxs entry {} is outside the {} systematics", input.filename, i,
+                                   input.systs.size()));
+    candidates.push_back(input.systs[i]);
+  }
   const auto unblinded_idx = match_names(options.unblind, candidates, "--unblind");
   std::vector<bool> unblinded(candidates.size(), false);
   for (auto i : unblinded_idx) unblinded[i] = true;

@@ -205,6 +205,10 @@ TEST(BuildModel, UnblindAndBlindingGroups) {
   EXPECT_EQ(option_error(test::small_input(), options),
             "--unblind and --blindingGroup both match: sig2 (group 'sig.*'); refusing an ambiguous (un)blinding, "
             "tighten the expressions");
+  auto bad = test::small_input();
+  bad->noiidxs = {5};
+  options.unblind = {};
+  EXPECT_THROW(build_model(bad, options), InputError);
   // Without blinding_active nothing is computed, whatever --unblind says.
   options.blinding_active = false;
   model = build_model(test::small_input(), options);
