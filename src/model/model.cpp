@@ -123,6 +123,14 @@ void init_blinding(ParameterSpace& ps, const FitInputData& input, const ModelOpt
 
 std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, const ModelOptions& options) {
   if (!input) throw Error("build_model: no input data");
+  auto pm = make_param_model(*input, options.param_models, options.expect_signal, options.allow_negative_param);
+  return build_model(std::move(input), options, std::move(pm));
+}
+
+std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, const ModelOptions& options,
+                                   std::shared_ptr<const ParamModel> pm) {
+  if (!input) throw Error("build_model: no input data");
+  if (!pm) throw Error("build_model: no param model");
   auto model = std::make_shared<Model>();
   model->options = options;
 
@@ -145,7 +153,6 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
   model->input = input;
   const FitInputData& in = *input;
 
-  auto pm = make_param_model(in, options.param_models, options.expect_signal, options.allow_negative_param);
   model->param_model = pm;
 
   ParameterSpace& ps = model->parameters;

@@ -3,6 +3,7 @@
 #include "rabbit/model/model.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -223,6 +224,79 @@ TEST(BuildModel, CompositeLayoutAndMixtureDefaults) {
   EXPECT_EQ(model->parameters.names, (std::vector<std::string>{"sig_bkg_mixing", "a", "noi", "b"}));
   EXPECT_EQ(model->parameters.x_default[0], 0.5);
   EXPECT_EQ(model->param_model->npoi(), 1);
+}
+
+}  // namespace
+}  // namespace rabbit
+
+namespace rabbit {
+namespace {
+
+/// A param model with a POI and a POU that declares Gaussian priors (none of the built-ins does).
+class PriorModel final : public ParamModel {
+ public:
+  PriorModel(Eigen::Vector2d sigmas, Eigen::Vector2d means, bool allow_negative)
+      : sigmas_(sigmas), means_(means), allow_negative_(allow_negative) {}
+  int64_t npoi() const override { return 1; }
+  int64_t npou() const override { return 1; }
+  std::vector<std::string> names() const override { return {"p", "q"}; }
+  Eigen::VectorXd default_values() const override { return Eigen::Vector2d(4.0, 1.5); }
+  void rates(const Eigen::VectorXd& pi, Eigen::VectorXd& r, Eigen::MatrixXd* jac) const override {
+    r = Eigen::Vector4d(pi[0], pi[1], 1.0, 1.0);
+    if (jac) {
+      jac->setZero(4, 2);
+      (*jac)(0, 0) = (*jac)(1, 1) = 1.0;
+    }
+  }
+  Eigen::MatrixXd rate_curvature(const Eigen::VectorXd&, const Eigen::VectorXd&) const override {
+    return Eigen::MatrixXd::Zero(2, 2);
+  }
+  bool allow_negative_param() const override { return allow_negative_; }
+  Eigen::VectorXd prior_sigmas() const override { return sigmas_; }
+  Eigen::VectorXd prior_means() const override { return means_; }
+
+ private:
+  Eigen::Vector2d sigmas_, means_;
+  bool allow_negative_;
+};
+
+TEST(BuildModel, ParamModelPriorsBecomeConstraints) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ModelOptions options;
+  options.prefit_unconstrained_nuisance_uncertainty = 2.0;
+  auto model = build_model(test::small_input(), options,
+                           std::make_shared<PriorModel>(Eigen::Vector2d(nan, 0.5), Eigen::Vector2d(nan, 2.0), false));
+  const auto& ps = model->parameters;
+  EXPECT_EQ(ps.names, (std::vector<std::string>{"p", "q", "a", "noi", "b"}));
+  EXPECT_EQ(ps.npoi, 1);
+  EXPECT_EQ(ps.npou, 1);
+  Eigen::VectorXd cw(5), x0(5), var(5);
+  cw << 0.0, 4.0, 1.0, 0.0, 1.0;
+  x0 << 2.0, 2.0, 0.0, 0.0, 0.0;  // √4 for the squared POI; the prior mean for q
+  var << 4.0, 0.25, 1.0, 4.0, 1.0;
+  EXPECT_EQ(ps.constraint_weights, cw);
+  EXPECT_EQ(ps.constraint_centres_default, x0);
+  EXPECT_EQ(ps.x_default, x0);                                // start at the prior mean
+  EXPECT_EQ(ps.x_param_default, Eigen::Vector2d(2.0, 1.5));  // but ρ uses the stored defaults
+  EXPECT_EQ(ps.prefit_variance, var);
+  // The prior enters the constraint term: ½·4·(ξ_q − 2)².
+  Eigen::VectorXd xi = x0;
+  xi[1] = 3.0;
+  EXPECT_DOUBLE_EQ(model->global_terms->xi_terms(xi, nullptr, nullptr, nullptr, nullptr), 2.0);
+
+  // A prior on a squared POI is refused; with --allowNegativeParam it is accepted.
+  auto poi_prior = std::make_shared<PriorModel>(Eigen::Vector2d(0.1, nan), Eigen::Vector2d(nan, nan), false);
+  try {
+    build_model(test::small_input(), options, poi_prior);
+    FAIL();
+  } catch (const OptionError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "Gaussian prior on POI p requires --allowNegativeParam (the stored parameter is sqrt(mu))");
+  }
+  auto linear = build_model(test::small_input(), options,
+                            std::make_shared<PriorModel>(Eigen::Vector2d(0.1, nan), Eigen::Vector2d(nan, nan), true));
+  EXPECT_DOUBLE_EQ(linear->parameters.constraint_weights[0], 100.0);
+  EXPECT_EQ(linear->parameters.constraint_centres_default[0], 4.0);  // mean defaults to the stored default
 }
 
 }  // namespace

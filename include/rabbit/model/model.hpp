@@ -31,6 +31,10 @@ struct Model {
 /// Builds the model; throws OptionError naming the option for invalid settings. The result is
 /// meant to stay where it is (its global terms refer to it): share the pointer, never copy *model.
 std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, const ModelOptions& options);
+/// The same with a param model built elsewhere (options.param_models and expect_signal are then
+/// not used for it); for models beyond the built-in ones and for tests (e.g. priors).
+std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, const ModelOptions& options,
+                                   std::shared_ptr<const ParamModel> param_model);
 
 /// Checks a data set about to be fitted (label names it in the message): with --chisqFit every
 /// count must be > 0 (OptionError otherwise); lengths must equal nbins.
