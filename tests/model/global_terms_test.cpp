@@ -196,3 +196,61 @@ TEST(SvdRegularizer, ModelHelpersApplyTheStrength) {
 
 }  // namespace
 }  // namespace rabbit
+
+namespace rabbit {
+namespace {
+
+/// A parameter-only penalty Σ_i a_i ξ_i⁴ (none is built in; exercises the xi_terms path).
+class QuarticPenalty final : public Regularizer {
+ public:
+  std::string name() const override { return "Quartic"; }
+  bool needs_observables() const override { return false; }
+  void set_expectations(const Eigen::VectorXd& xi, const Eigen::VectorXd* observables) override {
+    EXPECT_EQ(observables, nullptr);
+    a_ = Eigen::VectorXd::LinSpaced(xi.size(), 0.5, 1.5);
+    armed_ = true;
+  }
+  bool armed() const override { return armed_; }
+  double penalty_parameters(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
+                            Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const override {
+    const Eigen::ArrayXd x = xi.array();
+    if (grad) *grad += (4.0 * a_.array() * x.cube()).matrix();
+    const Eigen::VectorXd h2 = (12.0 * a_.array() * x.square()).matrix();
+    if (HV && V) *HV += h2.asDiagonal() * (*V);
+    if (hess) hess->diagonal() += h2;
+    return (a_.array() * x.pow(4)).sum();
+  }
+
+ private:
+  Eigen::VectorXd a_;
+  bool armed_ = false;
+};
+
+TEST(GlobalTerms, ParameterOnlyRegularizerWithStrength) {
+  ModelOptions options;
+  options.regularization_strength = -0.25;
+  auto model = build_model(test::small_input(), options);
+  auto reg = std::make_shared<QuarticPenalty>();
+  model->regularizers.push_back(reg);
+  EXPECT_FALSE(needs_observables(*model));
+  Eigen::VectorXd xi(5);
+  xi << 1.2, 0.9, 0.3, 4.0, -0.2;
+  try {
+    model->global_terms->xi_terms(xi, nullptr, nullptr, nullptr, nullptr);
+    FAIL() << "un-armed regulariser evaluated";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Regularizer Quartic not armed"), std::string::npos);
+  }
+  reg->set_expectations(xi, nullptr);
+  const double constraint = 0.5 * (0.3 * 0.3 + 0.2 * 0.2);
+  const double penalty = reg->penalty_parameters(xi, nullptr, nullptr, nullptr, nullptr);
+  EXPECT_NEAR(model->global_terms->xi_terms(xi, nullptr, nullptr, nullptr, nullptr),
+              constraint + std::exp(-0.5) * penalty, 1e-12);
+  check_term([&](auto&&... a) { return model->global_terms->xi_terms(a...); }, xi);
+  // τ is read at every call (--lCurveOptimize changes it).
+  model->options.regularization_strength = 0.0;
+  EXPECT_NEAR(model->global_terms->xi_terms(xi, nullptr, nullptr, nullptr, nullptr), constraint + penalty, 1e-12);
+}
+
+}  // namespace
+}  // namespace rabbit
