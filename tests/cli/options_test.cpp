@@ -1,0 +1,149 @@
+// Command-line parsing of rabbit_fit (cli-and-output.md §1): argparse behaviours and refusals.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "rabbit/cli/options.hpp"
+#include "rabbit/core/error.hpp"
+
+using rabbit::OptionError;
+using rabbit::cli::FitOptions;
+using rabbit::cli::parse_fit_options;
+
+namespace {
+
+FitOptions parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "rabbit_fit");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  return parse_fit_options(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string error_of(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const OptionError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Options, Defaults) {
+  auto o = parse({"in.hdf5"});
+  EXPECT_EQ(o.filename, "in.hdf5");
+  EXPECT_EQ(o.toys, std::vector<int64_t>({-1}));
+  EXPECT_EQ(o.output_file(), "./fitresults.hdf5");
+  EXPECT_EQ(o.verbose, 3);
+  EXPECT_EQ(o.scan_points, 15);
+  EXPECT_FALSE(o.scan.has_value());
+  EXPECT_EQ(o.contour_levels, std::vector<double>({1.0, 2.0}));
+  EXPECT_NE(o.args_json.find("\"toys\": [-1]"), std::string::npos);
+  EXPECT_NE(o.args_json.find("\"paramModel\": null"), std::string::npos);
+  EXPECT_NE(o.args_json.find("\"earlyStopping\": -1"), std::string::npos);
+}
+
+TEST(Options, NegativeNumbersAreValues) {
+  auto o = parse({"in.hdf5", "-t", "-1", "0", "--doImpacts"});
+  EXPECT_EQ(o.toys, std::vector<int64_t>({-1, 0}));
+  EXPECT_TRUE(o.do_impacts);
+  auto p = parse({"-t", "-1", "--setConstraintMinimum", "bkg_2_norm", "-0.5", "in.hdf5"});
+  ASSERT_EQ(p.model.set_constraint_minimum.size(), 1u);
+  EXPECT_EQ(p.model.set_constraint_minimum[0].first, "bkg_2_norm");
+  EXPECT_DOUBLE_EQ(p.model.set_constraint_minimum[0].second, -0.5);
+  EXPECT_EQ(p.filename, "in.hdf5");
+}
+
+TEST(Options, RepeatedOptions) {
+  // list+ : the last occurrence wins (argparse nargs='+'); append kinds accumulate.
+  auto o = parse({"in.hdf5", "-t", "0", "-t", "-1", "--paramModel", "Mu", "--paramModel", "Ones",
+                  "--expectSignal", "sig", "2", "--expectSignal", "bkg", "0.5", "-v", "2", "-v", "4"});
+  EXPECT_EQ(o.toys, std::vector<int64_t>({-1}));
+  ASSERT_EQ(o.model.param_models.size(), 2u);
+  EXPECT_EQ(o.model.param_models[1].name, "Ones");
+  ASSERT_EQ(o.model.expect_signal.size(), 2u);
+  EXPECT_DOUBLE_EQ(o.model.expect_signal[1].second, 0.5);
+  EXPECT_EQ(o.verbose, 4);
+  EXPECT_NE(o.args_json.find("\"expectSignal\": [[\"sig\", \"2\"], [\"bkg\", \"0.5\"]]"), std::string::npos);
+}
+
+TEST(Options, BareListOptions) {
+  auto o = parse({"in.hdf5", "--unblind", "--scan", "--pseudoData", "--contourScan", "-t", "0"});
+  EXPECT_EQ(o.model.unblind, std::vector<std::string>({".*"}));
+  ASSERT_TRUE(o.scan.has_value());
+  EXPECT_TRUE(o.scan->empty());
+  ASSERT_TRUE(o.pseudo_data.has_value());
+  EXPECT_TRUE(o.pseudo_data->empty());
+  EXPECT_NE(o.args_json.find("\"unblind\": [\".*\"]"), std::string::npos);
+  auto p = parse({"in.hdf5", "--unblind", "^sig$", "--scan", "sig", "slope_signal"});
+  EXPECT_EQ(p.model.unblind, std::vector<std::string>({"^sig$"}));
+  EXPECT_EQ(*p.scan, std::vector<std::string>({"sig", "slope_signal"}));
+}
+
+TEST(Options, UniquePrefixesAndAmbiguity) {
+  auto o = parse({"in.hdf5", "--doImp", "--saveHistsPer", "--outn", "res"});
+  EXPECT_TRUE(o.do_impacts);
+  EXPECT_TRUE(o.save_hists_per_process);
+  EXPECT_EQ(o.output_file(), "./res.hdf5");
+  std::string e = error_of({"in.hdf5", "--save"});
+  EXPECT_NE(e.find("ambiguous option: --save"), std::string::npos) << e;
+}
+
+TEST(Options, OutputFileName) {
+  EXPECT_EQ(parse({"in.hdf5", "-o", "dir", "-p", "blinded"}).output_file(), "dir/fitresults_blinded.hdf5");
+  EXPECT_EQ(parse({"in.hdf5", "-o", "d", "--outname", "sub/x.h5", "-p", "a"}).output_file(), "d/sub/x_a.h5");
+}
+
+TEST(Options, RefusedAndInvalid) {
+  EXPECT_EQ(error_of({"in.hdf5", "--asymImpacts"}), "option --asymImpacts is not implemented yet");
+  EXPECT_EQ(error_of({"in.hdf5", "-r", "SVD", "Select", "ch0"}), "option --regularization is not implemented yet");
+  EXPECT_EQ(error_of({"in.hdf5", "--contourScan2D", "a", "b"}), "Likelihood contour scans in 2D are not yet implemented");
+  EXPECT_NE(error_of({"in.hdf5", "--minimizerMethod", "BFGS"}).find("not implemented"), std::string::npos);
+  EXPECT_NE(error_of({"in.hdf5", "--binByBinStatType", "poisson"}).find("invalid choice: 'poisson'"), std::string::npos);
+  EXPECT_NE(error_of({"in.hdf5", "-t", "x"}).find("invalid int value: 'x'"), std::string::npos);
+  EXPECT_NE(error_of({"in.hdf5", "--chisqFit", "--covarianceFit"}).find("mutually exclusive"), std::string::npos);
+  EXPECT_NE(error_of({"in.hdf5", "--stallRelTol", "-1"}).find("--stallRelTol"), std::string::npos);
+  EXPECT_NE(error_of({"in.hdf5", "--nDevices", "2", "--devices", "0"}).find("--nDevices is 2"), std::string::npos);
+  EXPECT_NE(error_of({"in.hdf5", "-m", "Project", "ch1", "a"}).find("mapping Project is not implemented yet"),
+            std::string::npos);
+  EXPECT_NE(error_of({}).find("filename"), std::string::npos);
+  EXPECT_NE(error_of({"in.hdf5", "--noSuchOption"}).find("--noSuchOption"), std::string::npos);
+  for (const auto& msg : {error_of({"in.hdf5", "--noSuchOption"}), error_of({})})
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+TEST(Options, NoHessianIncompatibilitiesListedTogether) {
+  EXPECT_EQ(error_of({"in.hdf5", "--noHessian", "--doImpacts", "--saveHists", "--computeHistErrors"}),
+            "--noHessian is incompatible with: --doImpacts, --saveHists (without --noChi2), --computeHistErrors");
+  auto o = parse({"in.hdf5", "--noHessian", "--globalImpacts", "--saveHists", "--noChi2"});
+  EXPECT_TRUE(o.no_hessian);
+}
+
+TEST(Options, TensorFlowOptionsWarn) {
+  auto o = parse({"in.hdf5", "--eager", "--jitCompile", "off", "--minimizerFtol", "1e-3"});
+  ASSERT_EQ(o.warnings.size(), 3u);
+  EXPECT_NE(o.warnings[0].find("--eager"), std::string::npos);
+  EXPECT_NE(o.warnings[2].find("ftol"), std::string::npos);
+}
+
+TEST(Options, MultiDeviceOptions) {
+  auto o = parse({"in.hdf5", "--nDevices", "2", "--devices", "1", "0", "--hvpBatch", "16"});
+  EXPECT_EQ(o.n_devices, 2);
+  EXPECT_EQ(o.devices, std::vector<int64_t>({1, 0}));
+  EXPECT_EQ(o.hvp_batch, 16);
+}
+
+TEST(Options, HelpDocumentsEveryOption) {
+  std::string help = rabbit::cli::fit_help_text();
+  for (const char* opt : {"--outpath", "--doImpacts", "--globalImpacts", "--scanRangeUsePrefit", "--contourLevels",
+                          "--nDevices", "--devices", "--asymImpacts", "--eager", "--noHessian", "--pseudoData"})
+    EXPECT_NE(help.find(opt), std::string::npos) << opt;
+  try {
+    parse({"--help"});
+    FAIL() << "no HelpRequested";
+  } catch (const rabbit::cli::HelpRequested& h) {
+    EXPECT_NE(h.text.find("--toys"), std::string::npos);
+  }
+}

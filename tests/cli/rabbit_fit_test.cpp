@@ -1,0 +1,310 @@
+// rabbit_fit end to end: the built executable on generated tensors, checking exit codes, messages
+// and stored values (cli-and-output.md §2–§4).
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "rabbit/fit/make_fitter.hpp"
+#include "rabbit/io/tensor_writer.hpp"
+#include "rabbit/model/model.hpp"
+#include "rabbit/postfit/result_file.hpp"
+#include "support/test_paths.hpp"
+
+namespace fs = std::filesystem;
+using rabbit::result::ResultReader;
+
+namespace {
+
+struct RunResult {
+  int code = -1;
+  std::string output;  // stdout + stderr
+};
+
+RunResult run_fit(const std::string& args) {
+  const auto exe = rabbit::test::binary_dir() / "rabbit_fit";
+  std::string cmd = exe.string() + " " + args + " 2>&1";
+  RunResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  while (fgets(buf.data(), buf.size(), pipe)) r.output += buf.data();
+  int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string example() { return (rabbit::test::source_dir() / "examples" / "example_tensor.hdf5").string(); }
+
+// The linear model: additive ("normal") symmetric systematics, one signal with x = mu
+// (--allowNegativeParam), chi2 data term, no MC stat: the NLL is exactly quadratic.
+const std::vector<double> kSig = {5, 10, 20, 30, 20, 10};
+const std::vector<double> kBkg = {100, 90, 80, 70, 60, 50};
+const std::vector<double> kShape = {4, 2, 1, -1, -2, -4};  // additive shift per unit of "shape"
+const std::vector<double> kData = {112, 104, 98, 112, 83, 58};
+
+std::string write_linear_tensor(const fs::path& dir) {
+  rabbit::TensorWriter w(rabbit::SystematicType::normal);
+  w.add_channel("ch0", {rabbit::axis::regular(6, 0, 6, "x")});
+  w.add_data("ch0", kData);
+  w.add_process("ch0", "sig", kSig, true);
+  w.add_process("ch0", "bkg", kBkg);
+  rabbit::SystematicOptions all;
+  all.groups = std::vector<std::string>{"all"};
+  std::vector<double> shape_var(6);
+  for (int b = 0; b < 6; ++b) shape_var[b] = kBkg[b] + kShape[b];
+  w.add_systematic("shape", "bkg", "ch0", shape_var, all);
+  w.add_norm_systematic("lumi", {"sig", "bkg"}, "ch0", {1.05}, all);
+  const std::string path = (dir / "linear.hdf5").string();
+  w.write(path);
+  return path;
+}
+
+double rel_diff(double a, double b) { return std::abs(a - b) / std::max({1e-12, std::abs(a), std::abs(b)}); }
+
+}  // namespace
+
+TEST(RabbitFit, BadArgumentsGiveOneLineAndExitCode) {
+  auto r = run_fit("--noSuchOption x.hdf5");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.output.rfind("rabbit_fit: error: ", 0), 0u) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+
+  auto dir = rabbit::test::scratch_dir("cli_bad_input");
+  r = run_fit((dir / "missing.hdf5").string() + " -o " + dir.string());
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("rabbit_fit: error: "), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "fitresults.hdf5"));
+
+  r = run_fit(example() + " -o " + dir.string() + " --scan noSuchParameter");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--scan: unknown parameter 'noSuchParameter'"), std::string::npos) << r.output;
+  // The failed run leaves nothing under the final name, nor its temporary file.
+  EXPECT_TRUE(fs::is_empty(dir)) << r.output;
+
+  r = run_fit(example() + " --asymImpacts");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("option --asymImpacts is not implemented yet"), std::string::npos);
+
+  r = run_fit("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("--computeHistErrorsPerProcess"), std::string::npos);
+}
+
+TEST(RabbitFit, AsimovIsAtDefaultsWithInverseHessianUncertainties) {
+  auto dir = rabbit::test::scratch_dir("cli_asimov");
+  auto r = run_fit(example() + " -t -1 --doImpacts -o " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("Perform iterative fit"), std::string::npos);  // Asimov is never minimised
+  ResultReader f((dir / "fitresults.hdf5").string());
+  EXPECT_EQ(f.result_groups(), std::vector<std::string>({"results_asimov"}));
+  auto parms = f.hist("results_asimov/parms");
+  auto prefit = f.hist("results_asimov/parms_prefit");
+  ASSERT_EQ(parms.values.size(), prefit.values.size());
+  for (size_t i = 0; i < parms.values.size(); ++i) EXPECT_EQ(parms.values[i], prefit.values[i]) << i;
+  EXPECT_NEAR(f.scalar("results_asimov/nllvalreduced"), 0.0, 1e-9);
+  EXPECT_LT(f.scalar("results_asimov/edmval"), 1e-12);
+
+  // Independent Hessian at the defaults with Asimov data.
+  auto input = std::make_shared<rabbit::FitInputData>(rabbit::read_fit_input(example()));
+  auto model = rabbit::build_model(input, rabbit::ModelOptions{});
+  auto fitter = rabbit::make_fitter(model, rabbit::FitterOptions{});
+  auto* cpu = dynamic_cast<rabbit::CpuShardEvaluator*>(fitter->shards().front().get());
+  ASSERT_NE(cpu, nullptr);
+  Eigen::VectorXd x = model->parameters.x_default, xi, d1, d2, nu, g;
+  model->parameters.transform(x, xi, d1, d2);
+  cpu->expected_yields(xi, 0, input->nbins, rabbit::CpuShardEvaluator::BetaMode::stored, &nu);
+  fitter->set_observed(nu, Eigen::VectorXd());
+  Eigen::MatrixXd H;
+  fitter->value_grad_hess(x, g, H);
+  Eigen::MatrixXd C = H.inverse();
+  for (Eigen::Index i = 0; i < C.rows(); ++i)
+    EXPECT_LT(rel_diff(parms.variances[i], C(i, i)), 1e-9) << model->parameters.names[i];
+  auto cov = f.hist("results_asimov/cov");
+  ASSERT_EQ(cov.values.size(), static_cast<size_t>(C.size()));
+  EXPECT_LT(rel_diff(cov.values[1], C(0, 1)), 1e-8);
+  // Traditional impacts: the POI's own column holds its sigma.
+  auto imp = f.hist("results_asimov/impacts");
+  EXPECT_LT(rel_diff(imp.values[0], std::sqrt(C(0, 0))), 1e-9);
+}
+
+TEST(RabbitFit, LinearModelClosures) {
+  auto dir = rabbit::test::scratch_dir("cli_linear");
+  const std::string tensor = write_linear_tensor(dir);
+  auto r = run_fit(tensor + " -t 0 --unblind --chisqFit --allowNegativeParam --noBinByBinStat --doImpacts "
+                            "--globalImpacts --gaussianGlobalImpacts --saveHists --computeHistErrors --computeHistCov "
+                            "--scan sig --scanPoints 5 --scanRange 2 --contourScan sig --contourLevels 1 2 -o " +
+                   dir.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  ResultReader f((dir / "fitresults.hdf5").string());
+  auto parms = f.hist("results/parms");
+  const auto& names = parms.axis_labels[0];
+  ASSERT_EQ(names, std::vector<std::string>({"sig", "lumi", "shape"}));
+  const double var_sig = parms.variances[0];
+  const double sigma = std::sqrt(var_sig);
+  EXPECT_LT(f.scalar("results/edmval"), 1e-10);
+
+  // Global impacts equal the Gaussian ones on a linear model, and add up to the total variance.
+  auto gl = f.hist("results/global_impacts"), ga = f.hist("results/gaussian_global_impacts");
+  for (size_t i = 0; i < gl.values.size(); ++i) EXPECT_NEAR(gl.values[i], ga.values[i], 1e-9 * sigma) << i;
+  auto glg = f.hist("results/global_impacts_grouped"), gag = f.hist("results/gaussian_global_impacts_grouped");
+  ASSERT_EQ(glg.axis_labels[1], std::vector<std::string>({"all", "stat"}));
+  for (size_t i = 0; i < glg.values.size(); ++i) EXPECT_NEAR(glg.values[i], gag.values[i], 1e-7 * sigma) << i;
+  EXPECT_LT(rel_diff(glg.values[0] * glg.values[0] + glg.values[1] * glg.values[1], var_sig), 1e-9);
+
+  // Traditional grouped impacts: with every nuisance in one group, group ⊕ stat = total.
+  auto tg = f.hist("results/impacts_grouped");
+  ASSERT_EQ(tg.axis_labels[1], std::vector<std::string>({"all", "stat"}));
+  EXPECT_LT(rel_diff(tg.values[0] * tg.values[0] + tg.values[1] * tg.values[1], var_sig), 1e-9);
+
+  // Histogram errors = J C Jᵀ with the explicit Jacobian of ν = x_sig S + B + θ_shape Δ + θ_lumi 0.05 (S·x_sig + B).
+  auto cov = f.hist("results/cov");
+  Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>> C(cov.values.data());
+  auto post = f.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit_inclusive");
+  auto hcov = f.hist("results/mappings/BaseMapping/hist_postfit_inclusive_cov");
+  const double mu = parms.values[0], lumi = parms.values[1], shape = parms.values[2];
+  Eigen::MatrixXd J(6, 3);
+  for (int b = 0; b < 6; ++b) {
+    const double nominal = mu * kSig[b] + kBkg[b];
+    EXPECT_NEAR(post.values[b], nominal + shape * kShape[b] + lumi * 0.05 * (kSig[b] + kBkg[b]), 1e-9 * nominal);
+    J(b, 0) = kSig[b];
+    J(b, 1) = 0.05 * (kSig[b] + kBkg[b]);
+    J(b, 2) = kShape[b];
+  }
+  Eigen::MatrixXd expected = J * C * J.transpose();
+  for (int b = 0; b < 6; ++b) {
+    EXPECT_LT(rel_diff(post.variances[b], expected(b, b)), 1e-9) << b;
+    for (int c = 0; c < 6; ++c) EXPECT_NEAR(hcov.values[b * 6 + c], expected(b, c), 1e-9 * expected(b, b));
+  }
+
+  // 1D scan: symmetric, ΔNLL = ½ (k σ)² at offsets kσ (5 points over ±2σ).
+  auto scan = f.hist("results/nll_scan_sig");
+  ASSERT_EQ(scan.values.size(), 5u);
+  const double expected_dnll[5] = {2.0, 0.5, 0.0, 0.5, 2.0};
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(scan.values[i], expected_dnll[i], 1e-7) << i;
+
+  // Contours: the displacement of sig at level c is ∓cσ (where the scan crosses ΔNLL = c²/2).
+  auto contour = f.hist("results/contour_scan");
+  ASSERT_EQ(contour.shape, std::vector<int64_t>({1, 2, 2, 3}));
+  for (int l = 0; l < 2; ++l)
+    for (int s = 0; s < 2; ++s) {
+      const double d = contour.values[(l * 2 + s) * 3 + 0];
+      EXPECT_NEAR(d, (s == 0 ? -1.0 : 1.0) * (l + 1) * sigma, 1e-6 * sigma) << l << s;
+      // The other parameters follow the covariance column (profiled).
+      EXPECT_NEAR(contour.values[(l * 2 + s) * 3 + 2], d * C(2, 0) / C(0, 0), 1e-6 * std::sqrt(C(2, 2)));
+    }
+  // The level-1 contour matches the scan: ΔNLL(±σ) = ½.
+  EXPECT_NEAR(scan.values[1], 0.5, 1e-7);
+}
+
+TEST(RabbitFit, LikelihoodVariantsRun) {
+  auto dir = rabbit::test::scratch_dir("cli_variants");
+  // Poisson / chi2 / covariance, BB types and modes, dense/sparse, log_normal/normal, sym/asym.
+  struct Variant {
+    std::string name;
+    bool sparse;
+    rabbit::SystematicType type;
+    bool asym;
+    bool covariance;
+    std::string args;
+  };
+  const std::vector<Variant> variants = {
+      {"poisson_gamma_lite", false, rabbit::SystematicType::log_normal, true, false, ""},
+      {"poisson_gamma_full", false, rabbit::SystematicType::log_normal, true, false, "--binByBinStatMode full --binByBinStatType gamma"},
+      {"poisson_mult_full", true, rabbit::SystematicType::log_normal, true, false, "--binByBinStatMode full"},
+      {"poisson_additive", false, rabbit::SystematicType::log_normal, false, false, "--binByBinStatType normal-additive"},
+      {"chisq_normal", false, rabbit::SystematicType::normal, false, false, "--chisqFit --binByBinStatType normal-multiplicative"},
+      {"covariance", false, rabbit::SystematicType::log_normal, false, true, "--covarianceFit"},
+      {"sparse_nobb", true, rabbit::SystematicType::log_normal, true, false, "--noBinByBinStat"},
+  };
+  for (const auto& v : variants) {
+    rabbit::TensorWriter w(v.type);
+    w.add_channel("ch0", {rabbit::axis::regular(5, 0, 5, "x")});
+    w.add_channel("ch1_masked", {rabbit::axis::regular(2, 0, 2, "y")}, true);
+    w.add_data("ch0", {60, 70, 85, 70, 55});
+    w.add_process("ch0", "sig", {10, 20, 30, 20, 10}, true, std::vector<double>{2, 4, 6, 4, 2});
+    w.add_process("ch0", "bkg", {50, 50, 50, 50, 50}, false, std::vector<double>{10, 12, 14, 12, 10});
+    w.add_process("ch1_masked", "sig", {5, 5}, true);
+    w.add_process("ch1_masked", "bkg", {3, 3}, false);
+    if (v.asym)
+      w.add_norm_systematic("bkg_norm", {"bkg"}, "ch0", 1.1, 0.95);
+    else
+      w.add_norm_systematic("bkg_norm", {"bkg"}, "ch0", {1.1});
+    w.add_systematic("tilt", "bkg", "ch0", std::vector<double>{52, 51, 50, 49, 48});
+    if (v.covariance) {
+      Eigen::MatrixXd cov = Eigen::MatrixXd::Zero(5, 5);
+      for (int i = 0; i < 5; ++i) cov(i, i) = 60.0 + 5 * i;
+      cov(0, 1) = cov(1, 0) = 10.0;
+      w.add_data_covariance(cov);
+    }
+    rabbit::WriteOptions wo;
+    wo.sparse = v.sparse;
+    const std::string path = (dir / (v.name + ".hdf5")).string();
+    w.write(path, wo);
+    auto r = run_fit(path + " -t -1 0 --unblind --doImpacts --globalImpacts --saveHists --saveHistsPerProcess "
+                            "--computeHistErrors --computeHistErrorsPerProcess --fullNll -p " + v.name + " -o " +
+                     dir.string() + " " + v.args);
+    ASSERT_EQ(r.code, 0) << v.name << "\n" << r.output;
+    ResultReader f((dir / ("fitresults_" + v.name + ".hdf5")).string());
+    auto asimov = f.hist("results_asimov/parms"), prefit = f.hist("results_asimov/parms_prefit");
+    for (size_t i = 0; i < asimov.values.size(); ++i) EXPECT_EQ(asimov.values[i], prefit.values[i]) << v.name;
+    EXPECT_NEAR(f.scalar("results_asimov/nllvalreduced"), 0.0, 1e-8) << v.name;
+    EXPECT_LT(f.scalar("results/edmval"), 1e-6) << v.name;
+    auto parms = f.hist("results/parms");
+    for (double var : parms.variances) EXPECT_GT(var, 0.0) << v.name;
+    // Global impacts close on the total variance (stat is the remainder, never negative here).
+    auto g = f.hist("results/global_impacts_grouped");
+    const int64_t ncol = g.shape[1];
+    double sum = 0.0;
+    for (int64_t c = 0; c < ncol; ++c)
+      if (g.axis_labels[1][c].rfind("binByBinStat", 0) != 0 || g.axis_labels[1][c] == "binByBinStat")
+        sum += g.values[c] * g.values[c];
+    EXPECT_LT(rel_diff(sum, parms.variances[0]), 1e-6) << v.name;
+    EXPECT_TRUE(std::isfinite(f.scalar("results/nllvalfull"))) << v.name;
+    auto hp = f.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit");
+    for (double var : hp.variances) EXPECT_GE(var, 0.0) << v.name;
+  }
+}
+
+TEST(RabbitFit, InterruptedRunLeavesNoFile) {
+  auto dir = rabbit::test::scratch_dir("cli_interrupt");
+  const std::string exe = (rabbit::test::binary_dir() / "rabbit_fit").string();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    const std::string out = dir.string();
+    const std::string in = example();
+    execl(exe.c_str(), exe.c_str(), in.c_str(), "-t", "0", "--scan", "--scanPoints", "4001", "-o", out.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until the temporary result file exists, then interrupt.
+  bool saw_tmp = false;
+  for (int i = 0; i < 200 && !saw_tmp; ++i) {
+    usleep(25000);
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().find(".tmp") != std::string::npos) saw_tmp = true;
+  }
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(saw_tmp);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_TRUE(fs::is_empty(dir));
+}
