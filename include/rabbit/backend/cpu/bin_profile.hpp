@@ -1,0 +1,171 @@
+#pragma once
+// Per-bin data terms and Barlow–Beeston profiles (likelihood.md §4.4, §5.1), written once as
+// templates so that the same literal closed forms give the value (double) and the exact first and
+// second derivatives (HyperDual) with respect to the bin's sums.
+#include <cmath>
+
+#include "rabbit/backend/cpu/hyper_dual.hpp"
+#include "rabbit/model/model_options.hpp"
+
+namespace rabbit::cpu {
+
+using std::log;
+using std::sqrt;
+
+/// Observation of one bin: n, the χ² variance v and ln ň (0 for n = 0).
+struct BinObservation {
+  double n = 0.0;
+  double v = 1.0;
+  double log_n = 0.0;
+};
+
+/// Reduced data term ℓ(ν) of §5.1 for Poisson or χ² (covariance is handled globally).
+template <class T>
+T data_term(const T& nu, const BinObservation& obs, DataLikelihood lik) {
+  if (lik == DataLikelihood::chisq) {
+    const T r = nu - obs.n;
+    return 0.5 * (r * r) / obs.v;
+  }
+  if (obs.n == 0.0) return nu;
+  return -obs.n * (log(nu) - obs.log_n) + nu - obs.n;
+}
+
+/// The "+" root Q(a, b, c) = ½(−b + √(b² − 4ac))/a, evaluated in rabbit's operation order.
+template <class T>
+T plus_root(const T& a, const T& b, const T& c) {
+  return 0.5 * (-b + sqrt(b * b - 4.0 * (a * c))) / a;
+}
+
+enum class BBKind { none, gamma, normal_multiplicative, normal_additive };
+
+/// BB state of one lite entry (a bin).
+struct LiteEntry {
+  double k = 1.0, beta0 = 1.0, log_beta0 = 0.0, s = 0.0, sigma2 = 0.0;
+  bool masked = false;
+};
+
+/// The reduced gamma constraint of one entry at β (§4.3).
+template <class T>
+T gamma_constraint(const T& beta, double k, double beta0, double log_beta0) {
+  if (beta0 == 0.0) return k * (beta - beta0);
+  return -k * beta0 * (log(beta) - log_beta0) + k * (beta - beta0);
+}
+
+/// Profiled objective of one lite bin as a function of the active and zero-variance sums A, Z
+/// (no BB: ν = A + Z). Writes the profiled β and the bin yield ν. `fixed_beta`: β is held at its
+/// profiled value (no derivative through it). `legacy`: per-bin sumw input (ν = ν⁰ + sβ for
+/// normal-additive).
+template <class T>
+T lite_bin_objective(const T& A, const T& Z, const BinObservation& obs, DataLikelihood lik, BBKind bb,
+                     const LiteEntry& e, bool legacy, bool fixed_beta, T* beta_out, T* nu_out) {
+  T nu, constraint(0.0), beta(e.beta0);
+  const T Asafe = value_of(A) > 0.0 ? A : T(1.0);
+  const double n = obs.n, v = obs.v, k = e.k, b0 = e.beta0;
+  switch (bb) {
+    case BBKind::none:
+      nu = A + Z;
+      beta = T(1.0);
+      break;
+    case BBKind::gamma:
+    case BBKind::normal_multiplicative:
+      if (e.masked) {
+        nu = A + Z;
+        break;
+      }
+      if (bb == BBKind::gamma) {
+        if (lik == DataLikelihood::chisq)
+          beta = plus_root(Asafe * Asafe, k * v + (Z - n) * Asafe, T(-k * v * b0));
+        else
+          beta = plus_root(Asafe * (Asafe + k), Asafe * (Z - n - b0 * k) + k * Z, -b0 * k * Z);
+      } else {
+        if (lik == DataLikelihood::chisq)
+          beta = ((n - Z) * Asafe / v + k * b0) / (k + Asafe * Asafe / v);
+        else
+          beta = plus_root(k * Asafe, Asafe * Asafe - k * b0 * Asafe + k * Z, Asafe * (Z - n) - k * b0 * Z);
+      }
+      if (fixed_beta) beta = detach(beta);
+      nu = beta * A + Z;
+      if (bb == BBKind::gamma) {
+        constraint = gamma_constraint(beta, k, b0, e.log_beta0);
+      } else {
+        const T d = beta - b0;
+        constraint = 0.5 * k * (d * d);
+      }
+      break;
+    case BBKind::normal_additive: {
+      const T nu0 = A + Z;
+      const double s = e.s;
+      if (e.sigma2 == 0.0) {
+        beta = T(b0);
+      } else if (lik == DataLikelihood::chisq) {
+        beta = (s * (n - nu0) + v * b0) / (v + e.sigma2);
+      } else {
+        beta = plus_root(T(s), e.sigma2 + nu0 - s * b0, s * (nu0 - n) - nu0 * b0);
+      }
+      if (fixed_beta) beta = detach(beta);
+      nu = legacy ? nu0 + s * beta : nu0 + s * beta * A / Asafe;
+      const T d = beta - b0;
+      constraint = 0.5 * (d * d);
+      break;
+    }
+  }
+  if (beta_out) *beta_out = beta;
+  if (nu_out) *nu_out = nu;
+  return data_term(nu, obs, lik) + constraint;
+}
+
+/// Profiled objective of one full-mode normal-multiplicative bin as a function of
+/// S = Σ_unmasked N²/k, Tu = Σ_unmasked β⁰N, Tm = Σ_masked β⁰N, Mm = Σ_masked N. Writes the common
+/// factor ρ with β_p = β⁰_p + ρ N_p/k_p, and ν. Empty Poisson bins whose closed form would divide
+/// 0/0 take the finite limit n/ν̂ → b/S (DECISIONS.md).
+template <class T>
+T full_multiplicative_bin_objective(const T& S, const T& Tu, const T& Tm, const T& Mm, const BinObservation& obs,
+                                    DataLikelihood lik, T* rho_out, T* nu_out) {
+  const double n = obs.n;
+  const T Ttot = Tu + Tm;
+  T rho;
+  if (lik == DataLikelihood::chisq) {
+    const T nuhat = (n * S / obs.v + Ttot) / (1.0 + S / obs.v);
+    rho = (n - nuhat) / obs.v;
+  } else {
+    const T b = S - Ttot;
+    if (n == 0.0) {
+      rho = value_of(b) > 0.0 ? b / S - 1.0 : T(-1.0);
+    } else {
+      const T nuhat = plus_root(T(1.0), b, -n * S);
+      rho = n / nuhat - 1.0;
+    }
+  }
+  const T nu = Tu + rho * S + Mm;
+  if (rho_out) *rho_out = rho;
+  if (nu_out) *nu_out = nu;
+  return data_term(nu, obs, lik) + 0.5 * (rho * rho) * S;
+}
+
+/// Profiled objective of one full-mode normal-additive bin as a function of ν⁰, with
+/// V = Σ σ², W0 = Σ s β⁰ constants: β_p = β⁰_p + ρ s_p. Same finite limit for empty bins.
+template <class T>
+T full_additive_bin_objective(const T& nu0, double V, double W0, const BinObservation& obs, DataLikelihood lik,
+                              bool fixed_beta, T* rho_out, T* nu_out) {
+  const double n = obs.n;
+  T rho;
+  if (lik == DataLikelihood::chisq) {
+    const T t = (W0 + V * (n - nu0) / obs.v) / (1.0 + V / obs.v);
+    rho = -(nu0 + t - n) / obs.v;
+  } else {
+    const T b = V - W0 - nu0;
+    if (n == 0.0) {
+      rho = value_of(b) > 0.0 ? b / V - 1.0 : T(-1.0);
+    } else {
+      const T nuhat = plus_root(T(1.0), b, T(-n * V));
+      rho = n / nuhat - 1.0;
+    }
+  }
+  if (fixed_beta) rho = detach(rho);
+  const T nu = nu0 + W0 + rho * V;
+  if (rho_out) *rho_out = rho;
+  if (nu_out) *nu_out = nu;
+  return data_term(nu, obs, lik) + 0.5 * (rho * rho) * V;
+}
+
+}  // namespace rabbit::cpu

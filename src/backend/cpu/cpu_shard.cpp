@@ -1,0 +1,1514 @@
+// CPU shard: yields, BB profiles, NLL and its analytic derivatives over a range of observed bins.
+// Structure (docs/likelihood.md): per bin, phase A computes the per-process yields N (one read of
+// the bin's logk rows), the bin profile gives φ and the structured curvature Ψ = U M Uᵀ + diag(d),
+// phase B accumulates gradient / HVP / Hessian (second read of the same rows, from cache).
+// The covariance fit couples bins: phase A for all bins, one global profile, then phase B.
+#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <Eigen/Cholesky>
+#include <Eigen/LU>
+#include <fmt/format.h>
+#include <omp.h>
+
+#include "rabbit/backend/cpu/cpu_shard.hpp"
+#include "rabbit/core/error.hpp"
+#include "rabbit/model/param_model.hpp"
+
+namespace rabbit {
+
+using cpu::BBKind;
+using cpu::BinObservation;
+using cpu::HyperDual;
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+namespace {
+
+constexpr int kMaxCols = 4;
+
+// Smooth asymmetric interpolation h(θ) = θ·α(θ) and its derivatives (likelihood.md §3.1).
+void interpolation(double theta, double& h, double& hp, double& hpp) {
+  const double twox = 2.0 * theta;
+  const double twox2 = twox * twox;
+  double alpha = 0.125 * twox * (twox2 * (3.0 * twox2 - 10.0) + 15.0);
+  alpha = std::min(std::max(alpha, -1.0), 1.0);
+  h = theta * alpha;
+  if (std::abs(theta) < 0.5) {
+    const double t2 = theta * theta;
+    hp = theta * (72.0 * t2 * t2 - 40.0 * t2 + 7.5);
+    hpp = 360.0 * t2 * t2 - 120.0 * t2 + 7.5;
+  } else {
+    hp = theta > 0 ? 1.0 : -1.0;
+    hpp = 0.0;
+  }
+}
+
+double data_first(double nu, const BinObservation& o, DataLikelihood lik) {
+  if (lik == DataLikelihood::chisq) return (nu - o.n) / o.v;
+  return o.n == 0.0 ? 1.0 : 1.0 - o.n / nu;
+}
+double data_second(double nu, const BinObservation& o, DataLikelihood lik) {
+  if (lik == DataLikelihood::chisq) return 1.0 / o.v;
+  return o.n == 0.0 ? 0.0 : o.n / (nu * nu);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+struct CpuShardEvaluator::Impl {
+  CpuShardEvaluator& s;
+  const FitInputData& in;
+  bool sparse = false;
+  bool symmetric = false;
+  bool lognormal = true;
+  int64_t W = 0;  // logk columns per entry
+  std::vector<int64_t> bin_ptr;  // entries of bin b: [bin_ptr[b], bin_ptr[b+1]), all B_f bins
+  std::vector<int32_t> entry_proc;
+  std::vector<int64_t> entry_flat;  // b*P + p
+  bool coupled = false;
+  MatrixXd cov_inv;               // C⁻¹ (covariance fit)
+  MatrixXd cov_profiled_weight;   // (C + diag V)⁻¹ for normal-additive
+  Eigen::PartialPivLU<MatrixXd> additive_lu;
+  VectorXd additive_V;            // per observed bin: s² (lite) or Σ σ² (full)
+
+  Impl(CpuShardEvaluator& self) : s(self), in(*self.model_->input) {}
+
+  const double* dense_row(int64_t e) const { return in.logk.data() + e * W; }
+
+  double row_dot(int64_t e, const double* m) const {
+    double acc = 0.0;
+    if (!sparse) {
+      const double* row = dense_row(e);
+      for (int64_t c = 0; c < W; ++c) acc += row[c] * m[c];
+    } else {
+      const auto& L = in.logk_sparse;
+      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) acc += L.values[i] * m[L.cols[i]];
+    }
+    return acc;
+  }
+  void row_axpy(int64_t e, double w, double* y) const {
+    if (w == 0.0) return;
+    if (!sparse) {
+      const double* row = dense_row(e);
+      for (int64_t c = 0; c < W; ++c) y[c] += w * row[c];
+    } else {
+      const auto& L = in.logk_sparse;
+      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) y[L.cols[i]] += w * L.values[i];
+    }
+  }
+  // E_e = ∂Λ_e/∂θ (length S) added with weight w into out.
+  void row_E_axpy(int64_t e, double w, const double* hp, double* out) const {
+    if (w == 0.0) return;
+    const int64_t S = s.nsyst_;
+    if (!sparse) {
+      const double* row = dense_row(e);
+      if (symmetric) {
+        for (int64_t c = 0; c < S; ++c) out[c] += w * row[c];
+      } else {
+        for (int64_t c = 0; c < S; ++c) out[c] += w * (row[c] + hp[c] * row[S + c]);
+      }
+    } else {
+      const auto& L = in.logk_sparse;
+      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) {
+        const int64_t c = L.cols[i];
+        if (c < S)
+          out[c] += w * L.values[i];
+        else
+          out[c - S] += w * hp[c - S] * L.values[i];
+      }
+    }
+  }
+};
+
+// Per-point quantities (θ-interpolation, rates, HVP directions).
+struct PointData {
+  VectorXd m, hp, hpp;  // m = [θ; h(θ)] (length W), h', h''
+  VectorXd r;           // rates [P]
+  MatrixXd jr;          // ∂r/∂π [P × M]
+  VectorXd pi;
+  int64_t k = 0;
+  MatrixXd Um;          // [u_θ; h'∘u_θ]  (W × k)
+  MatrixXd dr;          // ∂r/∂π u_π      (P × k)
+  MatrixXd Vpi, Vtheta;
+};
+
+struct Request {
+  const VectorXd* xi = nullptr;
+  bool grad = false;
+  const MatrixXd* V = nullptr;
+  bool hess = false;
+  bool profile = true;
+  // outputs
+  double f = 0.0;
+  VectorXd* grad_out = nullptr;
+  MatrixXd* hv_out = nullptr;
+  MatrixXd* hess_out = nullptr;
+  VectorXd* beta_out = nullptr;  // profiled β (shard layout)
+};
+
+// Per-entry scratch of a set of bins.
+struct Scratch {
+  std::vector<double> N, a, c, phi, d, U, dN, dLam;
+  std::vector<double> M;  // per bin ncol × ncol
+  std::vector<double> nu; // per bin final yield
+  std::vector<double> aux; // per bin: gamma-full 1/(1 + q t)
+  int ncol = 1;
+  int64_t k = 0;
+  void resize(int64_t entries, int64_t bins, int ncols, int64_t kk) {
+    ncol = ncols;
+    k = kk;
+    N.assign(entries, 0.0);
+    a.assign(entries, 0.0);
+    c.assign(entries, 0.0);
+    phi.assign(entries, 0.0);
+    d.assign(entries, 0.0);
+    U.assign(entries * ncols, 0.0);
+    dN.assign(entries * kk, 0.0);
+    dLam.assign(entries * kk, 0.0);
+    M.assign(bins * ncols * ncols, 0.0);
+    nu.assign(bins, 0.0);
+    aux.assign(bins, 1.0);
+  }
+};
+
+struct Accum {
+  double f = 0.0;
+  VectorXd y, gpi;      // K2ᵀ(φc) [W], Σ φ a per process [P]
+  MatrixXd O, hpi;      // HVP: K2ᵀ ω [W × k], per-process π part [P × k]
+  MatrixXd HJ;          // Σ Jᵀ M J (full, n × n)
+  MatrixXd HE;          // Σ w E Eᵀ (lower, S × S)
+  MatrixXd X;           // πθ per process [P × S]
+  VectorXd Ypp;         // ππ per process [P]
+  // Hessian batching
+  MatrixXd Epos, Eneg;  // S × blk columns
+  int64_t npos = 0, nneg = 0;
+  MatrixXd Lrows, Rrows;  // n × blk
+  int64_t nrows = 0;
+};
+
+constexpr int64_t kHessBlock = 64;
+
+namespace {
+
+void flush_E(Accum& acc) {
+  if (acc.npos > 0) {
+    acc.HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Epos.leftCols(acc.npos), 1.0);
+    acc.npos = 0;
+  }
+  if (acc.nneg > 0) {
+    acc.HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Eneg.leftCols(acc.nneg), -1.0);
+    acc.nneg = 0;
+  }
+}
+void flush_J(Accum& acc) {
+  if (acc.nrows > 0) {
+    acc.HJ.noalias() += acc.Lrows.leftCols(acc.nrows) * acc.Rrows.leftCols(acc.nrows).transpose();
+    acc.nrows = 0;
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t bin_begin, int64_t bin_end,
+                                     int threads)
+    : model_(std::move(model)), begin_(bin_begin), end_(bin_end) {
+  const FitInputData& in = *model_->input;
+  nbins_ = in.nbins;
+  nbinsfull_ = in.nbinsfull;
+  nproc_ = in.nproc;
+  nsyst_ = in.nsyst;
+  nparams_ = model_->param_model ? model_->param_model->nparams() : 0;
+  nx_ = nparams_ + nsyst_;
+  if (begin_ < 0 || end_ < begin_ || end_ > nbins_)
+    throw Error(fmt::format("CPU shard: bin range [{}, {}) outside the {} observed bins", begin_, end_, nbins_));
+  threads_ = threads > 0 ? threads : omp_get_max_threads();
+  likelihood_ = model_->options.likelihood;
+  if (likelihood_ == DataLikelihood::covariance && (begin_ != 0 || end_ != nbins_))
+    throw OptionError("--covarianceFit cannot be sharded; run with one device");
+
+  impl_ = std::make_unique<Impl>(*this);
+  Impl& I = *impl_;
+  I.sparse = in.sparse;
+  I.symmetric = in.symmetric_tensor;
+  I.lognormal = in.systematic_type == SystematicType::log_normal;
+  I.W = in.logk_width();
+  I.coupled = likelihood_ == DataLikelihood::covariance;
+
+  // entry structure over all B_f bins
+  I.bin_ptr.assign(nbinsfull_ + 1, 0);
+  if (!I.sparse) {
+    for (int64_t b = 0; b <= nbinsfull_; ++b) I.bin_ptr[b] = b * nproc_;
+    I.entry_proc.resize(nbinsfull_ * nproc_);
+    I.entry_flat.resize(nbinsfull_ * nproc_);
+    for (int64_t e = 0; e < nbinsfull_ * nproc_; ++e) {
+      I.entry_proc[e] = static_cast<int32_t>(e % nproc_);
+      I.entry_flat[e] = e;
+    }
+  } else {
+    const int64_t nnz = static_cast<int64_t>(in.norm_index.size());
+    I.entry_proc.resize(nnz);
+    I.entry_flat = in.norm_index;
+    int64_t e = 0;
+    for (int64_t b = 0; b < nbinsfull_; ++b) {
+      I.bin_ptr[b] = e;
+      while (e < nnz && in.norm_index[e] / nproc_ == b) {
+        I.entry_proc[e] = static_cast<int32_t>(in.norm_index[e] % nproc_);
+        ++e;
+      }
+    }
+    I.bin_ptr[nbinsfull_] = nnz;
+    if (e != nnz) throw InputError(fmt::format("{}: hnorm_sparse indices are not sorted by bin", in.filename));
+  }
+
+  // ρ (normal pre-scaling, §3.3): the param model at the stored defaults.
+  rho_ = VectorXd::Ones(nproc_);
+  if (nparams_ > 0 && !I.lognormal) {
+    model_->param_model->rates(model_->parameters.x_default.head(nparams_), rho_, nullptr);
+  }
+
+  // ---- BB statistics (§4.1) ----
+  const auto& opt = model_->options;
+  if (opt.bin_by_bin_stat) {
+    switch (model_->bb_type) {
+      case BBType::gamma: bb_ = BBKind::gamma; break;
+      case BBType::normal_multiplicative: bb_ = BBKind::normal_multiplicative; break;
+      case BBType::normal_additive: bb_ = BBKind::normal_additive; break;
+      case BBType::automatic:
+        bb_ = likelihood_ == DataLikelihood::covariance ? BBKind::normal_additive
+              : opt.bb_mode == BBMode::full            ? BBKind::normal_multiplicative
+                                                        : BBKind::gamma;
+        break;
+    }
+    bb_full_ = opt.bb_mode == BBMode::full;
+    legacy_sumw_ = in.sumw_per_bin;
+    if (bb_full_ && legacy_sumw_)
+      throw InputError(fmt::format("{}: --binByBinStatMode full needs per-process hsumw2 (file has only hkstat)",
+                                   in.filename));
+    if (likelihood_ == DataLikelihood::covariance && bb_ == BBKind::gamma)
+      throw OptionError("--binByBinStatType gamma is not allowed with --covarianceFit");
+    if (likelihood_ == DataLikelihood::covariance && bb_ == BBKind::normal_multiplicative)
+      throw OptionError(
+          "--covarianceFit with --binByBinStatType normal-multiplicative is not supported by the CPU backend yet; "
+          "use normal-additive");
+    const int64_t ne = bb_entries();
+    VectorXd wbar(ne), sig2(ne);
+    zero_var_.assign(nbinsfull_ * nproc_, 0);
+    if (bb_full_) {
+      for (int64_t i = 0; i < ne; ++i) {
+        sig2[i] = in.sumw2[i];
+        wbar[i] = in.sumw[i];
+      }
+    } else if (legacy_sumw_) {
+      for (int64_t b = 0; b < ne; ++b) {
+        sig2[b] = in.sumw2[b];
+        wbar[b] = in.sumw[b];
+      }
+    } else {
+      for (int64_t b = 0; b < nbinsfull_; ++b) {
+        double s2 = 0.0, w = 0.0;
+        for (int64_t p = 0; p < nproc_; ++p) {
+          const double v2 = in.sumw2[b * nproc_ + p];
+          const bool z = v2 == 0.0;
+          zero_var_[b * nproc_ + p] = z;
+          any_zero_var_ = any_zero_var_ || z;
+          s2 += v2;
+          if (!z) w += in.sumw[b * nproc_ + p];
+        }
+        sig2[b] = s2;
+        wbar[b] = w;
+      }
+    }
+    kstat_.resize(ne);
+    sigma2_ = sig2;
+    sqrt_sigma2_ = sig2.cwiseSqrt();
+    bbmask_.assign(ne, 0);
+    for (int64_t i = 0; i < ne; ++i) {
+      bool m = sig2[i] == 0.0 || wbar[i] == 0.0;
+      if (opt.min_bb_kstat > 0.0) {
+        const double denom = m ? 1.0 : sig2[i];
+        m = m || (wbar[i] * wbar[i] / denom < opt.min_bb_kstat);
+      }
+      bbmask_[i] = m;
+      kstat_[i] = m ? 1.0 : wbar[i] * wbar[i] / sig2[i];
+    }
+    set_beta_centres(default_beta_centres());
+  }
+
+  // covariance-fit matrices
+  if (I.coupled) {
+    if (in.data_cov_inv) {
+      I.cov_inv = *in.data_cov_inv;
+    } else {
+      // rabbit's intended fallback (its code path is broken, likelihood.md §10.5)
+      const VectorXd var = in.data_var.value_or(in.data_obs);
+      I.cov_inv = var.cwiseInverse().asDiagonal();
+    }
+    if (bb_ == BBKind::normal_additive) {
+      I.additive_V.resize(nbins_);
+      for (int64_t b = 0; b < nbins_; ++b) {
+        if (bb_full_) {
+          double V = 0.0;
+          for (int64_t p = 0; p < nproc_; ++p) V += sigma2_[b * nproc_ + p];
+          I.additive_V[b] = V;
+        } else {
+          I.additive_V[b] = sigma2_[b];
+        }
+      }
+      const MatrixXd Id = MatrixXd::Identity(nbins_, nbins_);
+      if (bb_full_) {
+        I.additive_lu.compute(I.additive_V.asDiagonal() * I.cov_inv + Id);
+      } else {
+        const VectorXd sv = sqrt_sigma2_.head(nbins_);
+        I.additive_lu.compute(sv.asDiagonal() * I.cov_inv * sv.asDiagonal() + Id);
+      }
+      // (C + diag V)⁻¹ = C⁻¹ − C⁻¹ Vh (I + Vh C⁻¹ Vh)⁻¹ Vh C⁻¹ with Vh = diag(√V)
+      const VectorXd vh = I.additive_V.cwiseSqrt();
+      const MatrixXd inner = vh.asDiagonal() * I.cov_inv * vh.asDiagonal() + Id;
+      const MatrixXd CiVh = I.cov_inv * vh.asDiagonal();
+      I.cov_profiled_weight = I.cov_inv - CiVh * inner.partialPivLu().solve(CiVh.transpose());
+    }
+  }
+
+  set_observed(in.data_obs, in.data_var.value_or(VectorXd()));
+}
+
+CpuShardEvaluator::~CpuShardEvaluator() = default;
+
+VectorXd CpuShardEvaluator::default_beta_centres() const {
+  const double b0 = bb_ == BBKind::normal_additive ? 0.0 : 1.0;
+  return VectorXd::Constant(bb_entries(), b0);
+}
+
+void CpuShardEvaluator::set_beta_centres(const VectorXd& beta0) {
+  if (beta0.size() != bb_entries())
+    throw Error(fmt::format("set_beta_centres: {} values for {} BB entries", beta0.size(), bb_entries()));
+  beta0_ = beta0;
+  log_beta0_.resize(beta0.size());
+  for (int64_t i = 0; i < beta0.size(); ++i) log_beta0_[i] = beta0[i] > 0.0 ? std::log(beta0[i]) : 0.0;
+  beta_stored_ = beta0_;
+}
+
+void CpuShardEvaluator::set_stored_beta(const VectorXd& beta) {
+  if (beta.size() != bb_entries())
+    throw Error(fmt::format("set_stored_beta: {} values for {} BB entries", beta.size(), bb_entries()));
+  beta_stored_ = beta;
+}
+
+void CpuShardEvaluator::set_observed(const VectorXd& nobs, const VectorXd& varnobs) {
+  if (nobs.size() != nbins_)
+    throw Error(fmt::format("set_observed: {} observed values for {} bins", nobs.size(), nbins_));
+  nobs_ = nobs;
+  varnobs_ = varnobs.size() == 0 ? nobs : varnobs;
+  if (varnobs_.size() != nbins_)
+    throw Error(fmt::format("set_observed: {} variances for {} bins", varnobs_.size(), nbins_));
+  lognobs_.resize(nbins_);
+  for (int64_t b = 0; b < nbins_; ++b) lognobs_[b] = nobs_[b] == 0.0 ? 0.0 : std::log(nobs_[b]);
+  if (likelihood_ == DataLikelihood::chisq) {
+    for (int64_t b = begin_; b < end_; ++b)
+      if (!(varnobs_[b] > 0.0))
+        throw InputError(fmt::format("--chisqFit needs positive data variances; bin {} has {}", b, varnobs_[b]));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// The body of the evaluator lives in free functions with access through Impl.
+namespace cpu_detail {
+
+struct Engine {
+  CpuShardEvaluator& s;
+  CpuShardEvaluator::Impl& I;
+  const FitInputData& in;
+  PointData pt;
+  int64_t P, S, M, n, W;
+
+  Engine(CpuShardEvaluator& self, CpuShardEvaluator::Impl& impl)
+      : s(self), I(impl), in(impl.in), P(self.nproc_), S(self.nsyst_), M(self.nparams_), n(self.nx_), W(impl.W) {}
+
+  void prepare_point(const VectorXd& xi, const MatrixXd* V) {
+    if (xi.size() != n) throw Error(fmt::format("CPU shard: ξ has length {}, the model has {}", xi.size(), n));
+    pt.m.resize(W);
+    pt.hp.resize(S);
+    pt.hpp.resize(S);
+    for (int64_t j = 0; j < S; ++j) {
+      const double th = xi[M + j];
+      pt.m[j] = th;
+      double h, hp, hpp;
+      interpolation(th, h, hp, hpp);
+      if (I.symmetric) {
+        hp = 1.0;
+        hpp = 0.0;
+      } else {
+        pt.m[S + j] = h;
+      }
+      pt.hp[j] = hp;
+      pt.hpp[j] = hpp;
+    }
+    pt.pi = xi.head(M);
+    if (s.model_->param_model) {
+      s.model_->param_model->rates(pt.pi, pt.r, &pt.jr);
+    } else {
+      pt.r = VectorXd::Ones(P);
+      pt.jr.setZero(P, 0);
+    }
+    pt.k = V ? V->cols() : 0;
+    if (V) {
+      pt.Vpi = V->topRows(M);
+      pt.Vtheta = V->bottomRows(S);
+      pt.Um.resize(W, pt.k);
+      pt.Um.topRows(S) = pt.Vtheta;
+      if (!I.symmetric) pt.Um.bottomRows(S) = pt.hp.asDiagonal() * pt.Vtheta;
+      pt.dr = pt.jr * pt.Vpi;
+    }
+  }
+
+  int ncols(bool profile) const {
+    if (I.coupled) return 1;
+    if (s.bb_ == BBKind::none || !s.bb_full_) return s.any_zero_var_ ? 2 : 1;
+    if (s.bb_ == BBKind::normal_additive) return 1;
+    if (s.bb_ == BBKind::normal_multiplicative && profile) return 4;
+    return 1;
+  }
+
+  // Phase A: per-process yields of bin b into scratch slots starting at `slot`.
+  void yields(int64_t b, Scratch& sc, int64_t slot) const {
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    const int64_t k = sc.k;
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t i = slot + (e - e0);
+      const int p = I.entry_proc[e];
+      const double lam = I.row_dot(e, pt.m.data());
+      const double n0 = in.norm[e];
+      if (I.lognormal) {
+        const double q = n0 * std::exp(lam);
+        sc.a[i] = q;
+        sc.N[i] = pt.r[p] * q;
+        sc.c[i] = sc.N[i];
+      } else {
+        sc.a[i] = n0;
+        sc.N[i] = pt.r[p] * n0 + s.rho_[p] * lam;
+        sc.c[i] = s.rho_[p];
+      }
+      if (k > 0) {
+        double* dl = &sc.dLam[i * k];
+        double* dn = &sc.dN[i * k];
+        for (int64_t j = 0; j < k; ++j) dl[j] = I.row_dot(e, pt.Um.col(j).data());
+        for (int64_t j = 0; j < k; ++j) dn[j] = sc.a[i] * pt.dr(p, j) + sc.c[i] * dl[j];
+      }
+    }
+  }
+
+  BinObservation observation(int64_t b) const {
+    BinObservation o;
+    o.n = s.nobs_[b];
+    o.v = s.varnobs_[b];
+    o.log_n = s.lognobs_[b];
+    return o;
+  }
+
+  cpu::LiteEntry lite_entry(int64_t b) const {
+    cpu::LiteEntry e;
+    if (s.bb_ == BBKind::none) return e;
+    e.k = s.kstat_[b];
+    e.beta0 = s.beta0_[b];
+    e.log_beta0 = s.log_beta0_[b];
+    e.masked = s.bbmask_[b];
+    e.s = s.sqrt_sigma2_[b];
+    e.sigma2 = s.sigma2_[b];
+    return e;
+  }
+
+  bool active(int64_t e) const {
+    return s.bb_ == BBKind::none || s.legacy_sumw_ || !s.zero_var_[I.entry_flat[e]];
+  }
+
+  // Lite (and no-BB) profile via hyper-duals over (A, Z).
+  template <int K>
+  double lite_profile(int64_t b, Scratch& sc, int64_t slot, int64_t bslot, bool derivs, bool fixed_beta,
+                      double* beta_out) const {
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    double A = 0.0, Z = 0.0;
+    for (int64_t e = e0; e < e1; ++e) (active(e) ? A : Z) += sc.N[slot + e - e0];
+    const BinObservation o = observation(b);
+    const cpu::LiteEntry le = lite_entry(b);
+    if (!derivs) {
+      double beta, nu;
+      const double F = cpu::lite_bin_objective(A, Z, o, s.likelihood_, s.bb_, le, s.legacy_sumw_, fixed_beta, &beta, &nu);
+      if (beta_out) *beta_out = beta;
+      sc.nu[bslot] = nu;
+      return F;
+    }
+    using HD = HyperDual<K>;
+    const HD hA = HD::variable(A, 0);
+    const HD hZ = K > 1 ? HD::variable(Z, K - 1) : HD(Z);
+    HD beta, nu;
+    const HD F = cpu::lite_bin_objective(hA, hZ, o, s.likelihood_, s.bb_, le, s.legacy_sumw_, fixed_beta, &beta, &nu);
+    if (beta_out) *beta_out = beta.v;
+    sc.nu[bslot] = nu.v;
+    const int nc = sc.ncol;
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t i = slot + e - e0;
+      const bool act = active(e);
+      sc.phi[i] = act ? F.g[0] : F.g[K - 1];
+      sc.d[i] = 0.0;
+      for (int j = 0; j < nc; ++j) sc.U[i * nc + j] = 0.0;
+      if (act)
+        sc.U[i * nc + 0] = 1.0;
+      else
+        sc.U[i * nc + nc - 1] = 1.0;
+    }
+    double* Mb = &sc.M[bslot * nc * nc];
+    for (int i = 0; i < nc; ++i)
+      for (int j = 0; j < nc; ++j) Mb[i * nc + j] = F.h[i][j];
+    return F.v;
+  }
+
+  double full_additive_profile(int64_t b, Scratch& sc, int64_t slot, int64_t bslot, bool derivs, bool fixed_beta,
+                               double* beta_out) const {
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    double nu0 = 0.0;
+    for (int64_t e = e0; e < e1; ++e) nu0 += sc.N[slot + e - e0];
+    double V = 0.0, W0 = 0.0;
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t f = b * P + p;
+      V += s.sigma2_[f];
+      W0 += s.sqrt_sigma2_[f] * s.beta0_[f];
+    }
+    const BinObservation o = observation(b);
+    double rho_v;
+    double F;
+    if (!derivs) {
+      double nu;
+      F = cpu::full_additive_bin_objective(nu0, V, W0, o, s.likelihood_, fixed_beta, &rho_v, &nu);
+      sc.nu[bslot] = nu;
+    } else {
+      using HD = HyperDual<1>;
+      HD rho, nu;
+      const HD Fh = cpu::full_additive_bin_objective(HD::variable(nu0, 0), V, W0, o, s.likelihood_, fixed_beta, &rho, &nu);
+      rho_v = rho.v;
+      sc.nu[bslot] = nu.v;
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t i = slot + e - e0;
+        sc.phi[i] = Fh.g[0];
+        sc.d[i] = 0.0;
+        sc.U[i] = 1.0;
+      }
+      sc.M[bslot] = Fh.h[0][0];
+      F = Fh.v;
+    }
+    if (beta_out)
+      for (int64_t p = 0; p < P; ++p) beta_out[p] = s.beta0_[b * P + p] + rho_v * s.sqrt_sigma2_[b * P + p];
+    return F;
+  }
+
+  double full_multiplicative_profile(int64_t b, Scratch& sc, int64_t slot, int64_t bslot, bool derivs, bool profile,
+                                     double* beta_out) const {
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    double S_ = 0.0, Tu = 0.0, Tm = 0.0, Mm = 0.0;
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t f = I.entry_flat[e];
+      const double N = sc.N[slot + e - e0];
+      if (s.bbmask_[f]) {
+        Tm += s.beta0_[f] * N;
+        Mm += N;
+      } else {
+        S_ += N * N / s.kstat_[f];
+        Tu += s.beta0_[f] * N;
+      }
+    }
+    const BinObservation o = observation(b);
+    double rho_v, F;
+    if (!derivs || !profile) {
+      double nu;
+      F = cpu::full_multiplicative_bin_objective(S_, Tu, Tm, Mm, o, s.likelihood_, &rho_v, &nu);
+      sc.nu[bslot] = nu;
+      if (derivs) {  // β held fixed: φ = μ̃ g, Ψ = ℓ'' μ̃ μ̃ᵀ
+        const double g = data_first(nu, o, s.likelihood_), q = data_second(nu, o, s.likelihood_);
+        for (int64_t e = e0; e < e1; ++e) {
+          const int64_t i = slot + e - e0, f = I.entry_flat[e];
+          const double mu = s.bbmask_[f] ? 1.0 : s.beta0_[f] + rho_v * sc.N[i] / s.kstat_[f];
+          sc.phi[i] = mu * g;
+          sc.U[i] = mu;
+          sc.d[i] = 0.0;
+        }
+        sc.M[bslot] = q;
+      }
+    } else {
+      using HD = HyperDual<4>;
+      HD rho, nu;
+      const HD Fh = cpu::full_multiplicative_bin_objective(HD::variable(S_, 0), HD::variable(Tu, 1), HD::variable(Tm, 2),
+                                                           HD::variable(Mm, 3), o, s.likelihood_, &rho, &nu);
+      rho_v = rho.v;
+      sc.nu[bslot] = nu.v;
+      F = Fh.v;
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t i = slot + e - e0, f = I.entry_flat[e];
+        double* u = &sc.U[i * 4];
+        if (s.bbmask_[f]) {
+          u[0] = 0.0; u[1] = 0.0; u[2] = s.beta0_[f]; u[3] = 1.0;
+          sc.d[i] = 0.0;
+        } else {
+          u[0] = 2.0 * sc.N[i] / s.kstat_[f]; u[1] = s.beta0_[f]; u[2] = 0.0; u[3] = 0.0;
+          sc.d[i] = 2.0 * Fh.g[0] / s.kstat_[f];
+        }
+        sc.phi[i] = u[0] * Fh.g[0] + u[1] * Fh.g[1] + u[2] * Fh.g[2] + u[3] * Fh.g[3];
+      }
+      double* Mb = &sc.M[bslot * 16];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) Mb[i * 4 + j] = Fh.h[i][j];
+    }
+    if (beta_out) {
+      for (int64_t p = 0; p < P; ++p) beta_out[p] = s.beta0_[b * P + p];
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t f = I.entry_flat[e];
+        if (!s.bbmask_[f]) beta_out[f - b * P] = s.beta0_[f] + rho_v * sc.N[slot + e - e0] / s.kstat_[f];
+      }
+    }
+    return F;
+  }
+
+  // gamma + full: per-bin Newton (§4.4), envelope gradient and Schur curvature (§6.4.4).
+  double full_gamma_profile(int64_t b, Scratch& sc, int64_t slot, int64_t bslot, bool derivs, bool profile,
+                            double* beta_out) const {
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    const int64_t ne = e1 - e0;
+    const BinObservation o = observation(b);
+    const bool chisq = s.likelihood_ == DataLikelihood::chisq;
+    const double nn = o.n, v = o.v;
+    // threshold
+    double minratio = std::numeric_limits<double>::infinity();
+    bool any_free = false;
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t f = I.entry_flat[e];
+      if (s.bbmask_[f]) continue;
+      any_free = true;
+      minratio = std::min(minratio, chisq ? s.kstat_[f] / sc.N[slot + e - e0] : 1.0 + s.kstat_[f] / sc.N[slot + e - e0]);
+    }
+    std::vector<double> beta(ne);
+    for (int64_t e = e0; e < e1; ++e) beta[e - e0] = s.beta0_[I.entry_flat[e]];
+    if (any_free) {
+      const double Xthr = chisq ? nn - v * minratio : nn / minratio;
+      // F'(X), F''(X) of the reduced objective along the β(X) curve
+      auto derivatives = [&](double X, double& F1, double& F2) {
+        double nut = 0.0, nut1 = 0.0, nut2 = 0.0, c1sum = 0.0, c2sum = 0.0;
+        for (int64_t e = e0; e < e1; ++e) {
+          const int64_t f = I.entry_flat[e];
+          const double N = sc.N[slot + e - e0];
+          if (s.bbmask_[f]) {
+            nut += s.beta0_[f] * N;
+            continue;
+          }
+          const double k = s.kstat_[f], b0 = s.beta0_[f];
+          double dd, d1, d2;
+          if (chisq) {
+            dd = k + (X - nn) / v * N;
+            d1 = N / v;
+            d2 = 0.0;
+          } else {
+            dd = (1.0 - nn / X) * N + k;
+            d1 = nn * N / (X * X);
+            d2 = -2.0 * nn * N / (X * X * X);
+          }
+          const double bt = k * b0 / dd;
+          const double bt1 = -k * b0 * d1 / (dd * dd);
+          const double bt2 = -k * b0 * (d2 / (dd * dd) - 2.0 * d1 * d1 / (dd * dd * dd));
+          nut += bt * N;
+          nut1 += bt1 * N;
+          nut2 += bt2 * N;
+          const double cp = b0 > 0.0 ? k - k * b0 / bt : k;
+          const double cpp = b0 > 0.0 ? k * b0 / (bt * bt) : 0.0;
+          c1sum += cp * bt1;
+          c2sum += cpp * bt1 * bt1 + cp * bt2;
+        }
+        const double l1 = data_first(nut, o, s.likelihood_), l2 = data_second(nut, o, s.likelihood_);
+        F1 = l1 * nut1 + c1sum;
+        F2 = l2 * nut1 * nut1 + l1 * nut2 + c2sum;
+      };
+      double u = 0.0, edm = std::numeric_limits<double>::infinity();
+      for (int it = 0; it < 50 && edm > 1e-10; ++it) {
+        const double eu = std::exp(u);
+        double F1, F2;
+        derivatives(Xthr + eu, F1, F2);
+        const double g = F1 * eu, h = F2 * eu * eu + F1 * eu;
+        const double hs = std::max(h, 1e-8);
+        u -= std::min(std::max(g / hs, -1.0), 1.0);
+        edm = 0.5 * g * g / hs;
+      }
+      {
+        const double eu = std::exp(u);
+        double F1, F2;
+        derivatives(Xthr + eu, F1, F2);
+        const double g = F1 * eu, h = F2 * eu * eu + F1 * eu;
+        u -= g / std::max(h, 1e-8);
+      }
+      const double X = Xthr + std::exp(u);
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t f = I.entry_flat[e];
+        if (s.bbmask_[f]) continue;
+        const double N = sc.N[slot + e - e0], k = s.kstat_[f], b0 = s.beta0_[f];
+        const double dd = chisq ? k + (X - nn) / v * N : (1.0 - nn / X) * N + k;
+        beta[e - e0] = k * b0 / dd;
+      }
+    }
+    double nu = 0.0, Lb = 0.0;
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t f = I.entry_flat[e];
+      const double N = sc.N[slot + e - e0];
+      if (s.bbmask_[f]) {
+        nu += N;
+      } else {
+        nu += beta[e - e0] * N;
+        Lb += cpu::gamma_constraint(beta[e - e0], s.kstat_[f], s.beta0_[f], s.log_beta0_[f]);
+      }
+    }
+    sc.nu[bslot] = nu;
+    const double F = cpu::data_term(nu, o, s.likelihood_) + Lb;
+    if (derivs) {
+      const double g = data_first(nu, o, s.likelihood_), q = data_second(nu, o, s.likelihood_);
+      double t = 0.0;
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t i = slot + e - e0, f = I.entry_flat[e];
+        const bool masked = s.bbmask_[f];
+        const double mu = masked ? 1.0 : beta[e - e0];
+        sc.phi[i] = mu * g;
+        double chat = 0.0;
+        if (!masked && profile && s.beta0_[f] > 0.0) chat = mu * mu / (s.kstat_[f] * s.beta0_[f]);
+        t += chat * sc.N[i] * sc.N[i];
+        sc.U[i] = mu - g * chat * sc.N[i];
+        sc.d[i] = -g * g * chat;
+      }
+      sc.M[bslot] = q / (1.0 + q * t);
+      sc.aux[bslot] = 1.0 / (1.0 + q * t);
+    }
+    if (beta_out)
+      for (int64_t p = 0; p < P; ++p) beta_out[p] = s.beta0_[b * P + p];
+    if (beta_out)
+      for (int64_t e = e0; e < e1; ++e) beta_out[I.entry_flat[e] - b * P] = beta[e - e0];
+    return F;
+  }
+
+  // Profile of one (uncoupled) bin; returns its objective. beta_out: lite 1, full P values.
+  double profile_bin(int64_t b, Scratch& sc, int64_t slot, int64_t bslot, bool derivs, bool profile,
+                     double* beta_out) const {
+    if (s.bb_ == BBKind::none || !s.bb_full_) {
+      if (sc.ncol == 2 || (!derivs && s.any_zero_var_))
+        return lite_profile<2>(b, sc, slot, bslot, derivs, !profile, beta_out);
+      return lite_profile<1>(b, sc, slot, bslot, derivs, !profile, beta_out);
+    }
+    if (s.bb_ == BBKind::normal_additive) return full_additive_profile(b, sc, slot, bslot, derivs, !profile, beta_out);
+    if (s.bb_ == BBKind::normal_multiplicative)
+      return full_multiplicative_profile(b, sc, slot, bslot, derivs, profile, beta_out);
+    return full_gamma_profile(b, sc, slot, bslot, derivs, profile, beta_out);
+  }
+
+  // Phase B: accumulate gradient / HVP / Hessian contributions of bin b.
+  void accumulate(int64_t b, const Scratch& sc, int64_t slot, int64_t bslot, const Request& req, Accum& acc,
+                  const double* zcoupled /* per-bin z (k) for coupled mode */) const {
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    const int nc = sc.ncol;
+    const int64_t k = sc.k;
+    // gradient
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t i = slot + e - e0;
+      const int p = I.entry_proc[e];
+      I.row_axpy(e, sc.phi[i] * sc.c[i], acc.y.data());
+      acc.gpi[p] += sc.phi[i] * sc.a[i];
+    }
+    if (k > 0) {
+      // t = Uᵀ δN per column, z = U (M t) + d δN
+      double t[kMaxCols];
+      std::vector<double> zb(k * nc);
+      if (!zcoupled) {
+        const double* Mb = &sc.M[bslot * nc * nc];
+        for (int64_t j = 0; j < k; ++j) {
+          for (int a = 0; a < nc; ++a) t[a] = 0.0;
+          for (int64_t e = e0; e < e1; ++e) {
+            const int64_t i = slot + e - e0;
+            for (int a = 0; a < nc; ++a) t[a] += sc.U[i * nc + a] * sc.dN[i * k + j];
+          }
+          for (int a = 0; a < nc; ++a) {
+            double acc2 = 0.0;
+            for (int c = 0; c < nc; ++c) acc2 += Mb[a * nc + c] * t[c];
+            zb[j * nc + a] = acc2;
+          }
+        }
+      } else {
+        for (int64_t j = 0; j < k; ++j) zb[j] = zcoupled[j];
+      }
+      std::vector<double> omega(k);
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t i = slot + e - e0;
+        const int p = I.entry_proc[e];
+        for (int64_t j = 0; j < k; ++j) {
+          double z = sc.d[i] * sc.dN[i * k + j];
+          for (int a = 0; a < nc; ++a) z += sc.U[i * nc + a] * zb[j * nc + a];
+          double om = sc.c[i] * z;
+          double pipart = sc.a[i] * z;
+          if (I.lognormal) {
+            om += sc.phi[i] * sc.dN[i * k + j];
+            pipart += sc.phi[i] * sc.a[i] * sc.dLam[i * k + j];
+          }
+          omega[j] = om;
+          acc.hpi(p, j) += pipart;
+        }
+        if (!I.sparse) {
+          const double* row = I.dense_row(e);
+          for (int64_t j = 0; j < k; ++j) {
+            const double om = omega[j];
+            if (om == 0.0) continue;
+            double* o = acc.O.col(j).data();
+            for (int64_t c = 0; c < W; ++c) o[c] += om * row[c];
+          }
+        } else {
+          for (int64_t j = 0; j < k; ++j) I.row_axpy(e, omega[j], acc.O.col(j).data());
+        }
+      }
+    }
+    if (req.hess) {
+      // E-part: Σ_e (d c² + φ N [log-normal]) E Eᵀ, plus π parts per process
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t i = slot + e - e0;
+        const int p = I.entry_proc[e];
+        const double w = sc.d[i] * sc.c[i] * sc.c[i] + (I.lognormal ? sc.phi[i] * sc.N[i] : 0.0);
+        const double xw = sc.d[i] * sc.c[i] * sc.a[i] + (I.lognormal ? sc.phi[i] * sc.a[i] : 0.0);
+        acc.Ypp[p] += sc.d[i] * sc.a[i] * sc.a[i];
+        if (xw != 0.0 && M > 0) {
+          VectorXd tmp = VectorXd::Zero(S);
+          I.row_E_axpy(e, xw, pt.hp.data(), tmp.data());
+          acc.X.row(p) += tmp.transpose();
+        }
+        if (w != 0.0) {
+          const double sw = std::sqrt(std::abs(w));
+          double* col;
+          if (w > 0) {
+            col = acc.Epos.col(acc.npos++).data();
+          } else {
+            col = acc.Eneg.col(acc.nneg++).data();
+          }
+          std::fill(col, col + S, 0.0);
+          I.row_E_axpy(e, sw, pt.hp.data(), col);
+          if (acc.npos == kHessBlock || acc.nneg == kHessBlock) flush_E(acc);
+        }
+      }
+      if (!zcoupled) {
+        // J-part: J_j = Σ_e U_ej 𝒥_e, H += Jᵀ M J
+        const double* Mb = &sc.M[bslot * nc * nc];
+        MatrixXd Jb = MatrixXd::Zero(n, nc);
+        for (int64_t e = e0; e < e1; ++e) {
+          const int64_t i = slot + e - e0;
+          const int p = I.entry_proc[e];
+          for (int a = 0; a < nc; ++a) {
+            const double u = sc.U[i * nc + a];
+            if (u == 0.0) continue;
+            if (M > 0) Jb.col(a).head(M) += (u * sc.a[i]) * pt.jr.row(p).transpose();
+            I.row_E_axpy(e, u * sc.c[i], pt.hp.data(), Jb.col(a).data() + M);
+          }
+        }
+        for (int a = 0; a < nc; ++a) {
+          if (acc.nrows == kHessBlock) flush_J(acc);
+          acc.Lrows.col(acc.nrows) = Jb.col(a);
+          VectorXd r = VectorXd::Zero(n);
+          for (int c = 0; c < nc; ++c) r += Mb[a * nc + c] * Jb.col(c);
+          acc.Rrows.col(acc.nrows) = r;
+          ++acc.nrows;
+        }
+      }
+    }
+  }
+
+  void init_accum(Accum& acc, const Request& req, int64_t k) const {
+    acc.f = 0.0;
+    acc.y = VectorXd::Zero(W);
+    acc.gpi = VectorXd::Zero(P);
+    if (k > 0) {
+      acc.O = MatrixXd::Zero(W, k);
+      acc.hpi = MatrixXd::Zero(P, k);
+    }
+    if (req.hess) {
+      acc.HJ = MatrixXd::Zero(n, n);
+      acc.HE = MatrixXd::Zero(S, S);
+      acc.X = MatrixXd::Zero(P, S);
+      acc.Ypp = VectorXd::Zero(P);
+      acc.Epos.resize(S, kHessBlock);
+      acc.Eneg.resize(S, kHessBlock);
+      acc.Lrows.resize(n, kHessBlock);
+      acc.Rrows.resize(n, kHessBlock);
+    }
+  }
+
+  int64_t beta_width() const { return s.bb_ == BBKind::none ? 0 : (s.bb_full_ ? P : 1); }
+
+  // The full evaluation. Returns the value; fills the outputs of req.
+  double run(Request& req) {
+    const VectorXd& xi = *req.xi;
+    prepare_point(xi, req.V);
+    const int64_t k = pt.k;
+    const bool derivs = req.grad || k > 0 || req.hess;
+    const int nc = derivs ? ncols(req.profile) : 1;
+    const int64_t nb = s.end_ - s.begin_;
+    const int64_t bw = beta_width();
+    if (req.beta_out) req.beta_out->setZero(nb * bw);
+    const int T = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(s.threads_, std::max<int64_t>(nb, 1))));
+    std::vector<Accum> accs(T);
+
+    if (!I.coupled) {
+      int64_t maxe = 0;
+      for (int64_t b = s.begin_; b < s.end_; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
+#pragma omp parallel num_threads(T)
+      {
+        const int t = omp_get_thread_num();
+        Accum& acc = accs[t];
+        init_accum(acc, req, k);
+        Scratch sc;
+        sc.resize(maxe, 1, nc, k);
+        const int64_t lo = s.begin_ + nb * t / T, hi = s.begin_ + nb * (t + 1) / T;
+        for (int64_t b = lo; b < hi; ++b) {
+          yields(b, sc, 0);
+          double* bo = req.beta_out ? req.beta_out->data() + (b - s.begin_) * bw : nullptr;
+          acc.f += profile_bin(b, sc, 0, 0, derivs, req.profile, bo);
+          if (derivs) accumulate(b, sc, 0, 0, req, acc, nullptr);
+        }
+        if (req.hess) {
+          flush_E(acc);
+          flush_J(acc);
+        }
+      }
+    } else {
+      run_coupled(req, accs, T, derivs);
+    }
+    return finish(req, accs);
+  }
+
+  void run_coupled(Request& req, std::vector<Accum>& accs, int T, bool derivs) {
+    const int64_t k = pt.k;
+    const int64_t B = s.nbins_;  // coupled shards cover all observed bins
+    const int64_t E = I.bin_ptr[B];
+    Scratch sc;
+    sc.resize(E, B, 1, k);
+#pragma omp parallel for num_threads(T) schedule(static)
+    for (int64_t b = 0; b < B; ++b) yields(b, sc, I.bin_ptr[b]);
+    // ν⁰ per bin
+    VectorXd nu0 = VectorXd::Zero(B);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) nu0[b] += sc.N[e];
+    const VectorXd& nobs = s.nobs_;
+    VectorXd nu = nu0, beta_b;
+    double Lb = 0.0;
+    VectorXd ratio = VectorXd::Ones(B);  // ∂ν_b/∂ν⁰_b at fixed β (A/A' factor: 1 here)
+    if (s.bb_ == BBKind::normal_additive) {
+      if (!s.bb_full_) {
+        const VectorXd sv = s.sqrt_sigma2_.head(B);
+        const VectorXd rhs = sv.cwiseProduct(I.cov_inv * (nobs - nu0)) + s.beta0_.head(B);
+        beta_b = I.additive_lu.solve(rhs);
+        for (int64_t b = 0; b < B; ++b) {
+          double A = 0.0;
+          for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e)
+            if (active(e)) A += sc.N[e];
+          const double f = s.legacy_sumw_ ? 1.0 : (A > 0.0 ? 1.0 : A);
+          nu[b] = nu0[b] + sv[b] * beta_b[b] * f;
+        }
+        Lb = 0.5 * (beta_b - s.beta0_.head(B)).squaredNorm();
+      } else {
+        VectorXd W0 = VectorXd::Zero(B);
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t p = 0; p < P; ++p) W0[b] += s.sqrt_sigma2_[b * P + p] * s.beta0_[b * P + p];
+        const VectorXd Tt = I.additive_lu.solve(I.additive_V.cwiseProduct(I.cov_inv * (nobs - nu0)) + W0);
+        const VectorXd u = I.cov_inv * (Tt + nu0 - nobs);
+        nu = nu0 + W0 - I.additive_V.cwiseProduct(u);
+        Lb = 0.5 * I.additive_V.dot(u.cwiseProduct(u));
+        beta_b.resize(B * P);
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t p = 0; p < P; ++p)
+            beta_b[b * P + p] = s.beta0_[b * P + p] - s.sqrt_sigma2_[b * P + p] * u[b];
+      }
+    }
+    const VectorXd r = nu - nobs;
+    const VectorXd g = I.cov_inv * r;
+    accs[0].f = 0.5 * r.dot(g) + Lb;
+    if (req.beta_out && beta_b.size() > 0) *req.beta_out = beta_b;
+    for (int t = 0; t < T; ++t) init_accum(accs[t], req, k);
+    accs[0].f = 0.5 * r.dot(g) + Lb;
+    if (!derivs) return;
+    const MatrixXd& Wmat =
+        (s.bb_ == BBKind::normal_additive && req.profile) ? I.cov_profiled_weight : I.cov_inv;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
+        sc.phi[e] = g[b];
+        sc.U[e] = 1.0;
+        sc.d[e] = 0.0;
+      }
+    MatrixXd zc;
+    if (k > 0) {
+      MatrixXd tb = MatrixXd::Zero(k, B);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e)
+          for (int64_t j = 0; j < k; ++j) tb(j, b) += sc.dN[e * k + j];
+      zc = tb * Wmat;  // k × B (W symmetric)
+    }
+#pragma omp parallel num_threads(T)
+    {
+      const int t = omp_get_thread_num();
+      Accum& acc = accs[t];
+      const int64_t lo = B * t / T, hi = B * (t + 1) / T;
+      for (int64_t b = lo; b < hi; ++b)
+        accumulate(b, sc, I.bin_ptr[b], b, req, acc, k > 0 ? zc.col(b).data() : nullptr);
+      if (req.hess) flush_E(acc);
+    }
+    if (req.hess) {
+      MatrixXd J = MatrixXd::Zero(n, B);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
+          const int p = I.entry_proc[e];
+          if (M > 0) J.col(b).head(M) += sc.a[e] * pt.jr.row(p).transpose();
+          I.row_E_axpy(e, sc.c[e], pt.hp.data(), J.col(b).data() + M);
+        }
+      accs[0].HJ.noalias() += J * (Wmat * J.transpose());
+    }
+  }
+
+  double finish(Request& req, std::vector<Accum>& accs) {
+    Accum& tot = accs[0];
+    for (size_t t = 1; t < accs.size(); ++t) {
+      tot.f += accs[t].f;
+      tot.y += accs[t].y;
+      tot.gpi += accs[t].gpi;
+      if (pt.k > 0) {
+        tot.O += accs[t].O;
+        tot.hpi += accs[t].hpi;
+      }
+      if (req.hess) {
+        tot.HJ += accs[t].HJ;
+        tot.HE += accs[t].HE;
+        tot.X += accs[t].X;
+        tot.Ypp += accs[t].Ypp;
+      }
+    }
+    req.f = tot.f;
+    const bool derivs = req.grad || pt.k > 0 || req.hess;
+    if (!derivs) return tot.f;
+    // y = [y_a; y_d]
+    VectorXd gth = tot.y.head(S);
+    VectorXd yd = I.symmetric ? VectorXd::Zero(S) : VectorXd(tot.y.tail(S));
+    if (!I.symmetric) gth += pt.hp.cwiseProduct(yd);
+    if (req.grad_out) {
+      VectorXd& g = *req.grad_out;
+      g.resize(n);
+      if (M > 0) g.head(M) = pt.jr.transpose() * tot.gpi;
+      g.tail(S) = gth;
+    }
+    MatrixXd curv;  // 𝒞_ππ
+    if (M > 0 && (pt.k > 0 || req.hess)) curv = s.model_->param_model->rate_curvature(pt.pi, tot.gpi);
+    if (pt.k > 0 && req.hv_out) {
+      MatrixXd& HV = *req.hv_out;
+      HV.resize(n, pt.k);
+      MatrixXd oth = tot.O.topRows(S);
+      if (!I.symmetric) {
+        oth += pt.hp.asDiagonal() * tot.O.bottomRows(S);
+        oth += (pt.hpp.cwiseProduct(yd)).asDiagonal() * pt.Vtheta;
+      }
+      HV.bottomRows(S) = oth;
+      if (M > 0) HV.topRows(M) = pt.jr.transpose() * tot.hpi + curv * pt.Vpi;
+    }
+    if (req.hess && req.hess_out) {
+      MatrixXd& H = *req.hess_out;
+      H = 0.5 * (tot.HJ + tot.HJ.transpose());
+      MatrixXd HEfull = tot.HE.selfadjointView<Eigen::Lower>();
+      H.bottomRightCorner(S, S) += HEfull;
+      if (!I.symmetric) H.bottomRightCorner(S, S).diagonal() += pt.hpp.cwiseProduct(yd);
+      if (M > 0) {
+        MatrixXd Hpp = curv;
+        for (int64_t p = 0; p < P; ++p) Hpp += tot.Ypp[p] * pt.jr.row(p).transpose() * pt.jr.row(p);
+        H.topLeftCorner(M, M) += Hpp;
+        const MatrixXd Hpt = pt.jr.transpose() * tot.X;
+        H.topRightCorner(M, S) += Hpt;
+        H.bottomLeftCorner(S, M) += Hpt.transpose();
+      }
+    }
+    return tot.f;
+  }
+};
+
+}  // namespace cpu_detail
+
+// ------------------------------------------------------------------------------------------------
+double CpuShardEvaluator::value(const VectorXd& xi) {
+  cpu_detail::Engine eng(*this, *impl_);
+  Request req;
+  req.xi = &xi;
+  return eng.run(req);
+}
+
+double CpuShardEvaluator::value_grad(const VectorXd& xi, VectorXd& grad) {
+  cpu_detail::Engine eng(*this, *impl_);
+  Request req;
+  req.xi = &xi;
+  req.grad = true;
+  req.grad_out = &grad;
+  return eng.run(req);
+}
+
+double CpuShardEvaluator::value_grad_hvp(const VectorXd& xi, const MatrixXd& V, VectorXd& grad, MatrixXd& HV) {
+  if (V.rows() != nx_) throw Error(fmt::format("CPU shard HVP: V has {} rows, expected {}", V.rows(), nx_));
+  cpu_detail::Engine eng(*this, *impl_);
+  Request req;
+  req.xi = &xi;
+  req.grad = true;
+  req.grad_out = &grad;
+  req.V = &V;
+  req.hv_out = &HV;
+  return eng.run(req);
+}
+
+double CpuShardEvaluator::value_grad_hess(const VectorXd& xi, VectorXd& grad, MatrixXd& hess, bool profile) {
+  cpu_detail::Engine eng(*this, *impl_);
+  Request req;
+  req.xi = &xi;
+  req.grad = true;
+  req.grad_out = &grad;
+  req.hess = true;
+  req.hess_out = &hess;
+  req.profile = profile;
+  return eng.run(req);
+}
+
+VectorXd CpuShardEvaluator::profiled_beta(const VectorXd& xi) {
+  if (!has_bb()) return VectorXd();
+  cpu_detail::Engine eng(*this, *impl_);
+  Request req;
+  req.xi = &xi;
+  VectorXd beta;
+  req.beta_out = &beta;
+  eng.run(req);
+  // masked entries stay at β⁰ (§4.4)
+  const int64_t w = bb_full_ ? nproc_ : 1;
+  for (int64_t i = 0; i < beta.size(); ++i) {
+    const int64_t f = begin_ * w + i;
+    if (bb_ != BBKind::normal_additive && bbmask_[f]) beta[i] = beta0_[f];
+  }
+  return beta;
+}
+
+
+// ---- postfit -------------------------------------------------------------------------------------
+
+void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
+                                        VectorXd* per_bin, MatrixXd* per_process) {
+  if (first < 0 || last < first || last > nbinsfull_)
+    throw Error(fmt::format("expected_yields: bin range [{}, {}) outside the {} bins", first, last, nbinsfull_));
+  cpu_detail::Engine eng(*this, *impl_);
+  eng.prepare_point(xi, nullptr);
+  Impl& I = *impl_;
+  const int64_t nb = last - first, P = nproc_;
+  if (per_bin) per_bin->setZero(nb);
+  if (per_process) per_process->setZero(nb, P);
+  const int64_t bw = eng.beta_width();
+  VectorXd coupled_beta;
+  if (mode == BetaMode::profiled && has_bb() && I.coupled && first < nbins_) coupled_beta = profiled_beta(xi);
+  int64_t maxe = 0;
+  for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
+  Scratch sc;
+  sc.resize(std::max<int64_t>(maxe, 1), 1, 1, 0);
+  std::vector<double> beta(std::max<int64_t>(bw, 1));
+  for (int64_t b = first; b < last; ++b) {
+    eng.yields(b, sc, 0);
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    const bool use_beta = has_bb() && mode != BetaMode::none;
+    if (use_beta) {
+      if (mode == BetaMode::stored || b >= nbins_) {
+        const VectorXd& src = mode == BetaMode::stored ? beta_stored_ : beta0_;
+        for (int64_t j = 0; j < bw; ++j) beta[j] = src[b * bw + j];
+      } else if (I.coupled) {
+        for (int64_t j = 0; j < bw; ++j) beta[j] = coupled_beta[b * bw + j];
+      } else {
+        eng.profile_bin(b, sc, 0, 0, false, true, beta.data());
+      }
+    }
+    double A = 0.0;
+    for (int64_t e = e0; e < e1; ++e)
+      if (eng.active(e)) A += sc.N[e - e0];
+    const double Asafe = A > 0.0 ? A : 1.0;
+    double total = 0.0;
+    for (int64_t e = e0; e < e1; ++e) {
+      const int p = I.entry_proc[e];
+      const int64_t f = I.entry_flat[e];
+      double y = sc.N[e - e0];
+      if (use_beta) {
+        if (bb_ == BBKind::normal_additive) {
+          if (!bb_full_) y += sqrt_sigma2_[b] * beta[0] * (eng.active(e) ? sc.N[e - e0] : 0.0) / Asafe;
+        } else if (bb_full_) {
+          if (!bbmask_[f]) y *= beta[p];
+        } else if (!bbmask_[b] && eng.active(e)) {
+          y *= beta[0];
+        }
+      }
+      total += y;
+      if (per_process) (*per_process)(b - first, p) += y;
+    }
+    if (use_beta && bb_ == BBKind::normal_additive && bb_full_) {
+      for (int64_t p = 0; p < P; ++p) {
+        const double add = sqrt_sigma2_[b * P + p] * beta[p];
+        total += add;
+        if (per_process) (*per_process)(b - first, p) += add;
+      }
+    }
+    if (per_bin) (*per_bin)[b - first] = total;
+  }
+}
+
+MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode) {
+  if (first < 0 || last < first || last > nbinsfull_)
+    throw Error(fmt::format("yield_jacobian: bin range [{}, {}) outside the {} bins", first, last, nbinsfull_));
+  cpu_detail::Engine eng(*this, *impl_);
+  eng.prepare_point(xi, nullptr);
+  Impl& I = *impl_;
+  const int64_t nb = last - first, M = nparams_, n = nx_;
+  MatrixXd J = MatrixXd::Zero(nb, n);
+  const bool through_beta = mode == BetaMode::profiled && has_bb();
+  VectorXd coupled_beta;
+  if (through_beta && I.coupled && first < nbins_) coupled_beta = profiled_beta(xi);
+  const int64_t bw = eng.beta_width();
+  int64_t maxe = 0;
+  for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
+  if (I.coupled) maxe = std::max(maxe, I.bin_ptr[nbins_]);
+  Scratch sc;
+  sc.resize(std::max<int64_t>(maxe, 1), 1, 4, 0);
+  std::vector<double> kappa(std::max<int64_t>(maxe, 1)), beta(std::max<int64_t>(bw, 1));
+  // rows of the coupled fit: ν = Mix ν⁰ over the observed bins
+  MatrixXd J0;  // Σ_e 𝒥_e per observed bin (coupled, profiled)
+  auto add_row = [&](int64_t e, double w, double* row) {
+    const int p = I.entry_proc[e];
+    const int64_t i = e - I.bin_ptr[0];
+    (void)i;
+    if (M > 0)
+      for (int64_t k = 0; k < M; ++k) row[k] += w * eng.pt.jr(p, k);
+  };
+  for (int64_t b = first; b < last; ++b) {
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    eng.yields(b, sc, 0);
+    double A = 0.0;
+    for (int64_t e = e0; e < e1; ++e)
+      if (eng.active(e)) A += sc.N[e - e0];
+    const bool observed = b < nbins_;
+    if (through_beta && observed && !I.coupled) {
+      if (!bb_full_) {
+        using HD = HyperDual<2>;
+        double Z = 0.0;
+        for (int64_t e = e0; e < e1; ++e)
+          if (!eng.active(e)) Z += sc.N[e - e0];
+        HD hb, hnu;
+        cpu::lite_bin_objective(HD::variable(A, 0), HD::variable(Z, 1), eng.observation(b), likelihood_, bb_,
+                                eng.lite_entry(b), legacy_sumw_, false, &hb, &hnu);
+        for (int64_t e = e0; e < e1; ++e) kappa[e - e0] = eng.active(e) ? hnu.g[0] : hnu.g[1];
+      } else if (bb_ == BBKind::normal_additive) {
+        using HD = HyperDual<1>;
+        double nu0 = 0.0, V = 0.0, W0 = 0.0;
+        for (int64_t e = e0; e < e1; ++e) nu0 += sc.N[e - e0];
+        for (int64_t p = 0; p < nproc_; ++p) {
+          V += sigma2_[b * nproc_ + p];
+          W0 += sqrt_sigma2_[b * nproc_ + p] * beta0_[b * nproc_ + p];
+        }
+        HD rho, hnu;
+        cpu::full_additive_bin_objective(HD::variable(nu0, 0), V, W0, eng.observation(b), likelihood_, false, &rho,
+                                         &hnu);
+        for (int64_t e = e0; e < e1; ++e) kappa[e - e0] = hnu.g[0];
+      } else if (bb_ == BBKind::normal_multiplicative) {
+        using HD = HyperDual<4>;
+        double S_ = 0.0, Tu = 0.0, Tm = 0.0, Mm = 0.0;
+        for (int64_t e = e0; e < e1; ++e) {
+          const int64_t f = I.entry_flat[e];
+          const double N = sc.N[e - e0];
+          if (bbmask_[f]) {
+            Tm += beta0_[f] * N;
+            Mm += N;
+          } else {
+            S_ += N * N / kstat_[f];
+            Tu += beta0_[f] * N;
+          }
+        }
+        HD rho, hnu;
+        cpu::full_multiplicative_bin_objective(HD::variable(S_, 0), HD::variable(Tu, 1), HD::variable(Tm, 2),
+                                               HD::variable(Mm, 3), eng.observation(b), likelihood_, &rho, &hnu);
+        for (int64_t e = e0; e < e1; ++e) {
+          const int64_t f = I.entry_flat[e];
+          const double N = sc.N[e - e0];
+          kappa[e - e0] = bbmask_[f] ? beta0_[f] * hnu.g[2] + hnu.g[3]
+                                     : 2.0 * N / kstat_[f] * hnu.g[0] + beta0_[f] * hnu.g[1];
+        }
+      } else {  // gamma full: dν/dN_p = w_p / (1 + q t)
+        sc.ncol = 1;
+        eng.full_gamma_profile(b, sc, 0, 0, true, true, nullptr);
+        for (int64_t e = e0; e < e1; ++e) kappa[e - e0] = sc.U[e - e0] * sc.aux[0];
+        sc.ncol = 4;
+      }
+    } else if (through_beta && observed && I.coupled) {
+      for (int64_t e = e0; e < e1; ++e) kappa[e - e0] = 1.0;  // mixed below
+    } else {
+      // β fixed (stored, β⁰ for masked channels in profiled mode, or none)
+      const bool use_beta = has_bb() && mode != BetaMode::none;
+      if (use_beta) {
+        const VectorXd& src = (mode == BetaMode::stored) ? beta_stored_ : beta0_;
+        for (int64_t j = 0; j < bw; ++j) beta[j] = src[b * bw + j];
+      }
+      for (int64_t e = e0; e < e1; ++e) {
+        const int p = I.entry_proc[e];
+        const int64_t f = I.entry_flat[e];
+        double kv = 1.0;
+        if (use_beta) {
+          if (bb_ == BBKind::normal_additive) {
+            if (!bb_full_ && !legacy_sumw_ && A <= 0.0 && eng.active(e)) kv += sqrt_sigma2_[b] * beta[0];
+          } else if (bb_full_) {
+            if (!bbmask_[f]) kv = beta[p];
+          } else if (!bbmask_[b] && eng.active(e)) {
+            kv = beta[0];
+          }
+        }
+        kappa[e - e0] = kv;
+      }
+    }
+    double* row = J.row(b - first).data();
+    (void)row;
+    VectorXd r = VectorXd::Zero(n);
+    for (int64_t e = e0; e < e1; ++e) {
+      const double w = kappa[e - e0];
+      if (w == 0.0) continue;
+      add_row(e, w * sc.a[e - e0], r.data());
+      I.row_E_axpy(e, w * sc.c[e - e0], eng.pt.hp.data(), r.data() + M);
+    }
+    J.row(b - first) = r.transpose();
+  }
+  if (through_beta && I.coupled && first < nbins_) {
+    // ν = ν⁰ + s∘β̂(ν⁰) (lite) or ν⁰ + W0 − V∘C⁻¹(T(ν⁰) + ν⁰ − n) (full): dν/dν⁰ mixes observed bins
+    const int64_t B = nbins_;
+    const MatrixXd Id = MatrixXd::Identity(B, B);
+    MatrixXd mix;
+    if (bb_ == BBKind::normal_additive && !bb_full_) {
+      const VectorXd sv = sqrt_sigma2_.head(B);
+      mix = Id - sv.asDiagonal() * I.additive_lu.solve(MatrixXd(sv.asDiagonal() * I.cov_inv));
+    } else if (bb_ == BBKind::normal_additive) {
+      const MatrixXd dT = -I.additive_lu.solve(MatrixXd(I.additive_V.asDiagonal() * I.cov_inv));
+      mix = Id - I.additive_V.asDiagonal() * I.cov_inv * (dT + Id);
+    } else {
+      mix = Id;
+    }
+    // all observed rows at fixed β are needed for the mixing
+    MatrixXd J0all = yield_jacobian(xi, 0, B, BetaMode::none);
+    const MatrixXd Jobs = mix * J0all;
+    for (int64_t b = first; b < std::min(last, B); ++b) J.row(b - first) = Jobs.row(b);
+  }
+  return J;
+}
+
+MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode) {
+  if (first < 0 || last < first || last > nbinsfull_)
+    throw Error(fmt::format("process_yield_jacobian: bin range [{}, {}) outside the {} bins", first, last,
+                            nbinsfull_));
+  cpu_detail::Engine eng(*this, *impl_);
+  eng.prepare_point(xi, nullptr);
+  Impl& I = *impl_;
+  const int64_t nb = last - first, M = nparams_, n = nx_, P = nproc_;
+  MatrixXd J = MatrixXd::Zero(nb * P, n);
+  const int64_t bw = eng.beta_width();
+  VectorXd coupled_beta;
+  if (mode == BetaMode::profiled && has_bb() && I.coupled && first < nbins_) coupled_beta = profiled_beta(xi);
+  int64_t maxe = 0;
+  for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
+  Scratch sc;
+  sc.resize(std::max<int64_t>(maxe, 1), 1, 1, 0);
+  std::vector<double> beta(std::max<int64_t>(bw, 1));
+  for (int64_t b = first; b < last; ++b) {
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    eng.yields(b, sc, 0);
+    const bool use_beta = has_bb() && mode != BetaMode::none;
+    if (use_beta) {
+      if (mode == BetaMode::stored || b >= nbins_) {
+        const VectorXd& src = mode == BetaMode::stored ? beta_stored_ : beta0_;
+        for (int64_t j = 0; j < bw; ++j) beta[j] = src[b * bw + j];
+      } else if (I.coupled) {
+        for (int64_t j = 0; j < bw; ++j) beta[j] = coupled_beta[b * bw + j];
+      } else {
+        eng.profile_bin(b, sc, 0, 0, false, true, beta.data());
+      }
+    }
+    double A = 0.0;
+    VectorXd JA = VectorXd::Zero(n);
+    for (int64_t e = e0; e < e1; ++e) {
+      if (!eng.active(e)) continue;
+      A += sc.N[e - e0];
+      const int p = I.entry_proc[e];
+      if (M > 0) JA.head(M) += sc.a[e - e0] * eng.pt.jr.row(p).transpose();
+      I.row_E_axpy(e, sc.c[e - e0], eng.pt.hp.data(), JA.data() + M);
+    }
+    const double Asafe = A > 0.0 ? A : 1.0;
+    for (int64_t e = e0; e < e1; ++e) {
+      const int p = I.entry_proc[e];
+      const int64_t f = I.entry_flat[e];
+      double kv = 1.0;
+      double extra = 0.0;  // coefficient of J_A (normal-additive lite)
+      if (use_beta) {
+        if (bb_ == BBKind::normal_additive) {
+          if (!bb_full_ && eng.active(e)) {
+            const double sb = sqrt_sigma2_[b] * beta[0];
+            kv += sb / Asafe;
+            if (A > 0.0) extra = -sb * sc.N[e - e0] / (Asafe * Asafe);
+          }
+        } else if (bb_full_) {
+          if (!bbmask_[f]) kv = beta[p];
+        } else if (!bbmask_[b] && eng.active(e)) {
+          kv = beta[0];
+        }
+      }
+      VectorXd r = VectorXd::Zero(n);
+      if (M > 0) r.head(M) = (kv * sc.a[e - e0]) * eng.pt.jr.row(p).transpose();
+      I.row_E_axpy(e, kv * sc.c[e - e0], eng.pt.hp.data(), r.data() + M);
+      if (extra != 0.0) r += extra * JA;
+      J.row((b - first) * P + p) = r.transpose();
+    }
+  }
+  return J;
+}
+
+double CpuShardEvaluator::full_nll_constant() const {
+  constexpr double half_log_2pi = 0.9189385332046727;
+  double c = 0.0;
+  if (likelihood_ == DataLikelihood::poisson) {
+    for (int64_t b = begin_; b < end_; ++b) {
+      const double n = nobs_[b];
+      c += std::lgamma(n + 1.0) - n * lognobs_[b] + n;
+    }
+  }
+  if (!has_bb()) return c;
+  const int64_t w = bb_full_ ? nproc_ : 1;
+  // the shard's observed entries, plus the masked channels on the last shard
+  const int64_t lo = begin_ * w, hi = (end_ == nbins_ ? nbinsfull_ : end_) * w;
+  for (int64_t i = lo; i < hi; ++i) {
+    const double k = kstat_[i], b0 = beta0_[i];
+    switch (bb_) {
+      case BBKind::gamma:
+        // Poisson(kβ⁰ | kβ) with lgamma(kβ⁰ + 1); BB-masked entries are not part of the likelihood
+        if (!bbmask_[i] && b0 > 0.0) c += -k * b0 * std::log(k) - k * b0 * log_beta0_[i] + k * b0 + std::lgamma(k * b0 + 1.0);
+        break;
+      case BBKind::normal_multiplicative:
+        if (!bbmask_[i]) c += half_log_2pi - 0.5 * std::log(k);
+        break;
+      case BBKind::normal_additive:
+        c += half_log_2pi;
+        break;
+      case BBKind::none:
+        break;
+    }
+  }
+  return c;
+}
+
+double CpuShardEvaluator::full_value(const VectorXd& xi) { return value(xi) + full_nll_constant(); }
+
+std::unique_ptr<ShardEvaluator> make_cpu_shard(std::shared_ptr<const Model> model, int64_t bin_begin, int64_t bin_end,
+                                               int threads) {
+  return std::make_unique<CpuShardEvaluator>(std::move(model), bin_begin, bin_end, threads);
+}
+
+}  // namespace rabbit

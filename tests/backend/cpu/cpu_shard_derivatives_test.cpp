@@ -1,0 +1,247 @@
+// Gradient, HVP and Hessian of the CPU shard against finite differences in many configurations
+// (likelihood.md Appendix B), plus dense/sparse and thread-count agreement.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "rabbit/backend/cpu/cpu_shard.hpp"
+#include "rabbit/core/error.hpp"
+#include "shard_test_helpers.hpp"
+
+namespace rabbit::testing {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+std::string describe(const ShardConfig& c) {
+  const char* lik[] = {"poisson", "chisq", "covariance"};
+  const char* type[] = {"auto", "gamma", "nadd", "nmult"};
+  return fmt::format("{}_{}_{}_{}_{}_{}_{}{}{}", c.sparse ? "sparse" : "dense", c.symmetric ? "sym" : "asym",
+                     c.lognormal ? "lognormal" : "normal", lik[static_cast<int>(c.likelihood)],
+                     c.bb ? type[static_cast<int>(c.bb_type)] : "noBB", c.bb_mode == BBMode::full ? "full" : "lite",
+                     c.zero_variance_process ? "zv" : "nozv", c.mixture ? "_mixture" : "", c.square_poi ? "_sq" : "");
+}
+
+VectorXd point_for(const Model& m, const ShardConfig& c) {
+  VectorXd xi = test_point(m);
+  if (c.mixture) xi[0] = 0.6;
+  return xi;
+}
+
+double rel_err(double a, double b, double scale) { return std::abs(a - b) / std::max({std::abs(b), scale, 1e-3}); }
+
+void check_derivatives(const ShardConfig& c) {
+  SCOPED_TRACE(describe(c));
+  auto in = make_test_input(c);
+  auto model = make_test_model(in, c);
+  auto shard = make_cpu_shard(model, 0, in->nbins, 2);
+  const VectorXd xi = point_for(*model, c);
+  const int64_t n = xi.size();
+
+  VectorXd g;
+  const double f = shard->value_grad(xi, g);
+  ASSERT_TRUE(std::isfinite(f));
+  EXPECT_NEAR(shard->value(xi), f, 1e-12 * std::abs(f));
+  ASSERT_EQ(g.size(), n);
+
+  // gradient vs central differences of the value
+  const double gscale = g.cwiseAbs().maxCoeff();
+  for (int64_t i = 0; i < n; ++i) {
+    const double h = 1e-5 * std::max(1.0, std::abs(xi[i]));
+    VectorXd xp = xi, xm = xi;
+    xp[i] += h;
+    xm[i] -= h;
+    const double fd = (shard->value(xp) - shard->value(xm)) / (2 * h);
+    EXPECT_LT(rel_err(g[i], fd, 1e-3 * gscale), 2e-6) << "grad " << i << " analytic " << g[i] << " fd " << fd;
+  }
+
+  // Hessian: symmetric, equal to HVP columns, equal to differences of the gradient
+  VectorXd gh;
+  MatrixXd H;
+  const double fh = shard->value_grad_hess(xi, gh, H, true);
+  EXPECT_NEAR(fh, f, 1e-12 * std::abs(f));
+  EXPECT_LT((gh - g).cwiseAbs().maxCoeff(), 1e-12 * std::max(1.0, gscale));
+  ASSERT_EQ(H.rows(), n);
+  const double hscale = H.cwiseAbs().maxCoeff();
+  EXPECT_LT((H - H.transpose()).cwiseAbs().maxCoeff(), 1e-12 * hscale);
+  VectorXd gv;
+  MatrixXd HV;
+  shard->value_grad_hvp(xi, MatrixXd::Identity(n, n), gv, HV);
+  EXPECT_LT((HV - H).cwiseAbs().maxCoeff(), 1e-11 * hscale);
+  MatrixXd Vr = MatrixXd::Random(n, 3);
+  shard->value_grad_hvp(xi, Vr, gv, HV);
+  EXPECT_LT((HV - H * Vr).cwiseAbs().maxCoeff(), 1e-11 * hscale * 3);
+  for (int64_t i = 0; i < n; ++i) {
+    const double h = 1e-5 * std::max(1.0, std::abs(xi[i]));
+    VectorXd xp = xi, xm = xi, gp, gm;
+    xp[i] += h;
+    xm[i] -= h;
+    shard->value_grad(xp, gp);
+    shard->value_grad(xm, gm);
+    const VectorXd fd = (gp - gm) / (2 * h);
+    for (int64_t j = 0; j < n; ++j)
+      EXPECT_LT(rel_err(H(j, i), fd[j], 1e-3 * hscale), 2e-6) << "hess " << j << "," << i << " analytic " << H(j, i)
+                                                              << " fd " << fd[j];
+  }
+
+  // profile = false: β held at β̂ — the Hessian of the NLL with β fixed. Check symmetric and that its
+  // gradient equals the profiled one (envelope) in regular configurations.
+  VectorXd g0;
+  MatrixXd H0;
+  shard->value_grad_hess(xi, g0, H0, false);
+  EXPECT_LT((H0 - H0.transpose()).cwiseAbs().maxCoeff(), 1e-12 * std::max(1.0, H0.cwiseAbs().maxCoeff()));
+
+  // thread count does not change results beyond rounding; same thread count is bit-reproducible
+  auto shard1 = make_cpu_shard(model, 0, in->nbins, 1);
+  VectorXd g1;
+  const double f1 = shard1->value_grad(xi, g1);
+  EXPECT_NEAR(f1, f, 1e-12 * std::abs(f));
+  EXPECT_LT((g1 - g).cwiseAbs().maxCoeff(), 1e-12 * std::max(1.0, gscale));
+  VectorXd g2;
+  EXPECT_EQ(shard->value_grad(xi, g2), f);
+  EXPECT_EQ(g2, g);
+}
+
+std::vector<ShardConfig> all_configs() {
+  std::vector<ShardConfig> out;
+  // no BB × {asym, sym} × {log_normal, normal} × {Poisson, χ², covariance}
+  for (bool sym : {false, true})
+    for (bool ln : {true, false})
+      for (auto lik : {DataLikelihood::poisson, DataLikelihood::chisq, DataLikelihood::covariance}) {
+        ShardConfig c;
+        c.symmetric = sym;
+        c.lognormal = ln;
+        c.likelihood = lik;
+        c.bb = false;
+        out.push_back(c);
+      }
+  // BB {lite, full} × {gamma, nmult, nadd} × {Poisson, χ²}, with and without zero-variance processes
+  for (auto mode : {BBMode::lite, BBMode::full})
+    for (auto type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive})
+      for (auto lik : {DataLikelihood::poisson, DataLikelihood::chisq})
+        for (bool zv : {true, false}) {
+          ShardConfig c;
+          c.bb_mode = mode;
+          c.bb_type = type;
+          c.likelihood = lik;
+          c.zero_variance_process = zv;
+          out.push_back(c);
+        }
+  // covariance with normal-additive
+  for (auto mode : {BBMode::lite, BBMode::full}) {
+    ShardConfig c;
+    c.likelihood = DataLikelihood::covariance;
+    c.bb_type = BBType::normal_additive;
+    c.bb_mode = mode;
+    c.zero_variance_process = false;
+    out.push_back(c);
+  }
+  // sparse, symmetric, normal type with BB; Mixture; non-linear param model; --minBBKstat
+  for (auto type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive})
+    for (auto mode : {BBMode::lite, BBMode::full}) {
+      ShardConfig c;
+      c.sparse = true;
+      c.bb_type = type;
+      c.bb_mode = mode;
+      out.push_back(c);
+      c.sparse = false;
+      c.lognormal = false;
+      out.push_back(c);
+      c.symmetric = true;
+      out.push_back(c);
+    }
+  {
+    ShardConfig c;
+    c.mixture = true;
+    out.push_back(c);
+    c.bb_mode = BBMode::full;
+    c.bb_type = BBType::normal_multiplicative;
+    out.push_back(c);
+  }
+  {
+    ShardConfig c;
+    c.square_poi = true;
+    out.push_back(c);
+    c.lognormal = false;
+    out.push_back(c);
+  }
+  {
+    ShardConfig c;
+    c.min_bb_kstat = 60.0;
+    out.push_back(c);
+    c.bb_mode = BBMode::full;
+    out.push_back(c);
+  }
+  return out;
+}
+
+class ShardDerivatives : public ::testing::TestWithParam<ShardConfig> {};
+
+TEST_P(ShardDerivatives, MatchFiniteDifferences) { check_derivatives(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(AllConfigurations, ShardDerivatives, ::testing::ValuesIn(all_configs()),
+                         [](const ::testing::TestParamInfo<ShardConfig>& info) {
+                           return fmt::format("{}_{}", info.index, describe(info.param));
+                         });
+
+TEST(CpuShard, DenseAndSparseAgree) {
+  for (auto mode : {BBMode::lite, BBMode::full})
+    for (auto type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive}) {
+      ShardConfig c;
+      c.sparse = true;
+      c.bb_mode = mode;
+      c.bb_type = type;
+      auto sp = make_test_input(c);
+      auto de = densify(*sp);
+      auto msp = make_test_model(sp, c);
+      auto mde = make_test_model(de, c);
+      auto ssp = make_cpu_shard(msp, 0, sp->nbins, 2);
+      auto sde = make_cpu_shard(mde, 0, de->nbins, 2);
+      const VectorXd xi = test_point(*msp);
+      VectorXd g1, g2;
+      MatrixXd H1, H2;
+      const double f1 = ssp->value_grad_hess(xi, g1, H1, true);
+      const double f2 = sde->value_grad_hess(xi, g2, H2, true);
+      EXPECT_NEAR(f1, f2, 1e-12 * std::abs(f2));
+      EXPECT_LT((g1 - g2).cwiseAbs().maxCoeff(), 1e-12 * std::max(1.0, g2.cwiseAbs().maxCoeff()));
+      EXPECT_LT((H1 - H2).cwiseAbs().maxCoeff(), 1e-12 * H2.cwiseAbs().maxCoeff());
+      EXPECT_LT((ssp->profiled_beta(xi) - sde->profiled_beta(xi)).cwiseAbs().maxCoeff(), 1e-12);
+    }
+}
+
+TEST(CpuShard, ShardsTileTheBins) {
+  ShardConfig c;
+  auto in = make_test_input(c);
+  auto model = make_test_model(in, c);
+  auto whole = make_cpu_shard(model, 0, in->nbins, 1);
+  auto a = make_cpu_shard(model, 0, 2, 1);
+  auto b = make_cpu_shard(model, 2, in->nbins, 1);
+  const VectorXd xi = test_point(*model);
+  VectorXd gw, ga, gb;
+  const double fw = whole->value_grad(xi, gw);
+  const double fa = a->value_grad(xi, ga);
+  const double fb = b->value_grad(xi, gb);
+  EXPECT_NEAR(fa + fb, fw, 1e-12 * std::abs(fw));
+  EXPECT_LT((ga + gb - gw).cwiseAbs().maxCoeff(), 1e-12 * gw.cwiseAbs().maxCoeff());
+  VectorXd beta(in->nbins);
+  beta << a->profiled_beta(xi), b->profiled_beta(xi);
+  EXPECT_LT((beta - whole->profiled_beta(xi)).cwiseAbs().maxCoeff(), 1e-15);
+}
+
+TEST(CpuShard, CovarianceFitCannotBeSharded) {
+  ShardConfig c;
+  c.likelihood = DataLikelihood::covariance;
+  c.bb = false;
+  auto in = make_test_input(c);
+  auto model = make_test_model(in, c);
+  try {
+    make_cpu_shard(model, 0, 3, 1);
+    FAIL() << "expected OptionError";
+  } catch (const OptionError& e) {
+    EXPECT_STREQ(e.what(), "--covarianceFit cannot be sharded; run with one device");
+  }
+}
+
+}  // namespace
+}  // namespace rabbit::testing
