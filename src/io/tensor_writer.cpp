@@ -82,6 +82,7 @@ AxisInfo str_category(std::vector<std::string> categories, std::string name, boo
   AxisInfo a = make("category_str", static_cast<int64_t>(categories.size()), std::move(name),
                     std::move(label), false, overflow);
   a.categories_str = std::move(categories);
+  for (int64_t i = 0; i <= a.size; ++i) a.edges.push_back(static_cast<double>(i));  // by convention
   a.core_class = pickle::core_class_for(a);
   return a;
 }
@@ -92,6 +93,7 @@ AxisInfo int_category(std::vector<int64_t> categories, std::string name, bool ov
   AxisInfo a = make("category_int", static_cast<int64_t>(categories.size()), std::move(name),
                     std::move(label), false, overflow);
   a.categories_int = std::move(categories);
+  for (int64_t i = 0; i <= a.size; ++i) a.edges.push_back(static_cast<double>(i));  // by convention
   a.core_class = pickle::core_class_for(a);
   return a;
 }
