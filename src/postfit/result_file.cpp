@@ -481,6 +481,12 @@ Hist ResultReader::hist(const std::string& path) const {
       labels = read_strings(ds);
     }
     h.axis_labels.push_back(labels);
+    std::vector<double> values;
+    if (read_str_attr(a, "axis_type") == "floatcategory" && H5Lexists(a, "values", H5P_DEFAULT) > 0) {
+      h5::Handle ds(H5Dopen2(a, "values", H5P_DEFAULT));
+      values = read_doubles(ds, nullptr);
+    }
+    h.axis_values.push_back(values);
   }
   {
     h5::Handle ds(H5Dopen2(g, "values", H5P_DEFAULT));

@@ -81,6 +81,7 @@ class ResultWriter {
 // ---- reading (reports, tests) ----
 struct Hist {
   std::vector<std::vector<std::string>> axis_labels;  // per axis: category labels ("" if not a category)
+  std::vector<std::vector<double>> axis_values;       // per axis: float-category values (else empty)
   std::vector<std::string> axis_names;
   std::vector<int64_t> shape;
   std::vector<double> values;

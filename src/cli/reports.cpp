@@ -1,0 +1,258 @@
+#include "rabbit/cli/reports.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <iostream>
+#include <numeric>
+#include <optional>
+#include <regex>
+#include <vector>
+
+#include "rabbit/core/error.hpp"
+#include "rabbit/core/logging.hpp"
+#include "rabbit/postfit/result_file.hpp"
+
+namespace rabbit::cli {
+
+std::string python_repr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  std::string s(buf, res.ptr);  // e.g. "-1.2345e-05", shortest round-trip digits
+  bool neg = s[0] == '-';
+  if (neg) s = s.substr(1);
+  auto epos = s.find('e');
+  std::string mant = s.substr(0, epos);
+  int exp = std::stoi(s.substr(epos + 1));
+  std::string digits;
+  for (char c : mant)
+    if (c != '.') digits += c;
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  std::string out;
+  if (exp >= -4 && exp < 16) {
+    // Python's repr: fixed notation for decimal exponents -4..15, at least one digit after the point.
+    if (exp >= 0) {
+      std::string ip = digits.substr(0, std::min<size_t>(digits.size(), exp + 1));
+      while (static_cast<int>(ip.size()) < exp + 1) ip += '0';
+      std::string fp = static_cast<int>(digits.size()) > exp + 1 ? digits.substr(exp + 1) : "0";
+      out = ip + "." + fp;
+    } else {
+      out = "0." + std::string(-exp - 1, '0') + digits;
+    }
+    return (neg ? "-" : "") + out;
+  }
+  out = digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  out += fmt::format("e{}{:02d}", exp < 0 ? '-' : '+', std::abs(exp));
+  return (neg ? "-" : "") + out;
+}
+
+std::string python_round_str(double v, int ndigits) {
+  if (!std::isfinite(v)) return python_repr(v);
+  // printf rounds the exact binary value correctly (ties to even), as Python's round does.
+  std::string fixed = fmt::format("{:.{}f}", v, ndigits);
+  double r = std::strtod(fixed.c_str(), nullptr);
+  if (r == 0.0 && std::signbit(v)) r = -0.0;
+  return python_repr(r);
+}
+
+namespace {
+
+std::string ljust(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+std::string rjust(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+
+template <class F>
+int guarded(const char* prog, F&& body) {
+  try {
+    return body();
+  } catch (const CLI::CallForHelp&) {
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << prog << ": error: " << e.what() << std::endl;
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << prog << ": error: " << e.what() << std::endl;
+    return 1;
+  }
+}
+
+void parse_or_throw(CLI::App& app, int argc, const char* const* argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    throw;
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    throw OptionError(msg);
+  }
+}
+
+}  // namespace
+
+int print_pulls_main(int argc, const char* const* argv) {
+  return guarded("rabbit_print_pulls_and_constraints", [&] {
+    CLI::App app("Print the pulls and constraints of a rabbit-cpp result file", "rabbit_print_pulls_and_constraints");
+    std::string infile, sort_key, keep, exclude;
+    std::optional<std::string> result;
+    bool reverse = false, asym = false, no_prefit = false, no_color = false;
+    int verbose = 3;
+    app.add_option("infile", infile, "result file")->required();
+    app.add_option("--result", result, "result group key (results_KEY)");
+    app.add_option("-s,--sort", sort_key, "sort by this column")
+        ->check(CLI::IsMember({"label", "pull", "constraint", "pull prefit", "constraint prefit", "abs pull",
+                               "abs pull prefit"}));
+    app.add_flag("--reverse-sort", reverse, "reverse the order");
+    app.add_flag("--asym", asym, "add the asymmetric constraints of the contour scan (level 1)");
+    app.add_option("--keepNuisances", keep, "keep labels matching this regex anywhere");
+    app.add_option("--excludeNuisances", exclude, "drop labels matching this regex anywhere");
+    app.add_flag("--noPrefit", no_prefit, "omit the prefit columns");
+    app.add_option("-v,--verbose", verbose, "log level 0..4");
+    app.add_flag("--noColorLogger", no_color, "no colours");
+    parse_or_throw(app, argc, argv);
+    set_verbosity(verbose);
+
+    result::ResultReader f(infile);
+    const std::string g = f.pick_result(result);
+    auto parms = f.hist(g + "/parms");
+    auto prefit = f.hist(g + "/parms_prefit");
+    const auto& labels = parms.axis_labels.at(0);
+    const size_t n = labels.size();
+    std::vector<double> a0(n, NAN), a1(n, NAN);
+    if (asym) {
+      if (!f.exists(g + "/contour_scan"))
+        throw InputError(infile + ": --asym needs contour_scan (run rabbit_fit with --contourScan)");
+      auto c = f.hist(g + "/contour_scan");
+      const auto& scanned = c.axis_labels[0];
+      const auto& levels = c.axis_values[1];
+      auto lit = std::find(levels.begin(), levels.end(), 1.0);
+      if (lit == levels.end()) throw InputError(infile + ": --asym needs the contour scan at level 1.0");
+      const int64_t il = lit - levels.begin();
+      const int64_t nl = c.shape[1], np = c.shape[3];
+      for (size_t i = 0; i < n; ++i) {
+        auto it = std::find(scanned.begin(), scanned.end(), labels[i]);
+        if (it == scanned.end())
+          throw InputError(fmt::format("{}: --asym needs the contour scan of every parameter; {} missing", infile, labels[i]));
+        int64_t ip = it - scanned.begin();
+        a0[i] = c.values[((ip * nl + il) * 2 + 0) * np + static_cast<int64_t>(i)];
+        a1[i] = c.values[((ip * nl + il) * 2 + 1) * np + static_cast<int64_t>(i)];
+      }
+    }
+    std::vector<size_t> order;
+    std::regex keep_re(keep.empty() ? ".*" : keep), excl_re(exclude.empty() ? "$^" : exclude);
+    for (size_t i = 0; i < n; ++i) {
+      if (!keep.empty() && !std::regex_search(labels[i], keep_re)) continue;
+      if (!exclude.empty() && std::regex_search(labels[i], excl_re)) continue;
+      order.push_back(i);
+    }
+    auto key = [&](size_t i) -> double {
+      const double pull = parms.values[i], con = std::sqrt(parms.variances[i]);
+      const double pp = prefit.values[i], cp = std::sqrt(prefit.variances[i]);
+      if (sort_key == "pull") return pull;
+      if (sort_key == "constraint") return con;
+      if (sort_key == "pull prefit") return pp;
+      if (sort_key == "constraint prefit") return cp;
+      if (sort_key == "abs pull") return std::abs(pull);
+      if (sort_key == "abs pull prefit") return std::abs(pp);
+      return 0.0;
+    };
+    if (sort_key == "label")
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return labels[a] < labels[b]; });
+    else if (!sort_key.empty())
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+    if (reverse) std::reverse(order.begin(), order.end());
+
+    std::string header = "   " + ljust("Parameter", 30) + " " + rjust("pull", 6) + " +/- " + rjust("constraint", 10);
+    if (asym) header += " + " + rjust("up", 10) + " - " + rjust("down", 10);
+    if (!no_prefit) header += " (" + rjust("pull prefit", 11) + " +/- " + rjust("constraint prefit", 17) + ")";
+    std::cout << header << "\n" << "   " << std::string(header.size() - 3, '-') << "\n";
+    for (size_t i : order) {
+      std::string row = "   " + ljust(labels[i], 30) + " " + rjust(python_round_str(parms.values[i]), 6) + " +/- " +
+                        rjust(python_round_str(std::sqrt(parms.variances[i])), 10);
+      if (asym) row += " + " + rjust(python_round_str(a1[i]), 10) + " - " + rjust(python_round_str(a0[i]), 10);
+      if (!no_prefit)
+        row += " (" + rjust(python_round_str(prefit.values[i]), 11) + " +/- " +
+               rjust(python_round_str(std::sqrt(prefit.variances[i])), 17) + ")";
+      std::cout << row << "\n";
+    }
+    return 0;
+  });
+}
+
+int print_impacts_main(int argc, const char* const* argv) {
+  return guarded("rabbit_print_impacts", [&] {
+    CLI::App app("Print the impacts of a rabbit-cpp result file", "rabbit_print_impacts");
+    std::string infile, impact_type = "traditional";
+    std::optional<std::string> result, nuisance;
+    std::vector<std::string> mapping;
+    bool asym = false, relative = false, ungroup = false, sort = false, no_color = false;
+    double scale = 1.0;
+    int verbose = 3;
+    app.add_option("infile", infile, "result file")->required();
+    app.add_option("--result", result, "result group key (results_KEY)");
+    app.add_option("--impactType", impact_type, "kind of impacts")
+        ->check(CLI::IsMember({"traditional", "global", "gaussian_global", "nonprofiled"}));
+    app.add_flag("--asymImpacts", asym, "use the *_asym histograms");
+    app.add_option("-m,--mapping", mapping, "impacts on the bins of a mapping (global kinds)")->expected(1, -1);
+    app.add_flag("--relative", relative, "relative impacts (mapping mode)");
+    app.add_flag("-u,--ungroup", ungroup, "per-parameter impacts instead of grouped");
+    app.add_option("-n,--nuisance", nuisance, "print one entry only");
+    app.add_flag("-s,--sort", sort, "sort the entries");
+    app.add_option("--scale", scale, "multiply every impact by this factor");
+    app.add_option("-v,--verbose", verbose, "log level 0..4");
+    app.add_flag("--noColorLogger", no_color, "no colours");
+    parse_or_throw(app, argc, argv);
+    set_verbosity(verbose);
+
+    result::ResultReader f(infile);
+    const std::string g = f.pick_result(result);
+    std::string name = impact_type == "traditional" ? "impacts" : impact_type + "_impacts";
+    if (asym) name += "_asym";
+    if (!ungroup) name += "_grouped";
+    if (!mapping.empty()) {
+      if (impact_type != "global" && impact_type != "gaussian_global")
+        throw OptionError("--mapping works with --impactType global or gaussian_global only");
+      throw InputError(fmt::format("{}: impacts on histogram bins need hist_postfit_inclusive_{} (--computeHistImpacts), "
+                                   "which this release does not write",
+                                   infile, name.substr(0, name.size())));
+    }
+    if (relative) throw OptionError("--relative is only implemented for mappings");
+    if (!f.exists(g + "/" + name))
+      throw InputError(fmt::format("{}: {} has no histogram {} (run rabbit_fit with the matching impact option)", infile, g,
+                                   name));
+    auto h = f.hist(g + "/" + name);
+    auto parms = f.hist(g + "/parms");
+    const auto& rows = h.axis_labels.at(0);
+    const auto& cols = h.axis_labels.at(1);
+    const auto& pnames = parms.axis_labels.at(0);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const std::string& poi = rows[r];
+      auto pit = std::find(pnames.begin(), pnames.end(), poi);
+      const double total = pit == pnames.end() ? NAN : std::sqrt(parms.variances[pit - pnames.begin()]);
+      std::vector<std::pair<std::string, double>> entries;
+      for (size_t c = 0; c < cols.size(); ++c) entries.emplace_back(cols[c], h.values[r * cols.size() + c]);
+      if (impact_type != "nonprofiled") entries.emplace_back("Total", total);
+      if (nuisance) {
+        auto it = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == *nuisance; });
+        if (it == entries.end()) throw InputError(fmt::format("{}: no impact named {} in {}", infile, *nuisance, name));
+        std::cout << "Impact of nuisance " << *nuisance << " on " << poi << " is " << python_repr(it->second * scale)
+                  << " unit\n";
+        continue;
+      }
+      if (sort)
+        std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      std::cout << "Now at " << poi << "\n";
+      std::cout << "Impact of all systematics on " << poi << " (unit)\n";
+      for (const auto& [label, value] : entries) std::cout << "   " << label << ": " << python_round_str(value * scale) << "\n";
+    }
+    return 0;
+  });
+}
+
+}  // namespace rabbit::cli

@@ -1,0 +1,80 @@
+// The text reports (cli-and-output.md §5): Python's number format and the report layouts.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "rabbit/cli/reports.hpp"
+#include "support/test_paths.hpp"
+
+using rabbit::cli::python_repr;
+using rabbit::cli::python_round_str;
+
+namespace {
+std::string run(const std::string& cmd, int* code) {
+  std::string out;
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf;
+  while (pipe && fgets(buf.data(), buf.size(), pipe)) out += buf.data();
+  int status = pipe ? pclose(pipe) : -1;
+  *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+}  // namespace
+
+TEST(Reports, PythonNumberFormat) {
+  EXPECT_EQ(python_round_str(0.990431234), "0.99043");
+  EXPECT_EQ(python_round_str(-0.518259), "-0.51826");
+  EXPECT_EQ(python_round_str(0.89770001), "0.8977");
+  EXPECT_EQ(python_round_str(123456.123456), "123456.12346");
+  EXPECT_EQ(python_round_str(1.0), "1.0");
+  EXPECT_EQ(python_round_str(0.0), "0.0");
+  EXPECT_EQ(python_round_str(-0.000001), "-0.0");
+  EXPECT_EQ(python_round_str(0.00001), "1e-05");
+  EXPECT_EQ(python_round_str(0.000012), "1e-05");
+  EXPECT_EQ(python_round_str(0.0001), "0.0001");
+  EXPECT_EQ(python_round_str(NAN), "nan");
+  EXPECT_EQ(python_round_str(-INFINITY), "-inf");
+  EXPECT_EQ(python_repr(1.2e-05), "1.2e-05");
+  EXPECT_EQ(python_repr(1e16), "1e+16");
+  EXPECT_EQ(python_repr(1234567890123456.0), "1234567890123456.0");
+  EXPECT_EQ(python_repr(7.600559610564e-30), "7.600559610564e-30");
+  EXPECT_EQ(python_repr(0.1 + 0.2), "0.30000000000000004");
+}
+
+TEST(Reports, PullsAndImpactsOnAFit) {
+  auto dir = rabbit::test::scratch_dir("reports");
+  const auto bin = rabbit::test::binary_dir();
+  const std::string tensor = (rabbit::test::source_dir() / "examples" / "example_tensor.hdf5").string();
+  int code = 0;
+  run((bin / "rabbit_fit").string() + " " + tensor + " -t -1 --doImpacts --globalImpacts -o " + dir.string(), &code);
+  ASSERT_EQ(code, 0);
+  const std::string file = (dir / "fitresults.hdf5").string();
+  std::string pulls = run((bin / "rabbit_print_pulls_and_constraints").string() + " " + file, &code);
+  ASSERT_EQ(code, 0) << pulls;
+  // Header, 88 dashes, then one row per parameter; the Asimov POI sits at its default 1.0.
+  EXPECT_EQ(pulls.rfind("   Parameter                        pull +/- constraint (pull prefit +/- constraint prefit)\n"
+                        "   " + std::string(88, '-') + "\n",
+                        0),
+            0u)
+      << pulls;
+  EXPECT_NE(pulls.find("   sig" + std::string(27 + 1 + 3, ' ') + "1.0 +/-    0.01802 ("), std::string::npos) << pulls;
+  EXPECT_NE(pulls.find("(        1.0 +/-               0.0)"), std::string::npos);
+  std::string nopre = run((bin / "rabbit_print_pulls_and_constraints").string() + " --noPrefit " + file, &code);
+  EXPECT_NE(nopre.find("   " + std::string(52, '-') + "\n"), std::string::npos) << nopre;
+
+  std::string imp = run((bin / "rabbit_print_impacts").string() + " " + file, &code);
+  ASSERT_EQ(code, 0) << imp;
+  EXPECT_EQ(imp.rfind("Now at sig\nImpact of all systematics on sig (unit)\n", 0), 0u) << imp;
+  EXPECT_NE(imp.find("   stat: "), std::string::npos);
+  EXPECT_NE(imp.find("   Total: "), std::string::npos);
+  std::string glob = run((bin / "rabbit_print_impacts").string() + " --impactType global -u -n norm " + file, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(glob.find("Impact of nuisance norm on sig is "), std::string::npos) << glob;
+  std::string bad = run((bin / "rabbit_print_impacts").string() + " --impactType gaussian_global " + file, &code);
+  EXPECT_EQ(code, 3);
+  EXPECT_NE(bad.find("gaussian_global_impacts_grouped"), std::string::npos) << bad;
+}
