@@ -308,3 +308,102 @@ TEST(RabbitFit, InterruptedRunLeavesNoFile) {
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_TRUE(fs::is_empty(dir));
 }
+
+TEST(RabbitFit, RunControlOptions) {
+  auto dir = rabbit::test::scratch_dir("cli_run_control");
+  const std::string tensor = write_linear_tensor(dir);
+  const std::string base = tensor + " --chisqFit --allowNegativeParam --noBinByBinStat -o " + dir.string();
+
+  // --prefitOnly: prefit values only, no postfit entries.
+  auto r = run_fit(base + " -t 0 --prefitOnly -p prefit");
+  ASSERT_EQ(r.code, 0) << r.output;
+  {
+    ResultReader f((dir / "fitresults_prefit.hdf5").string());
+    EXPECT_TRUE(f.exists("results/parms_prefit"));
+    EXPECT_FALSE(f.exists("results/parms"));
+    EXPECT_FALSE(f.exists("results/nllvalreduced"));
+  }
+
+  // --expectSignal and --setConstraintMinimum move the defaults; Asimov stays at them.
+  r = run_fit(base + " -t -1 --expectSignal sig 2 --setConstraintMinimum shape 0.5 -p defaults");
+  ASSERT_EQ(r.code, 0) << r.output;
+  {
+    ResultReader f((dir / "fitresults_defaults.hdf5").string());
+    auto p = f.hist("results_asimov/parms");
+    EXPECT_EQ(p.values[0], 2.0);
+    EXPECT_EQ(p.values[2], 0.5);
+  }
+  r = run_fit(base + " -t -1 --setConstraintMinimum nope 0.5 -p bad");
+  EXPECT_EQ(r.code, 2);
+  // The error is one line, the last one (info lines of the reader may precede it).
+  auto last = r.output.rfind("rabbit_fit: error: ");
+  ASSERT_NE(last, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\n', last), r.output.size() - 1) << r.output;
+  EXPECT_NE(r.output.find("nope", last), std::string::npos);
+
+  // --freezeParameters: the frozen parameter stays at its start, keeps its prefit variance, and the
+  // others' covariance is the inverse of the floating block.
+  r = run_fit(base + " -t 0 --unblind --freezeParameters 'sha.*' --doImpacts -p frozen");
+  ASSERT_EQ(r.code, 0) << r.output;
+  ResultReader fz((dir / "fitresults_frozen.hdf5").string());
+  auto pz = fz.hist("results/parms");
+  EXPECT_EQ(pz.values[2], 0.0);
+  EXPECT_EQ(pz.variances[2], 1.0);
+  auto cz = fz.hist("results/cov");
+  EXPECT_EQ(cz.values[0 * 3 + 2], 0.0);
+  auto iz = fz.hist("results/impacts");
+  EXPECT_EQ(iz.values[2], 0.0);  // a frozen parameter has no traditional impact
+
+  // --noHessian: the POI variance from CG equals the dense covariance diagonal; others are NaN.
+  r = run_fit(base + " -t 0 --unblind -p dense");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_fit(base + " -t 0 --unblind --noHessian -p cg");
+  ASSERT_EQ(r.code, 0) << r.output;
+  ResultReader fd((dir / "fitresults_dense.hdf5").string()), fc((dir / "fitresults_cg.hdf5").string());
+  auto pd = fd.hist("results/parms"), pc = fc.hist("results/parms");
+  EXPECT_LT(rel_diff(pd.variances[0], pc.variances[0]), 1e-8);
+  EXPECT_TRUE(std::isnan(pc.variances[1]));
+  EXPECT_FALSE(fc.exists("results/cov"));
+  EXPECT_NEAR(pd.values[0], pc.values[0], 1e-8);
+
+  // Blinding: without --unblind the data fit of the POI is shifted by the hidden offset, and the
+  // fitted expectation (hence the NLL) is the same.
+  r = run_fit(base + " -t 0 -p blinded");
+  ASSERT_EQ(r.code, 0) << r.output;
+  ResultReader fb((dir / "fitresults_blinded.hdf5").string());
+  EXPECT_GT(std::abs(fb.hist("results/parms").values[0] - pd.values[0]), 1e-6);
+  EXPECT_NEAR(fb.scalar("results/nllvalreduced"), fd.scalar("results/nllvalreduced"), 1e-8);
+
+  // -v 4 logs every iteration with the loss, its change, the radius, |g| and the time.
+  r = run_fit(base + " -t 0 --unblind -v 4 -p verbose");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("Iteration 1: loss "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("radius="), std::string::npos);
+  EXPECT_NE(r.output.find("seconds total time"), std::string::npos);
+}
+
+TEST(RabbitFit, PseudoData) {
+  auto dir = rabbit::test::scratch_dir("cli_pseudodata");
+  rabbit::TensorWriter w;
+  w.add_channel("ch0", {rabbit::axis::regular(3, 0, 3, "x")});
+  w.add_data("ch0", {20, 30, 25});
+  w.add_pseudodata("original", "ch0", {22, 28, 26});
+  w.add_pseudodata("other", "ch0", {18, 33, 24});
+  w.add_process("ch0", "sig", {5, 10, 5}, true);
+  w.add_process("ch0", "bkg", {15, 20, 20});
+  w.add_norm_systematic("bkg_norm", {"bkg"}, "ch0", {1.1});
+  const std::string path = (dir / "pd.hdf5").string();
+  w.write(path);
+  auto r = run_fit(path + " -t 0 --unblind --pseudoData other -o " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  ResultReader f((dir / "fitresults.hdf5").string());
+  EXPECT_EQ(f.result_groups(), std::vector<std::string>({"results_other"}));
+  r = run_fit(path + " -t 0 --unblind --pseudoData -o " + dir.string() + " -p all");
+  ASSERT_EQ(r.code, 0) << r.output;
+  ResultReader fa((dir / "fitresults_all.hdf5").string());
+  EXPECT_EQ(fa.result_groups(), std::vector<std::string>({"results_original", "results_other"}));
+  EXPECT_NEAR(fa.hist("results_other/parms").values[0], f.hist("results_other/parms").values[0], 1e-10);
+  r = run_fit(path + " -t 0 --pseudoData nope -o " + dir.string() + " -p nope");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("nope"), std::string::npos);
+}
