@@ -1,7 +1,6 @@
 // TensorWriter: see tensor_writer.hpp, docs/tensor-writer.md, input-format.md §1–§5.
 #include "rabbit/io/tensor_writer.hpp"
 
-#include <blosc2.h>
 #include <hdf5.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <Eigen/LU>
 
 #include "rabbit/core/error.hpp"
+#include "rabbit/io/blosc_filters.hpp"
 #include "rabbit/io/hdf5_handle.hpp"
 #include "rabbit/io/pickle_writer.hpp"
 
@@ -169,79 +169,15 @@ namespace {
 constexpr H5Z_filter_t kBlosc2FilterId = 32026;
 constexpr double kLogkEpsilon = -6.907755278982137;  // log(1e-3), rabbit's cutoff for sign flips
 
-// Blosc2 HDF5 filter (PyTables hdf5-blosc2 payload: one chunk in a contiguous super-chunk frame,
-// input-format.md §1.4.2). cd_values: [revision, blocksize, typesize, chunk bytes, clevel,
-// filter, codec].
-size_t blosc2_filter(unsigned flags, size_t cd_nelmts, const unsigned cd_values[], size_t nbytes,
-                     size_t* buf_size, void** buf) {
-  blosc2_init();
-  const int typesize = cd_nelmts > 2 && cd_values[2] > 0 ? static_cast<int>(cd_values[2]) : 1;
-  if (flags & H5Z_FLAG_REVERSE) {
-    blosc2_schunk* schunk = blosc2_schunk_from_buffer(static_cast<uint8_t*>(*buf),
-                                                      static_cast<int64_t>(nbytes), true);
-    if (schunk == nullptr) return 0;
-    const int64_t out_size = schunk->nbytes;
-    void* out = H5allocate_memory(static_cast<size_t>(out_size), false);
-    const int rc = out ? blosc2_schunk_decompress_chunk(schunk, 0, out, static_cast<int32_t>(out_size)) : -1;
-    blosc2_schunk_free(schunk);
-    if (rc < 0 || rc != out_size) {
-      if (out) H5free_memory(out);
-      return 0;
-    }
-    H5free_memory(*buf);
-    *buf = out;
-    *buf_size = static_cast<size_t>(out_size);
-    return static_cast<size_t>(out_size);
-  }
-  blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
-  cparams.typesize = typesize;
-  cparams.compcode = BLOSC_LZ4;
-  cparams.clevel = cd_nelmts > 4 ? static_cast<uint8_t>(cd_values[4]) : 5;
-  for (auto& f : cparams.filters) f = BLOSC_NOFILTER;
-  cparams.filters[BLOSC2_MAX_FILTERS - 1] = BLOSC_SHUFFLE;
-  cparams.nthreads = 1;
-  blosc2_dparams dparams = BLOSC2_DPARAMS_DEFAULTS;
-  dparams.nthreads = 1;
-  blosc2_storage storage = BLOSC2_STORAGE_DEFAULTS;
-  storage.contiguous = true;
-  storage.cparams = &cparams;
-  storage.dparams = &dparams;
-  blosc2_schunk* schunk = blosc2_schunk_new(&storage);
-  if (schunk == nullptr) return 0;
-  if (blosc2_schunk_append_buffer(schunk, *buf, static_cast<int32_t>(nbytes)) < 0) {
-    blosc2_schunk_free(schunk);
-    return 0;
-  }
-  uint8_t* frame = nullptr;
-  bool needs_free = false;
-  const int64_t frame_len = blosc2_schunk_to_buffer(schunk, &frame, &needs_free);
-  size_t result = 0;
-  if (frame_len > 0) {
-    void* out = H5allocate_memory(static_cast<size_t>(frame_len), false);
-    if (out) {
-      std::memcpy(out, frame, static_cast<size_t>(frame_len));
-      H5free_memory(*buf);
-      *buf = out;
-      *buf_size = static_cast<size_t>(frame_len);
-      result = static_cast<size_t>(frame_len);
-    }
-  }
-  if (needs_free) free(frame);
-  blosc2_schunk_free(schunk);
-  return result;
-}
-
-void register_blosc2_filter() {
-  static const H5Z_class2_t filter_class = {
-      H5Z_CLASS_T_VERS, kBlosc2FilterId, 1, 1, "blosc2", nullptr, nullptr, blosc2_filter};
-  // Keep an already registered filter (the reader's, or a plugin) when it can encode; replace a
-  // decode-only one. Ours decodes too, so readers in this process keep working.
+// Blosc2 (32026) writing goes through the io module's filter registration (blosc_filters.hpp:
+// C-Blosc2, PyTables' hdf5-blosc2 payload) or an encode-capable plugin that took precedence.
+void require_blosc2_encoder(const std::string& filename) {
+  io::ensure_blosc_filters();
   unsigned config = 0;
-  if (H5Zfilter_avail(kBlosc2FilterId) > 0 && H5Zget_filter_info(kBlosc2FilterId, &config) >= 0 &&
-      (config & H5Z_FILTER_CONFIG_ENCODE_ENABLED) && (config & H5Z_FILTER_CONFIG_DECODE_ENABLED))
-    return;
-  if (H5Zregister(&filter_class) < 0)
-    throw ResourceError("TensorWriter: cannot register the Blosc2 HDF5 filter (32026)");
+  if (H5Zfilter_avail(kBlosc2FilterId) <= 0 || H5Zget_filter_info(kBlosc2FilterId, &config) < 0 ||
+      !(config & H5Z_FILTER_CONFIG_ENCODE_ENABLED))
+    throw ResourceError(filename + ": cannot write Blosc2: HDF5 filter 32026 is not available with an "
+                        "encoder (RABBIT_BLOSC_FILTERS=plugin with a decode-only plugin?); use gzip");
 }
 
 /// A group without modification times, so that equal content gives equal bytes.
@@ -812,7 +748,7 @@ void TensorWriter::write(const std::string& filename, const WriteOptions& option
     noiidxs.push_back(static_cast<int32_t>(syst_index.at(s)));
 
   // ---- write ----
-  if (options.compression == Compression::blosc2) register_blosc2_filter();
+  if (options.compression == Compression::blosc2) require_blosc2_encoder(filename);
   const size_t max_chunk_bytes = std::max<size_t>(
       {size_t{4} * 1024 * 1024, static_cast<size_t>(nproc) * 8, static_cast<size_t>(2 * nsyst) * 8});
   const std::string tmp_name = filename + ".tmp";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rabbit/core/error.hpp"
+#include "rabbit/io/blosc_filters.hpp"
 #include "rabbit/io/hdf5_handle.hpp"
 #include "rabbit/io/pickle_writer.hpp"
 #include "rabbit/io/tensor_writer.hpp"
@@ -180,6 +181,10 @@ TEST(WriterHdf5, AttributesLayoutsAndFilters) {
   ASSERT_GE(H5Dread_chunk(d, H5P_DEFAULT, &offset, &filter_mask, raw.data()), 0);
   ASSERT_GE(raw.size(), 10u);
   EXPECT_EQ(std::string(raw.begin() + 2, raw.begin() + 10), std::string("b2frame\0", 8));
+  const auto decoded = io::blosc2_decode_frame(raw.data(), raw.size(), 96);
+  std::vector<double> norm(12);
+  std::memcpy(norm.data(), decoded.data(), 96);
+  EXPECT_EQ(norm, (std::vector<double>{1, 3, 2, 3, 0, 3, 4, 3, 2, 0, 2, 0}));  // [bin, proc], sig first
 
   o.compression = Compression::gzip;
   o.sparse = true;
