@@ -1,6 +1,7 @@
 #pragma once
 // The CUDA (double precision, cuBLAS) implementation of ShardEvaluator. Declared in every build;
 // defined only when the build has CUDA (RABBIT_HAVE_CUDA), so callers guard their calls.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +30,10 @@ std::vector<CudaDeviceEntry> cuda_visible_devices(std::string* failure);
 /// error becomes a one-line ResourceError.
 std::unique_ptr<ShardEvaluator> make_cuda_shard(std::shared_ptr<const Model> model, int64_t bin_begin,
                                                 int64_t bin_end, int ordinal);
+
+/// Device memory bandwidth in GB/s (read + write) measured with a copy kernel over two buffers
+/// of `bytes` bytes each.
+double cuda_copy_bandwidth(int ordinal, size_t bytes = size_t(1) << 30);
 
 /// Device memory in bytes a shard over [bin_begin, bin_end) would allocate (the estimate above).
 uint64_t cuda_shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_end);
