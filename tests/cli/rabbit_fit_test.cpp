@@ -255,7 +255,7 @@ TEST(RabbitFit, LikelihoodVariantsRun) {
     const std::string path = (dir / (v.name + ".hdf5")).string();
     w.write(path, wo);
     auto r = run_fit(path + " -t -1 0 --unblind --doImpacts --globalImpacts --saveHists --saveHistsPerProcess "
-                            "--computeHistErrors --computeHistErrorsPerProcess --fullNll -p " + v.name + " -o " +
+                            "--computeHistErrors --computeHistErrorsPerProcess --computeHistCov --fullNll -p " + v.name + " -o " +
                      dir.string() + " " + v.args);
     ASSERT_EQ(r.code, 0) << v.name << "\n" << r.output;
     ResultReader f((dir / ("fitresults_" + v.name + ".hdf5")).string());
@@ -276,6 +276,16 @@ TEST(RabbitFit, LikelihoodVariantsRun) {
     EXPECT_TRUE(std::isfinite(f.scalar("results/nllvalfull"))) << v.name;
     auto hp = f.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit");
     for (double var : hp.variances) EXPECT_GE(var, 0.0) << v.name;
+    // The inclusive variances are the diagonal of the stored covariance (all 7 bins, masked included).
+    auto hi = f.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit_inclusive");
+    auto hm = f.hist("results/mappings/BaseMapping/channels/ch1_masked/hist_postfit_inclusive");
+    auto hc = f.hist("results/mappings/BaseMapping/hist_postfit_inclusive_cov");
+    ASSERT_EQ(hc.shape, std::vector<int64_t>({7, 7})) << v.name;
+    for (int b = 0; b < 5; ++b) EXPECT_LT(rel_diff(hc.values[b * 7 + b], hi.variances[b]), 1e-10) << v.name;
+    for (int b = 0; b < 2; ++b) EXPECT_LT(rel_diff(hc.values[(5 + b) * 7 + 5 + b], hm.variances[b]), 1e-10) << v.name;
+    // Per-process sums: the inclusive value is the sum of the processes.
+    for (int b = 0; b < 5; ++b) EXPECT_NEAR(hp.values[b * 2] + hp.values[b * 2 + 1], hi.values[b], 1e-9 * hi.values[b]);
+    EXPECT_GT(f.scalar("results/mappings/BaseMapping/chi2"), 0.0) << v.name;
   }
 }
 
