@@ -29,6 +29,7 @@ using Eigen::VectorXd;
 namespace {
 
 constexpr int kMaxCols = 4;
+using RowBlock = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 
 // Smooth asymmetric interpolation h(θ) = θ·α(θ) and its derivatives (likelihood.md §3.1).
 void interpolation(double theta, double& h, double& hp, double& hpp) {
@@ -478,10 +479,18 @@ struct Engine {
   void yields(int64_t b, Scratch& sc, int64_t slot) const {
     const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
     const int64_t k = sc.k;
+    // dense: the bin's rows are one contiguous row-major block, multiplied at once (vectorised)
+    VectorXd lam_block;
+    MatrixXd dlam_block;
+    if (!I.sparse && e1 > e0) {
+      const RowBlock Kb(I.dense_row(e0), e1 - e0, W);
+      lam_block.noalias() = Kb * pt.m;
+      if (k > 0) dlam_block.noalias() = Kb * pt.Um;
+    }
     for (int64_t e = e0; e < e1; ++e) {
       const int64_t i = slot + (e - e0);
       const int p = I.entry_proc[e];
-      const double lam = I.row_dot(e, pt.m.data());
+      const double lam = I.sparse ? I.row_dot(e, pt.m.data()) : lam_block[e - e0];
       const double n0 = in.norm[e];
       if (I.lognormal) {
         const double q = n0 * std::exp(lam);
@@ -496,7 +505,7 @@ struct Engine {
       if (k > 0) {
         double* dl = &sc.dLam[i * k];
         double* dn = &sc.dN[i * k];
-        for (int64_t j = 0; j < k; ++j) dl[j] = I.row_dot(e, pt.Um.col(j).data());
+        for (int64_t j = 0; j < k; ++j) dl[j] = I.sparse ? I.row_dot(e, pt.Um.col(j).data()) : dlam_block(e - e0, j);
         for (int64_t j = 0; j < k; ++j) dn[j] = sc.a[i] * pt.dr(p, j) + sc.c[i] * dl[j];
       }
     }
@@ -812,11 +821,23 @@ struct Engine {
     const int nc = sc.ncol;
     const int64_t k = sc.k;
     // gradient
-    for (int64_t e = e0; e < e1; ++e) {
-      const int64_t i = slot + e - e0;
-      const int p = I.entry_proc[e];
-      I.row_axpy(e, sc.phi[i] * sc.c[i], acc.y.data());
-      acc.gpi[p] += sc.phi[i] * sc.a[i];
+    const int64_t ne = e1 - e0;
+    if (!I.sparse && ne > 0) {
+      VectorXd wv(ne);
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t i = slot + e - e0;
+        wv[e - e0] = sc.phi[i] * sc.c[i];
+        acc.gpi[I.entry_proc[e]] += sc.phi[i] * sc.a[i];
+      }
+      const RowBlock Kb(I.dense_row(e0), ne, W);
+      acc.y.noalias() += Kb.transpose() * wv;
+    } else {
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t i = slot + e - e0;
+        const int p = I.entry_proc[e];
+        I.row_axpy(e, sc.phi[i] * sc.c[i], acc.y.data());
+        acc.gpi[p] += sc.phi[i] * sc.a[i];
+      }
     }
     if (k > 0) {
       // t = Uᵀ δN per column, z = U (M t) + d δN
@@ -840,6 +861,7 @@ struct Engine {
         for (int64_t j = 0; j < k; ++j) zb[j] = zcoupled[j];
       }
       std::vector<double> omega(k);
+      MatrixXd Omega(I.sparse ? 0 : ne, k);
       for (int64_t e = e0; e < e1; ++e) {
         const int64_t i = slot + e - e0;
         const int p = I.entry_proc[e];
@@ -856,16 +878,14 @@ struct Engine {
           acc.hpi(p, j) += pipart;
         }
         if (!I.sparse) {
-          const double* row = I.dense_row(e);
-          for (int64_t j = 0; j < k; ++j) {
-            const double om = omega[j];
-            if (om == 0.0) continue;
-            double* o = acc.O.col(j).data();
-            for (int64_t c = 0; c < W; ++c) o[c] += om * row[c];
-          }
+          for (int64_t j = 0; j < k; ++j) Omega(e - e0, j) = omega[j];
         } else {
           for (int64_t j = 0; j < k; ++j) I.row_axpy(e, omega[j], acc.O.col(j).data());
         }
+      }
+      if (!I.sparse && ne > 0) {
+        const RowBlock Kb(I.dense_row(e0), ne, W);
+        acc.O.noalias() += Kb.transpose() * Omega;
       }
     }
     if (req.hess) {
