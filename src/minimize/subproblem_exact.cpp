@@ -12,7 +12,6 @@ namespace rabbit {
 
 namespace {
 constexpr double kEasy = 0.1;
-constexpr double kHard = 0.2;
 constexpr double kTheta = 0.01;
 
 double safeguarded_lambda(double lower, double upper) {
@@ -200,9 +199,15 @@ SubproblemStep ExactSubproblem::solve(double radius) {
         boundary_roots(p, z, radius, ta, tb);
         const double t = std::abs(ta) < std::abs(tb) ? ta : tb;
         const double q = (L.triangularView<Eigen::Lower>().transpose() * p).squaredNorm();  // pᵀ(H+λI)p
-        if (t * t * s_min * s_min <= kHard * (q + lambda * radius * radius)) {
+        if (t * t * s_min * s_min <= k_hard * (q + lambda * radius * radius)) {
+          // Weak duality certifies the step: for H + λI ⪰ 0 the optimal model value is at least
+          // m(p) − ½λ(Δ² − ‖p‖²), so the corrected step is accepted only when its reduction is a
+          // known fraction of the best possible one (and never when it raises the model).
           Eigen::VectorXd corrected = p + t * z;
-          if (model_value(corrected) <= model_value(p)) {
+          const double m_p = model_value(p);
+          const double m_corrected = model_value(corrected);
+          const double bound = m_p - 0.5 * lambda * (radius * radius - pn * pn);
+          if (m_corrected <= m_p && f_ - m_corrected >= hard_case_certified_ratio * (f_ - bound)) {
             result = finish(std::move(corrected), true);
             break;
           }
@@ -234,7 +239,7 @@ SubproblemStep ExactSubproblem::solve(double radius) {
       double s_min = 0.0;
       Eigen::VectorXd z;
       smallest_singular(L, linalg_, s_min, z);
-      if (s_min * s_min <= kHard * lambda) {
+      if (s_min * s_min <= k_hard * lambda) {
         Eigen::VectorXd candidate = radius * z;
         if (model_value(candidate) <= f_) {
           result = finish(std::move(candidate), true);

@@ -65,6 +65,11 @@ class ExactSubproblem : public TrustRegionSubproblem {
 
   /// Cap on λ trials per solve (spec: 50).
   int max_lambda_trials = 50;
+  /// Relative-error bar for accepting a hard-case correction (More–Sorensen σ; scipy 0.2).
+  double k_hard = 0.2;
+  /// A hard-case correction must also reach this fraction of the dual lower bound on the optimal
+  /// model reduction (certified, not estimated).
+  double hard_case_certified_ratio = 0.96;
 
   /// Smallest singular value of the lower factor L and its unit vector z (‖Lᵀz‖ = s_min) by
   /// eight passes of inverse iteration from a deterministic start. Exposed for tests.
