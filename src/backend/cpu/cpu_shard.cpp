@@ -17,6 +17,7 @@
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/param_model.hpp"
+#include "rabbit/model/regularizer.hpp"
 
 namespace rabbit {
 
@@ -372,6 +373,27 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
       const MatrixXd inner = vh.asDiagonal() * I.cov_inv * vh.asDiagonal() + Id;
       const MatrixXd CiVh = I.cov_inv * vh.asDiagonal();
       I.cov_profiled_weight = I.cov_inv - CiVh * inner.partialPivLu().solve(CiVh.transpose());
+    }
+  }
+
+  // observable regularisers (SVD) act on the full yields: single shard only, and with BB only on
+  // bins whose β does not depend on the fit (masked channels), see docs/likelihood.md
+  regularized_ = !model_->regularizers.empty() && needs_observables(*model_);
+  if (regularized_) {
+    if (begin_ != 0 || end_ != nbins_)
+      throw OptionError("-r/--regularization on predicted yields cannot be sharded; run with one device");
+    if (has_bb()) {
+      for (const auto& reg : model_->regularizers) {
+        const auto* svd = dynamic_cast<const SvdRegularizer*>(reg.get());
+        if (!svd) continue;
+        int64_t cells = 1;
+        for (int64_t d : svd->shape()) cells *= d;
+        const VectorXd touched = svd->map_transpose(VectorXd::Ones(cells));
+        if (touched.head(nbins_).cwiseAbs().maxCoeff() > 0.0)
+          throw OptionError(
+              "-r/--regularization on an observed (non-masked) channel together with bin-by-bin statistics is not "
+              "supported; use --noBinByBinStat or regularise a masked channel");
+      }
     }
   }
 
@@ -1000,7 +1022,58 @@ struct Engine {
     } else {
       run_coupled(req, accs, T, derivs);
     }
-    return finish(req, accs);
+    MatrixXd JregT;  // regulariser: 𝒥ᵀ of the full yields, for the curvature of the penalty
+    VectorXd nu_full;
+    if (s.regularized_) JregT = add_regularizer(req, accs[0], derivs, nu_full);
+    const double f = finish(req, accs);
+    if (s.regularized_ && JregT.size() > 0) {
+      if (k > 0 && req.hv_out) {
+        const MatrixXd JV = JregT.transpose() * (*req.V);
+        *req.hv_out += JregT * observable_penalty_hessian_product(*s.model_, nu_full, JV);
+      }
+      if (req.hess && req.hess_out) {
+        const MatrixXd Hreg = JregT * observable_penalty_hessian_product(*s.model_, nu_full, JregT.transpose());
+        *req.hess_out += 0.5 * (Hreg + Hreg.transpose());
+      }
+    }
+    return f;
+  }
+
+  // Adds exp(2τ)·penalty(ν_full) (§5.5): the value, and through accumulate() with φ = ∂pen/∂ν the
+  // gradient 𝒥ᵀφ and the second-order yield term 𝒞(φ). Returns 𝒥ᵀ (n × B_f) when curvature is needed.
+  MatrixXd add_regularizer(const Request& req, Accum& acc, bool derivs, VectorXd& nu_full) {
+    const int64_t Bf = s.nbinsfull_;
+    s.expected_yields(*req.xi, 0, Bf, CpuShardEvaluator::BetaMode::profiled, &nu_full, nullptr);
+    VectorXd gnu = VectorXd::Zero(Bf);
+    acc.f += observable_penalty(*s.model_, nu_full, derivs ? &gnu : nullptr);
+    if (!derivs) return MatrixXd();
+    int64_t maxe = 1;
+    for (int64_t b = 0; b < Bf; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
+    Scratch sc;
+    sc.resize(maxe, 1, 1, pt.k);
+    for (int64_t b = 0; b < Bf; ++b) {
+      if (gnu[b] == 0.0) continue;
+      yields(b, sc, 0);
+      for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
+        const int64_t i = e - I.bin_ptr[b];
+        double mu = 1.0;  // β fixed at β⁰ here (masked channels, or no BB)
+        if (s.bb_ == BBKind::gamma || s.bb_ == BBKind::normal_multiplicative) {
+          const int64_t f = s.bb_full_ ? I.entry_flat[e] : b;
+          if (!s.bbmask_[f] && (s.bb_full_ || active(e))) mu = s.beta0_[f];
+        }
+        sc.phi[i] = gnu[b] * mu;
+        sc.U[i] = 0.0;
+        sc.d[i] = 0.0;
+      }
+      sc.M[0] = 0.0;
+      accumulate(b, sc, 0, 0, req, acc, nullptr);
+    }
+    if (req.hess) {
+      flush_E(acc);
+      flush_J(acc);
+    }
+    if (pt.k == 0 && !req.hess) return MatrixXd();
+    return s.yield_jacobian(*req.xi, 0, Bf, CpuShardEvaluator::BetaMode::profiled).transpose();
   }
 
   void run_coupled(Request& req, std::vector<Accum>& accs, int T, bool derivs) {

@@ -6,6 +6,8 @@
 
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/core/error.hpp"
+#include "rabbit/model/model_options.hpp"
+#include "rabbit/model/regularizer.hpp"
 #include "shard_test_helpers.hpp"
 
 namespace rabbit::testing {
@@ -31,12 +33,18 @@ VectorXd point_for(const Model& m, const ShardConfig& c) {
 
 double rel_err(double a, double b, double scale) { return std::abs(a - b) / std::max({std::abs(b), scale, 1e-3}); }
 
+void check_model(std::shared_ptr<Model> model, const VectorXd& xi);
+
 void check_derivatives(const ShardConfig& c) {
   SCOPED_TRACE(describe(c));
   auto in = make_test_input(c);
   auto model = make_test_model(in, c);
+  check_model(model, point_for(*model, c));
+}
+
+void check_model(std::shared_ptr<Model> model, const VectorXd& xi) {
+  const auto& in = model->input;
   auto shard = make_cpu_shard(model, 0, in->nbins, 2);
-  const VectorXd xi = point_for(*model, c);
   const int64_t n = xi.size();
 
   VectorXd g;
@@ -184,6 +192,82 @@ INSTANTIATE_TEST_SUITE_P(AllConfigurations, ShardDerivatives, ::testing::ValuesI
                          [](const ::testing::TestParamInfo<ShardConfig>& info) {
                            return fmt::format("{}_{}", info.index, describe(info.param));
                          });
+
+// SVD regulariser (likelihood.md §5.5) on the masked channel (with BB) and on the observed channel (no BB).
+TEST(CpuShard, SvdRegularizerDerivatives) {
+  for (bool bb : {true, false}) {
+    for (auto mode : {BBMode::lite, BBMode::full}) {
+      SCOPED_TRACE(::testing::Message() << "bb " << bb << " mode " << int(mode));
+      ShardConfig c;
+      c.bb = bb;
+      c.bb_mode = mode;
+      auto in = make_test_input(c);
+      ChannelInfo obs, masked;
+      obs.name = "obs";
+      obs.start = 0;
+      obs.stop = 6;
+      masked.name = "masked";
+      masked.masked = true;
+      masked.start = 6;
+      masked.stop = 9;
+      AxisInfo ax;
+      ax.kind = "regular";
+      ax.name = "x";
+      ax.size = 6;
+      obs.axes = {ax};
+      ax.size = 3;
+      masked.axes = {ax};
+      in->channels = {obs, masked};
+      in->has_meta = true;
+      auto model = make_test_model(in, c);
+      model->options.regularization_strength = 0.4;
+      RegularizationSpec spec;
+      spec.name = "SVD";
+      spec.mapping = {"Select", bb ? "masked" : "obs"};
+      model->regularizers = make_regularizers(*in, {spec});
+      // arm at the start point with β = β⁰ (the prediction the fit driver passes)
+      CpuShardEvaluator probe(model, 0, in->nbins, 1);
+      const VectorXd x0 = test_point(*model) * 0.5;
+      VectorXd nu0;
+      probe.expected_yields(x0, 0, in->nbinsfull, CpuShardEvaluator::BetaMode::stored, &nu0, nullptr);
+      model->regularizers[0]->set_expectations(x0, &nu0);
+      const VectorXd xi = test_point(*model);
+      // the penalty is really there
+      ShardConfig plain = c;
+      auto unreg = make_test_model(in, plain);
+      CpuShardEvaluator a(model, 0, in->nbins, 1), b(unreg, 0, in->nbins, 1);
+      EXPECT_GT(a.value(xi) - b.value(xi), 1e-6);
+      check_model(model, xi);
+    }
+  }
+}
+
+TEST(CpuShard, SvdRegularizerOnObservedChannelWithBBIsRefused) {
+  ShardConfig c;
+  auto in = make_test_input(c);
+  ChannelInfo obs;
+  obs.name = "obs";
+  obs.start = 0;
+  obs.stop = 6;
+  AxisInfo ax;
+  ax.kind = "regular";
+  ax.name = "x";
+  ax.size = 6;
+  obs.axes = {ax};
+  ChannelInfo masked = obs;
+  masked.name = "masked";
+  masked.masked = true;
+  masked.start = 6;
+  masked.stop = 9;
+  masked.axes[0].size = 3;
+  in->channels = {obs, masked};
+  auto model = make_test_model(in, c);
+  RegularizationSpec spec;
+  spec.name = "SVD";
+  spec.mapping = {"Select", "obs"};
+  model->regularizers = make_regularizers(*in, {spec});
+  EXPECT_THROW(CpuShardEvaluator(model, 0, in->nbins, 1), OptionError);
+}
 
 TEST(CpuShard, DenseAndSparseAgree) {
   for (auto mode : {BBMode::lite, BBMode::full})

@@ -95,6 +95,7 @@ class CpuShardEvaluator : public ShardEvaluator {
   std::vector<uint8_t> bbmask_;
   std::vector<uint8_t> zero_var_;  // lite: per (bin, process), sumw2 = 0
   bool any_zero_var_ = false;
+  bool regularized_ = false;       // an observable (SVD) regulariser is configured
   Eigen::VectorXd rho_;            // normal-type pre-scaling ρ_p
 
   std::unique_ptr<Impl> impl_;
