@@ -25,10 +25,69 @@ enum Op : uint8_t {
   READONLY_BUFFER = 0x98,
 };
 
+// Every node created by the running parse (weakly), so that reference cycles built by a hostile
+// stream can be broken instead of leaking.
+thread_local std::vector<std::weak_ptr<Value>>* g_created = nullptr;
+
 ValuePtr make(Kind k) {
   auto v = std::make_shared<Value>();
   v->kind = k;
+  if (g_created != nullptr) g_created->push_back(v);
   return v;
+}
+
+template <typename F>
+void for_each_child(Value& v, F&& f) {
+  for (auto& i : v.items) f(i);
+  for (auto& [k, x] : v.dict_items) {
+    f(k);
+    f(x);
+  }
+  for (ValuePtr* p : {&v.cls, &v.args, &v.state, &v.dtype}) f(*p);
+}
+
+void clear_children(Value& v) {
+  std::vector<ValuePtr> dropped;
+  for_each_child(v, [&](ValuePtr& c) {
+    if (c) dropped.push_back(std::move(c));
+  });
+  v.items.clear();
+  v.dict_items.clear();
+}
+
+// True if a node reachable from root can reach itself (iterative three-colour DFS).
+bool has_cycle(const ValuePtr& root, std::unordered_map<const Value*, int>& colour) {
+  struct Frame {
+    Value* node;
+    std::vector<Value*> children;
+    size_t next = 0;
+  };
+  auto children_of = [](Value* v) {
+    std::vector<Value*> out;
+    for_each_child(*v, [&](ValuePtr& c) {
+      if (c) out.push_back(c.get());
+    });
+    return out;
+  };
+  std::vector<Frame> stack;
+  colour[root.get()] = 1;
+  stack.push_back({root.get(), children_of(root.get())});
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    if (f.next == f.children.size()) {
+      colour[f.node] = 2;
+      stack.pop_back();
+      continue;
+    }
+    Value* c = f.children[f.next++];
+    const int state = colour[c];
+    if (state == 1) return true;
+    if (state == 0) {
+      colour[c] = 1;
+      stack.push_back({c, children_of(c)});
+    }
+  }
+  return false;
 }
 
 ValuePtr make_string(Kind k, std::string s) {
@@ -765,8 +824,36 @@ std::string Value::describe() const {
 }
 
 ValuePtr parse(const uint8_t* data, size_t size, const Limits& limits) {
-  Machine machine(data, size, limits);
-  return machine.run();
+  std::vector<std::weak_ptr<Value>> created;
+  g_created = &created;
+  struct Reset {
+    ~Reset() { g_created = nullptr; }
+  } reset;
+  auto break_all = [&created] {
+    for (auto& w : created) {
+      if (auto p = w.lock()) clear_children(*p);
+    }
+  };
+  ValuePtr root;
+  try {
+    Machine machine(data, size, limits);
+    root = machine.run();
+  } catch (...) {
+    break_all();
+    throw;
+  }
+  // The machine's stack and memo are gone: only what root reaches (plus cycles) is alive.
+  std::unordered_map<const Value*, int> colour;
+  if (has_cycle(root, colour)) {
+    root.reset();
+    break_all();
+    throw DecodeError("meta: the pickle holds self-referencing objects (not supported)");
+  }
+  for (auto& w : created) {
+    auto p = w.lock();
+    if (p && colour.find(p.get()) == colour.end()) clear_children(*p);  // unreachable garbage
+  }
+  return root;
 }
 
 std::vector<double> ndarray_to_doubles(const Value& array) {

@@ -423,3 +423,20 @@ TEST(PickleReader, RandomCorruptionNeverCrashes) {
 
 }  // namespace
 }  // namespace rabbit
+
+namespace rabbit {
+namespace {
+
+TEST(PickleReader, SelfReferencingObjectsAreRejected) {
+  // l = []; l.append(l)  ->  EMPTY_LIST MEMOIZE BINGET 0 APPEND STOP
+  test::PickleBytes p;
+  p.proto(4).empty_list().memoize().binget(0).append().stop();
+  EXPECT_THROW(pickle::parse(p.bytes), pickle::DecodeError);
+  // A cycle that is not reachable from the result is discarded silently.
+  test::PickleBytes q;
+  q.proto(4).empty_list().memoize().binget(0).append().op('0').integer(7).stop();
+  EXPECT_EQ(pickle::parse(q.bytes)->integer, 7);
+}
+
+}  // namespace
+}  // namespace rabbit
