@@ -177,7 +177,7 @@ const std::vector<Spec>& specs() {
        "P1 P2: 2D contours (not implemented upstream either)"},
       // H. data sets, toys, pseudodata
       {"-t,--toys", "toys", K::list_plus, T::integer, "[-1]", {}, R::implemented,
-       "fits in order: -1 Asimov, 0 data, N>=1 toys 1..N"},
+       "fits in order: -1 Asimov, 0 data, N>=1 toys 1..N (deterministic for --seed)"},
       {"--pseudoData", "pseudoData", K::list_star, T::str, "null", {}, R::implemented,
        "[NAME...]: fit the input's pseudodata sets instead of the data; bare means all"},
       {"--toysSystRandomize", "toysSystRandomize", K::scalar, T::str, "\"frequentist\"",

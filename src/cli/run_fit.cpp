@@ -13,6 +13,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <random>
 
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/error.hpp"
@@ -114,6 +115,8 @@ class Run {
   void run_one(int64_t fit, const std::string& group_name, const VectorXd& values, const VectorXd& variances,
                const std::string& pseudodata);
   VectorXd minimize_full(const VectorXd& x0, bool log_iterations, MinimizerResult* result);
+  void throw_toy(const VectorXd& values, const VectorXd& variances, const std::vector<CpuShardEvaluator*>& cpus,
+                 VectorXd& nobs, VectorXd& varnobs);
   VectorXd profile_minimize(Objective& obj, const std::vector<int64_t>& floating, const VectorXd& x);
   void postfit_uncertainties(hid_t group, const VectorXd& x, VectorXd& variances, MatrixXd& cov, bool& have_cov);
   void write_impacts(hid_t group, const VectorXd& x, const MatrixXd& cov, const MatrixXd& hess);
@@ -147,6 +150,7 @@ class Run {
   h5::Handle base_channels_;
   std::vector<h5::Handle> channel_groups_;
   std::map<std::string, Axis> shared_axes_;
+  std::mt19937_64 rng_;
 };
 
 CpuShardEvaluator& Run::cpu(const char* what) const {
@@ -678,6 +682,80 @@ void Run::save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool p
   }
 }
 
+// One toy (likelihood.md §8.4): randomise the constraint centres / BB centres (or the generating
+// parameters), take the expectation (or the observed data) as the mean, throw the counts.
+void Run::throw_toy(const VectorXd& values, const VectorXd& variances, const std::vector<CpuShardEvaluator*>& cpus,
+                    VectorXd& nobs, VectorXd& varnobs) {
+  auto& ps = model_->parameters;
+  auto& c = cpu("toys");
+  std::normal_distribution<double> gauss(0.0, 1.0);
+  const DataLikelihood lik = model_->options.likelihood;
+  if (lik == DataLikelihood::covariance && o_.toys_data_randomize == "poisson")
+    throw OptionError("--toysDataRandomize poisson is not allowed with --covarianceFit");
+  VectorXd xgen = ps.x_default;
+  const VectorXd var_x0 = ps.constraint_centre_variance();
+  if (o_.toys_syst_randomize == "frequentist") {
+    for (int64_t i = 0; i < ps.size(); ++i)
+      if (var_x0(i) > 0.0) ps.constraint_centres(i) = ps.constraint_centres_default(i) + std::sqrt(var_x0(i)) * gauss(rng_);
+  } else if (o_.toys_syst_randomize == "bayesian") {
+    for (int64_t i = 0; i < ps.size(); ++i)
+      if (var_x0(i) > 0.0) xgen(i) = ps.constraint_centres(i) + std::sqrt(var_x0(i)) * gauss(rng_);
+  }
+  VectorXd beta0, beta;
+  if (c.has_bb() && o_.toys_syst_randomize != "none") {
+    const VectorXd& k = c.bb_kstat();
+    beta0 = c.beta_centres();
+    beta = c.stored_beta();
+    for (int64_t e = 0; e < beta0.size(); ++e) {
+      if (o_.toys_syst_randomize == "frequentist") {
+        switch (model_->bb_type) {
+          case BBType::gamma: beta0(e) = static_cast<double>(std::poisson_distribution<int64_t>(k(e) * beta(e))(rng_)) / k(e); break;
+          case BBType::normal_multiplicative: beta0(e) = beta(e) + gauss(rng_) / std::sqrt(k(e)); break;
+          default: beta0(e) = beta(e) + gauss(rng_); break;
+        }
+      } else {
+        switch (model_->bb_type) {
+          case BBType::gamma: beta(e) = std::gamma_distribution<double>(k(e) * beta0(e) + 1.0, 1.0)(rng_) / k(e); break;
+          case BBType::normal_multiplicative: beta(e) = beta0(e) + gauss(rng_) / std::sqrt(k(e)); break;
+          default: beta(e) = beta0(e) + gauss(rng_); break;
+        }
+      }
+    }
+    if (o_.toys_syst_randomize == "frequentist")
+      for (auto* s : cpus) s->set_beta_centres(beta0);
+    else
+      for (auto* s : cpus) s->set_stored_beta(beta);
+  }
+  VectorXd central;
+  if (o_.toys_data_mode == "expected") c.expected_yields(xi(xgen), 0, input_->nbins, CpuShardEvaluator::BetaMode::stored, &central);
+  else central = values;
+  nobs = central;
+  const bool given_var = variances.size() > 0;
+  if (o_.toys_data_randomize == "poisson") {
+    for (int64_t i = 0; i < nobs.size(); ++i)
+      nobs(i) = static_cast<double>(std::poisson_distribution<int64_t>(std::max(central(i), 0.0))(rng_));
+    varnobs = nobs;
+  } else if (o_.toys_data_randomize == "normal") {
+    if (lik == DataLikelihood::covariance && input_->data_cov_inv) {
+      Eigen::LLT<MatrixXd> llt(input_->data_cov_inv->inverse());
+      VectorXd z(nobs.size());
+      for (int64_t i = 0; i < z.size(); ++i) z(i) = gauss(rng_);
+      nobs = central + llt.matrixL() * z;
+    } else {
+      for (int64_t i = 0; i < nobs.size(); ++i) {
+        double v = (lik == DataLikelihood::chisq && given_var) ? variances(i) : central(i);
+        nobs(i) = central(i) + std::sqrt(std::max(v, 0.0)) * gauss(rng_);
+      }
+    }
+    varnobs = given_var ? variances : nobs;
+  } else {
+    varnobs = given_var ? variances : nobs;
+  }
+  if (lik == DataLikelihood::poisson) varnobs = VectorXd();
+  // The fit starts from the defaults with β at its (possibly thrown) centre.
+  for (auto* s : cpus) s->set_stored_beta(s->beta_centres());
+}
+
 void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& values, const VectorXd& variances,
                   const std::string& pseudodata) {
   auto t_start = Clock::now();
@@ -686,16 +764,26 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
   const bool blinded = fit == 0 || (fit >= 1 && o_.toys_data_mode == "observed");
   VectorXd x = ps.x_default;
 
+  // defaultassign: β⁰ (and the stored β) back to their defaults on every shard.
+  std::vector<CpuShardEvaluator*> cpus;
+  for (const auto& s : fitter_->shards())
+    if (auto* c = dynamic_cast<CpuShardEvaluator*>(s.get())) {
+      c->set_beta_centres(c->default_beta_centres());
+      cpus.push_back(c);
+    }
+
   VectorXd nobs, varnobs;
+  const bool chi2_like = model_->options.likelihood != DataLikelihood::poisson;
   if (fit == -1) {
     auto& c = cpu("the Asimov fit (-t -1)");
-    c.set_beta_centres(c.default_beta_centres());
     c.expected_yields(xi(x), 0, input_->nbins, CpuShardEvaluator::BetaMode::stored, &nobs);
-    if (model_->options.likelihood != DataLikelihood::poisson) varnobs = nobs;
-  } else {
+    if (chi2_like) varnobs = nobs;
+  } else if (fit == 0) {
     nobs = values;
     // DECISIONS.md: the chi2 fits use the input's variances when it provides them, else n.
-    if (model_->options.likelihood != DataLikelihood::poisson) varnobs = variances.size() ? variances : nobs;
+    if (chi2_like) varnobs = variances.size() ? variances : nobs;
+  } else {
+    throw_toy(values, variances, cpus, nobs, varnobs);
   }
   check_observed(*model_, nobs, group_name);
   fitter_->set_observed(nobs, varnobs);
@@ -799,8 +887,6 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
 
 void Run::execute() {
   auto t_start = Clock::now();
-  for (auto t : o_.toys)
-    if (t >= 1) throw OptionError("toys (-t N with N >= 1) are not implemented yet");
   load();
   check_memory();
   out_ = std::make_unique<result::ResultWriter>(o_.output_file());
@@ -830,10 +916,17 @@ void Run::execute() {
   } else {
     datasets.push_back({"", input_->data_obs, input_->data_var ? *input_->data_var : VectorXd()});
   }
-  for (auto fit : o_.toys) {
+  rng_.seed(static_cast<uint64_t>(o_.seed));
+  std::vector<int64_t> fits;
+  for (auto t : o_.toys) {
+    if (t <= 0) fits.push_back(t);
+    for (int64_t k = 1; k <= t; ++k) fits.push_back(k);
+  }
+  for (auto fit : fits) {
     for (const auto& d : datasets) {
       std::string name = "results";
       if (fit == -1) name += "_asimov";
+      if (fit >= 1) name += "_toy" + std::to_string(fit);
       if (!d.name.empty()) name += "_" + d.name;
       run_one(fit, name, d.values, d.variances, d.name);
     }
