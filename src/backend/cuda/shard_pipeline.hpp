@@ -1,0 +1,559 @@
+#pragma once
+// The CUDA shard's evaluation pipeline, written once over an `Ops` policy that owns memory, copies,
+// the dense tensor products and the element kernels: CudaOps (cuda_shard.cpp: cudart, cuBLAS and the
+// kernels of kernels.cu) in the library, and a host policy in tests/backend/cuda that runs the same
+// element bodies (pipeline_elements.hpp) in loops — so the pipeline is tested without a GPU.
+//
+// Per evaluation: Λ = K2·m, per-entry yields, one profile per bin (bin_math.hpp), K2ᵀ(φ∘N) for the θ
+// gradient and per-process sums over bins for the param-model part. An HVP batch of k directions runs
+// the same passes with k columns (K2·[u; h'∘u] and K2ᵀ ω); the dense Hessian is the HVP of identity
+// blocks, symmetrised. Only parameter-sized vectors cross between host and device per call.
+//
+// Ops must provide: select(); void* alloc(bytes, what); release(void*); to_device(dst, src, bytes,
+// what); to_host(dst, src, bytes, what) (synchronous); zero(ptr, bytes); check(what) after kernels;
+// free_memory(&total); name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers
+// entry_yields, profile_bins, gradient_weights, delta_yields, apply_psi, hvp_weights, sum_over_bins,
+// csr_multiply, fill with the signatures of kernels.hpp minus the stream.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+#include <fmt/format.h>
+
+#include "rabbit/backend/cuda/bin_math.hpp"
+#include "rabbit/backend/cuda/pipeline_elements.hpp"
+#include "rabbit/core/error.hpp"
+#include "rabbit/model/model.hpp"
+#include "rabbit/model/param_model.hpp"
+#include "rabbit/model/shard_evaluator.hpp"
+
+namespace rabbit::pipeline {
+
+namespace bm = bin_math;
+
+/// Device memory in bytes a shard over [bin_begin, bin_end) allocates (estimate, checked first).
+inline uint64_t shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_end) {
+  const FitInputData& in = *model.input;
+  const uint64_t B = std::max<int64_t>(0, bin_end - bin_begin), P = in.nproc, W = in.logk_width();
+  const uint64_t npar = model.parameters.size();
+  uint64_t E = B * P, tensor = 0;
+  if (!in.sparse) {
+    tensor = E * W * 8;
+  } else {
+    const auto lo = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), bin_begin * static_cast<int64_t>(P));
+    const auto hi = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), bin_end * static_cast<int64_t>(P));
+    E = hi - lo;
+    const int64_t i0 = lo - in.norm_index.begin(), i1 = hi - in.norm_index.begin();
+    const uint64_t nnz = in.logk_sparse.rowptr.empty() ? 0 : in.logk_sparse.rowptr[i1] - in.logk_sparse.rowptr[i0];
+    tensor = 2 * nnz * 12 + (E + 1 + W + 1) * 8;
+  }
+  const uint64_t k = std::min<uint64_t>(std::max<uint64_t>(npar, 1), 256);
+  const uint64_t entries = E * (4 + 4 + 8 * 5);             // bin, proc, norm, Λ, q, N, gw
+  const uint64_t per_bp = B * P * (8 * 10 + 2);              // N, φ, u1, u2, d, pw, β, stats, flags
+  const uint64_t per_bin = B * (8 * 12);                      // nobs, var, log, m, value, stats
+  const uint64_t batch = k * (E * 16 + B * P * 24 + W * 16);  // δΛ, ω, δN, z, t, O, directions
+  const uint64_t slack = 64ull << 20;                         // cuBLAS workspace and alignment
+  return tensor + entries + per_bp + per_bin + batch + slack;
+}
+
+
+// Smooth asymmetric interpolation h(θ) and its derivatives (likelihood.md §3.1), in rabbit's
+// operation order for h.
+inline void interpolation(double th, double& h, double& h1, double& h2) {
+  const double twox = 2.0 * th, twox2 = twox * twox;
+  double alpha = 0.125 * twox * (twox2 * (3.0 * twox2 - 10.0) + 15.0);
+  alpha = std::clamp(alpha, -1.0, 1.0);
+  h = th * alpha;
+  if (std::abs(th) < 0.5) {
+    const double t2 = th * th;
+    h1 = th * (72.0 * t2 * t2 - 40.0 * t2 + 7.5);
+    h2 = 360.0 * t2 * t2 - 120.0 * t2 + 7.5;
+  } else {
+    h1 = th > 0 ? 1.0 : -1.0;
+    h2 = 0.0;
+  }
+}
+
+struct HostShardData {
+  int64_t nbins = 0, nentries = 0;
+  std::vector<int32_t> bin, proc;
+  std::vector<double> norm;
+  // dense K2 [E × W] row-major, or sparse CSR / CSC
+  std::vector<double> dense_logk;
+  std::vector<int64_t> rowptr, colptr;
+  std::vector<int32_t> cols, rows;
+  std::vector<double> vals, tvals;
+  // BB statistics
+  std::vector<double> kstat, beta0, sigma2;
+  std::vector<unsigned char> masked, zero_var;
+};
+
+
+/// A device buffer owned through the Ops policy.
+template <class Ops, class T>
+class Buffer {
+ public:
+  explicit Buffer(Ops* ops) : ops_(ops) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { release(); }
+  void allocate(size_t n, const char* what) {
+    if (n == size_) return;
+    release();
+    if (n == 0) return;
+    ptr_ = static_cast<T*>(ops_->alloc(n * sizeof(T), what));
+    size_ = n;
+  }
+  void upload(const T* host, size_t n, const char* what) {
+    allocate(n, what);
+    if (n) ops_->to_device(ptr_, host, n * sizeof(T), what);
+  }
+  void upload(const std::vector<T>& host, const char* what) { upload(host.data(), host.size(), what); }
+  void zero() {
+    if (size_) ops_->zero(ptr_, size_ * sizeof(T));
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return size_; }
+
+ private:
+  void release() {
+    if (ptr_) ops_->release(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+  }
+  Ops* ops_;
+  T* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+template <class Ops>
+class ShardPipeline : public ShardEvaluator {
+  template <class T>
+  using Buf = Buffer<Ops, T>;
+
+ public:
+  ShardPipeline(std::shared_ptr<const Model> model, int64_t begin, int64_t end, std::unique_ptr<Ops> ops)
+      : model_(std::move(model)), begin_(begin), end_(end), ops_(std::move(ops)) {
+    const FitInputData& in = *model_->input;
+    if (model_->options.likelihood == DataLikelihood::covariance)
+      throw OptionError("--covarianceFit is not supported by the CUDA backend; use --backend cpu");
+    if (begin < 0 || end < begin || end > in.nbins)
+      throw Error(fmt::format("CUDA shard range [{}, {}) outside the {} observed bins", begin, end, in.nbins));
+    nproc_ = static_cast<int>(in.nproc);
+    nsyst_ = in.nsyst;
+    width_ = in.logk_width();
+    npar_ = model_->parameters.size();
+    nparams_ = model_->parameters.nparams();
+    log_normal_ = in.systematic_type == SystematicType::log_normal;
+    symmetric_ = in.symmetric_tensor;
+    sparse_ = in.sparse;
+    cfg_.likelihood = model_->options.likelihood == DataLikelihood::chisq ? bm::kChisq : bm::kPoisson;
+    cfg_.nproc = nproc_;
+    if (model_->options.bin_by_bin_stat) {
+      cfg_.bb = model_->options.bb_mode == BBMode::full ? bm::kFull : bm::kLite;
+      cfg_.type = model_->bb_type == BBType::normal_additive        ? bm::kNormalAdd
+                  : model_->bb_type == BBType::normal_multiplicative ? bm::kNormalMult
+                                                                    : bm::kGamma;
+      cfg_.legacy_lite = cfg_.bb == bm::kLite && in.sumw_per_bin;
+    }
+    rho_.assign(nproc_, 1.0);
+    if (!log_normal_ && nparams_ > 0 && model_->param_model) {
+      Eigen::VectorXd r;
+      model_->param_model->rates(model_->parameters.x_default.head(nparams_), r, nullptr);
+      for (int p = 0; p < nproc_; ++p) rho_[p] = r[p];
+    }
+
+    HostShardData h = slice(in);
+    nbins_ = h.nbins;
+    nentries_ = h.nentries;
+
+    ops_->select();
+    const uint64_t need = shard_bytes(*model_, begin, end);
+    uint64_t total_bytes = 0;
+    const uint64_t free_bytes = ops_->free_memory(&total_bytes);
+    if (need > free_bytes)
+      throw ResourceError(fmt::format(
+          "{}: the shard over bins [{}, {}) needs {:.2f} GiB of device memory, {:.2f} GiB of {:.2f} GiB are free; "
+          "use more shards (--nDevices) or --backend cpu",
+          ops_->name(), begin, end, need / 1073741824.0, free_bytes / 1073741824.0, total_bytes / 1073741824.0));
+
+    bin_.upload(h.bin, "copying the shard");
+    proc_.upload(h.proc, "copying the shard");
+    norm_.upload(h.norm, "copying norm");
+    if (sparse_) {
+      rowptr_.upload(h.rowptr, "copying logk");
+      cols_.upload(h.cols, "copying logk");
+      vals_.upload(h.vals, "copying logk");
+      colptr_.upload(h.colptr, "copying logk");
+      rows_.upload(h.rows, "copying logk");
+      tvals_.upload(h.tvals, "copying logk");
+    } else {
+      logk_.upload(h.dense_logk, "copying logk");
+    }
+    if (cfg_.bb != bm::kNoBB) {
+      kstat_.upload(h.kstat, "copying kstat");
+      beta0_.upload(h.beta0, "copying beta0");
+      sigma2_.upload(h.sigma2, "copying sumw2");
+      masked_.upload(h.masked, "copying the BB mask");
+      if (!h.zero_var.empty()) zero_var_.upload(h.zero_var, "copying the BB flags");
+    }
+    const size_t nbp = static_cast<size_t>(nbins_) * nproc_;
+    rho_d_.upload(rho_, "copying rho");
+    for (Buf<double>* b : {&lambda_, &q_, &N_, &gw_}) b->allocate(nentries_, "allocating yields");
+    for (Buf<double>* b : {&Nbp_, &phi_, &u1_, &u2_, &d_, &pw_}) b->allocate(nbp, "allocating yields");
+    m_.allocate(3 * static_cast<size_t>(nbins_), "allocating yields");
+    binval_.allocate(nbins_, "allocating yields");
+    if (cfg_.bb != bm::kNoBB) beta_.allocate(cfg_.bb == bm::kFull ? nbp : nbins_, "allocating beta");
+    y_.allocate(width_, "allocating the gradient");
+    small_.allocate(std::max<int64_t>(1, nproc_), "allocating the gradient");
+    set_observed(in.data_obs, in.data_var.value_or(Eigen::VectorXd()));
+  }
+
+  int64_t bin_begin() const override { return begin_; }
+  int64_t bin_end() const override { return end_; }
+  std::string device() const override { return ops_->name(); }
+
+  void set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) override {
+    ops_->select();
+    std::vector<double> n(nbins_), v(nbins_), ln(nbins_);
+    for (int64_t b = 0; b < nbins_; ++b) {
+      n[b] = nobs[begin_ + b];
+      v[b] = varnobs.size() ? varnobs[begin_ + b] : n[b];
+      ln[b] = n[b] > 0 ? std::log(n[b]) : 0.0;
+    }
+    nobs_.upload(n, "copying observed data");
+    varnobs_.upload(v, "copying observed data");
+    lognobs_.upload(ln, "copying observed data");
+  }
+
+  double value(const Eigen::VectorXd& xi) override {
+    ops_->select();
+    forward(xi, true);
+    return download_value();
+  }
+
+  double value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad) override {
+    ops_->select();
+    forward(xi, true);
+    const double f = download_value();
+    gradient(grad);
+    return f;
+  }
+
+  double value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
+                        Eigen::MatrixXd& HV) override {
+    ops_->select();
+    forward(xi, true);
+    const double f = download_value();
+    gradient(grad);
+    HV.resize(npar_, V.cols());
+    for (int64_t c = 0; c < V.cols(); c += kMaxBatch) {
+      const int64_t k = std::min<int64_t>(kMaxBatch, V.cols() - c);
+      Eigen::MatrixXd out;
+      hvp(V.middleCols(c, k), out);
+      HV.middleCols(c, k) = out;
+    }
+    return f;
+  }
+
+  double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
+                         bool profile) override {
+    ops_->select();
+    forward(xi, profile);
+    const double f = download_value();
+    gradient(grad);
+    hess.resize(npar_, npar_);
+    for (int64_t c = 0; c < npar_; c += kMaxBatch) {
+      const int64_t k = std::min<int64_t>(kMaxBatch, npar_ - c);
+      Eigen::MatrixXd unit = Eigen::MatrixXd::Zero(npar_, k), out;
+      for (int64_t j = 0; j < k; ++j) unit(c + j, j) = 1.0;
+      hvp(unit, out);
+      hess.middleCols(c, k) = out;
+    }
+    hess = (0.5 * (hess + hess.transpose())).eval();
+    return f;
+  }
+
+  Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override {
+    ops_->select();
+    if (cfg_.bb == bm::kNoBB) return Eigen::VectorXd();
+    forward(xi, true);
+    Eigen::VectorXd beta(beta_.size());
+    download(beta.data(), beta_.get(), beta_.size(), "reading beta");
+    return beta;
+  }
+
+ private:
+  static constexpr int64_t kMaxBatch = 256;
+
+  void download(double* host, const double* dev, size_t n, const char* what) {
+    if (n) ops_->to_host(host, dev, n * sizeof(double), what);
+  }
+
+  HostShardData slice(const FitInputData& in) const {
+    HostShardData h;
+    const int64_t P = nproc_, W = width_;
+    h.nbins = end_ - begin_;
+    if (!sparse_) {
+      h.nentries = h.nbins * P;
+      h.bin.resize(h.nentries);
+      h.proc.resize(h.nentries);
+      for (int64_t e = 0; e < h.nentries; ++e) {
+        h.bin[e] = static_cast<int32_t>(e / P);
+        h.proc[e] = static_cast<int32_t>(e % P);
+      }
+      h.norm.assign(in.norm.begin() + begin_ * P, in.norm.begin() + end_ * P);
+      h.dense_logk.assign(in.logk.begin() + begin_ * P * W, in.logk.begin() + end_ * P * W);
+    } else {
+      const auto lo = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), begin_ * P);
+      const auto hi = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), end_ * P);
+      const int64_t i0 = lo - in.norm_index.begin(), i1 = hi - in.norm_index.begin();
+      h.nentries = i1 - i0;
+      h.norm.assign(in.norm.begin() + i0, in.norm.begin() + i1);
+      h.bin.resize(h.nentries);
+      h.proc.resize(h.nentries);
+      for (int64_t e = 0; e < h.nentries; ++e) {
+        h.bin[e] = static_cast<int32_t>(in.norm_index[i0 + e] / P - begin_);
+        h.proc[e] = static_cast<int32_t>(in.norm_index[i0 + e] % P);
+      }
+      const auto& L = in.logk_sparse;
+      const int64_t a0 = L.rowptr[i0], a1 = L.rowptr[i1];
+      h.rowptr.resize(h.nentries + 1);
+      for (int64_t e = 0; e <= h.nentries; ++e) h.rowptr[e] = L.rowptr[i0 + e] - a0;
+      h.cols.assign(L.cols.begin() + a0, L.cols.begin() + a1);
+      h.vals.assign(L.values.begin() + a0, L.values.begin() + a1);
+      // The transpose (CSC) for K2ᵀ products without atomics.
+      h.colptr.assign(W + 1, 0);
+      for (int32_t c : h.cols) ++h.colptr[c + 1];
+      for (int64_t c = 0; c < W; ++c) h.colptr[c + 1] += h.colptr[c];
+      h.rows.resize(h.cols.size());
+      h.tvals.resize(h.cols.size());
+      std::vector<int64_t> next(h.colptr.begin(), h.colptr.end() - 1);
+      for (int64_t e = 0; e < h.nentries; ++e)
+        for (int64_t a = h.rowptr[e]; a < h.rowptr[e + 1]; ++a) {
+          const int64_t pos = next[h.cols[a]]++;
+          h.rows[pos] = static_cast<int32_t>(e);
+          h.tvals[pos] = h.vals[a];
+        }
+    }
+    if (cfg_.bb == bm::kNoBB) return h;
+    // BB statistics (likelihood.md §4.1).
+    const double K = model_->options.min_bb_kstat;
+    const double default_beta0 = cfg_.type == bm::kNormalAdd ? 0.0 : 1.0;
+    auto stats = [&](double sig2, double wbar, double& k, unsigned char& m) {
+      bool masked = sig2 == 0.0 || wbar == 0.0;
+      if (K > 0 && wbar * wbar / (masked ? 1.0 : sig2) < K) masked = true;
+      m = masked ? 1 : 0;
+      k = masked ? 1.0 : wbar * wbar / sig2;
+    };
+    if (cfg_.bb == bm::kLite) {
+      h.kstat.resize(h.nbins);
+      h.masked.resize(h.nbins);
+      h.sigma2.resize(h.nbins);
+      h.beta0.assign(h.nbins, default_beta0);
+      if (!cfg_.legacy_lite) h.zero_var.resize(h.nbins * P);
+      for (int64_t b = 0; b < h.nbins; ++b) {
+        const int64_t gb = begin_ + b;
+        double sig2 = 0, wbar = 0;
+        if (cfg_.legacy_lite) {
+          sig2 = in.sumw2[gb];
+          wbar = in.sumw[gb];
+        } else {
+          for (int64_t p = 0; p < P; ++p) {
+            const double s2 = in.sumw2[gb * P + p];
+            const bool z = s2 == 0.0;
+            h.zero_var[b * P + p] = z ? 1 : 0;
+            sig2 += s2;
+            if (!z) wbar += in.sumw[gb * P + p];
+          }
+        }
+        h.sigma2[b] = sig2;
+        stats(sig2, wbar, h.kstat[b], h.masked[b]);
+      }
+    } else {
+      const int64_t nbp = h.nbins * P;
+      h.kstat.resize(nbp);
+      h.masked.resize(nbp);
+      h.sigma2.resize(nbp);
+      h.beta0.assign(nbp, default_beta0);
+      for (int64_t i = 0; i < nbp; ++i) {
+        const int64_t g = begin_ * P + i;
+        h.sigma2[i] = in.sumw2[g];
+        stats(in.sumw2[g], in.sumw[g], h.kstat[i], h.masked[i]);
+      }
+    }
+    return h;
+  }
+
+  EntryArrays entries() const { return {nentries_, bin_.get(), proc_.get(), norm_.get()}; }
+
+  BinArrays bins() const {
+    BinArrays b;
+    b.nbins = nbins_;
+    b.nproc = nproc_;
+    b.nobs = nobs_.get();
+    b.varnobs = varnobs_.get();
+    b.lognobs = lognobs_.get();
+    b.kstat = kstat_.get();
+    b.beta0 = beta0_.get();
+    b.masked = masked_.get();
+    b.sigma2 = sigma2_.get();
+    b.zero_var = zero_var_.get();
+    return b;
+  }
+
+  // K2 (E × W) times X (W × k) → Y (E × k), or K2ᵀ (W × E) times X (E × k) → Y (W × k).
+  void k2_multiply(bool transpose, const double* X, double* Y, int k) {
+    const int64_t rows = transpose ? width_ : nentries_;
+    if (nentries_ == 0 || width_ == 0 || k == 0) {
+      ops_->fill(Y, rows * k, 0.0);
+      return;
+    }
+    if (sparse_) {
+      if (transpose)
+        ops_->csr_multiply(width_, nentries_, colptr_.get(), rows_.get(), tvals_.get(), X, Y, k);
+      else
+        ops_->csr_multiply(nentries_, width_, rowptr_.get(), cols_.get(), vals_.get(), X, Y, k);
+    } else {
+      ops_->k2_dense(transpose, logk_.get(), nentries_, width_, X, Y, k);
+    }
+    ops_->check("a tensor product");
+  }
+
+  // Yields, BB profile, per-bin values, φ and Ψ at ξ.
+  void forward(const Eigen::VectorXd& xi, bool profile) {
+    if (xi.size() != npar_)
+      throw Error(fmt::format("CUDA shard: parameter vector has length {}, expected {}", xi.size(), npar_));
+    pi_ = xi.head(nparams_);
+    theta_ = xi.tail(nsyst_);
+    rates_ = Eigen::VectorXd::Ones(nproc_);
+    jac_ = Eigen::MatrixXd::Zero(nproc_, nparams_);
+    if (model_->param_model) model_->param_model->rates(pi_, rates_, nparams_ > 0 ? &jac_ : nullptr);
+    h_.resize(nsyst_);
+    h1_.resize(nsyst_);
+    h2_.resize(nsyst_);
+    std::vector<double> m(width_);
+    for (int64_t s = 0; s < nsyst_; ++s) {
+      interpolation(theta_[s], h_[s], h1_[s], h2_[s]);
+      m[s] = theta_[s];
+      if (!symmetric_) m[nsyst_ + s] = h_[s];
+    }
+    m_vec_.upload(m, "copying the parameters");
+    rates_d_.upload(rates_.data(), nproc_, "copying the parameters");
+    k2_multiply(false, m_vec_.get(), lambda_.get(), 1);
+    if (sparse_) Nbp_.zero();
+    ops_->entry_yields(entries(), log_normal_, lambda_.get(), rates_d_.get(), rho_d_.get(), q_.get(), N_.get(),
+                       Nbp_.get(), nproc_);
+    bm::BinConfig cfg = cfg_;
+    cfg.profile = profile;
+    ops_->profile_bins(cfg, bins(), Nbp_.get(), beta_.get(), phi_.get(), u1_.get(), u2_.get(), d_.get(), m_.get(),
+                       binval_.get());
+    ops_->check("the yield kernels");
+  }
+
+  double download_value() {
+    if (nbins_ == 0) return 0.0;
+    ops_->sum_over_bins(binval_.get(), nbins_, 1, nbins_, 1, small_.get());
+    double f = 0;
+    download(&f, small_.get(), 1, "summing the NLL");
+    return f;
+  }
+
+  // ∇_ξ of the shard's partial NLL; keeps y_d and the per-process weights for the HVP.
+  void gradient(Eigen::VectorXd& grad) {
+    grad = Eigen::VectorXd::Zero(npar_);
+    y_host_.assign(width_, 0.0);
+    wproc_ = Eigen::VectorXd::Zero(nproc_);
+    if (nbins_ == 0) return;
+    if (sparse_) pw_.zero();
+    ops_->gradient_weights(entries(), log_normal_, phi_.get(), q_.get(), N_.get(), rho_d_.get(), gw_.get(), pw_.get(),
+                           nproc_);
+    k2_multiply(true, gw_.get(), y_.get(), 1);
+    ops_->sum_over_bins(pw_.get(), nbins_, nproc_, 0, 1, small_.get());
+    ops_->check("the gradient kernels");
+    download(y_host_.data(), y_.get(), width_, "reading the gradient");
+    download(wproc_.data(), small_.get(), nproc_, "reading the gradient");
+    for (int64_t s = 0; s < nsyst_; ++s)
+      grad[nparams_ + s] = y_host_[s] + (symmetric_ ? 0.0 : h1_[s] * y_host_[nsyst_ + s]);
+    if (nparams_ > 0) grad.head(nparams_) = jac_.transpose() * wproc_;
+  }
+
+  // H_ξ U for U (npar × k), k <= kMaxBatch; needs forward() and gradient() at the same point.
+  void hvp(const Eigen::MatrixXd& U, Eigen::MatrixXd& out) {
+    const int k = static_cast<int>(U.cols());
+    out = Eigen::MatrixXd::Zero(npar_, k);
+    if (nparams_ > 0 && model_->param_model) {
+      // 𝒞_ππ: Σ_p w_p ∂²r_p/∂π∂πᵀ with w = Σ_b φ q (param-model curvature, host).
+      out.topRows(nparams_) = model_->param_model->rate_curvature(pi_, wproc_) * U.topRows(nparams_);
+    }
+    if (nbins_ == 0) return;
+    const int64_t nbp = nbins_ * nproc_;
+    Eigen::MatrixXd cols(width_, k);
+    const Eigen::MatrixXd Ut = U.bottomRows(nsyst_);
+    cols.topRows(nsyst_) = Ut;
+    if (!symmetric_) cols.bottomRows(nsyst_) = h1_.asDiagonal() * Ut;
+    const Eigen::MatrixXd dr = nparams_ > 0 ? Eigen::MatrixXd(jac_ * U.topRows(nparams_))
+                                            : Eigen::MatrixXd(Eigen::MatrixXd::Zero(nproc_, k));
+    cols_d_.upload(cols.data(), cols.size(), "copying HVP directions");
+    dr_d_.upload(dr.data(), dr.size(), "copying HVP directions");
+    for (Buf<double>* b : {&dlambda_, &omega_}) b->allocate(nentries_ * k, "allocating the HVP batch");
+    for (Buf<double>* b : {&dN_, &z_, &t_}) b->allocate(nbp * k, "allocating the HVP batch");
+    O_.allocate(width_ * k, "allocating the HVP batch");
+    tproc_.allocate(static_cast<size_t>(nproc_) * k, "allocating the HVP batch");
+    k2_multiply(false, cols_d_.get(), dlambda_.get(), k);
+    if (sparse_) {
+      dN_.zero();
+      t_.zero();
+    }
+    ops_->delta_yields(entries(), log_normal_, q_.get(), N_.get(), rho_d_.get(), dlambda_.get(), dr_d_.get(),
+                       dN_.get(), nbp, nproc_, k);
+    ops_->apply_psi(nbins_, nproc_, k, u1_.get(), u2_.get(), d_.get(), m_.get(), dN_.get(), z_.get());
+    ops_->hvp_weights(entries(), log_normal_, z_.get(), phi_.get(), q_.get(), N_.get(), rho_d_.get(), dlambda_.get(),
+                      dr_d_.get(), omega_.get(), t_.get(), nbp, nproc_, k);
+    k2_multiply(true, omega_.get(), O_.get(), k);
+    ops_->sum_over_bins(t_.get(), nbins_, nproc_, nbp, k, tproc_.get());
+    ops_->check("the HVP kernels");
+    Eigen::MatrixXd O(width_, k), tp(nproc_, k);
+    download(O.data(), O_.get(), O.size(), "reading the HVP");
+    download(tp.data(), tproc_.get(), tp.size(), "reading the HVP");
+    for (int64_t s = 0; s < nsyst_; ++s) {
+      out.row(nparams_ + s) = O.row(s);
+      if (!symmetric_) {
+        out.row(nparams_ + s) += h1_[s] * O.row(nsyst_ + s);
+        out.row(nparams_ + s) += (h2_[s] * y_host_[nsyst_ + s]) * Ut.row(s);
+      }
+    }
+    if (nparams_ > 0) out.topRows(nparams_) += jac_.transpose() * tp;
+  }
+
+  std::shared_ptr<const Model> model_;
+  int64_t begin_, end_;
+  // Declared before the buffers so that it outlives them (members are destroyed in reverse order).
+  std::unique_ptr<Ops> ops_;
+  int nproc_ = 0;
+  int64_t nsyst_ = 0, width_ = 0, npar_ = 0, nparams_ = 0, nbins_ = 0, nentries_ = 0;
+  bool log_normal_ = true, symmetric_ = false, sparse_ = false;
+  bm::BinConfig cfg_;
+  std::vector<double> rho_;
+
+  // per-point host state
+  Eigen::VectorXd pi_, theta_, rates_, h_, h1_, h2_, wproc_;
+  Eigen::MatrixXd jac_;
+  std::vector<double> y_host_;
+
+  Ops* o() { return ops_.get(); }
+  Buf<int32_t> bin_{o()}, proc_{o()}, cols_{o()}, rows_{o()};
+  Buf<int64_t> rowptr_{o()}, colptr_{o()};
+  Buf<double> norm_{o()}, logk_{o()}, vals_{o()}, tvals_{o()};
+  Buf<double> kstat_{o()}, beta0_{o()}, sigma2_{o()};
+  Buf<unsigned char> masked_{o()}, zero_var_{o()};
+  Buf<double> nobs_{o()}, varnobs_{o()}, lognobs_{o()}, rho_d_{o()}, rates_d_{o()}, m_vec_{o()};
+  Buf<double> lambda_{o()}, q_{o()}, N_{o()}, gw_{o()}, Nbp_{o()}, phi_{o()}, u1_{o()}, u2_{o()}, d_{o()}, pw_{o()},
+      m_{o()}, binval_{o()}, beta_{o()}, y_{o()}, small_{o()};
+  Buf<double> cols_d_{o()}, dr_d_{o()}, dlambda_{o()}, omega_{o()}, dN_{o()}, z_{o()}, t_{o()}, O_{o()}, tproc_{o()};
+};
+
+}  // namespace rabbit::pipeline
