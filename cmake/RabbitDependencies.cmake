@@ -54,9 +54,9 @@ if(NOT RABBIT_CUDA STREQUAL "OFF")
     find_package(CUDAToolkit REQUIRED)
     set(RABBIT_HAVE_CUDA ON)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+      set(CMAKE_CUDA_ARCHITECTURES 90)  # H200/H100; pass -DCMAKE_CUDA_ARCHITECTURES="80;90" for A100 too
     endif()
-    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 does not know nvcc 13 supports C++20
     message(STATUS "rabbit: CUDA backend enabled (${CMAKE_CUDA_COMPILER_VERSION})")
   elseif(RABBIT_CUDA STREQUAL "ON")
     message(FATAL_ERROR "RABBIT_CUDA=ON but no CUDA compiler was found (is nvcc on PATH?)")
