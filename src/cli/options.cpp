@@ -149,8 +149,8 @@ const std::vector<Spec>& specs() {
        "global impacts on histogram bins [not implemented yet]"},
       {"--computeHistGaussianImpacts", "computeHistGaussianImpacts", K::flag, T::str, "false", {}, R::refused,
        "Gaussian global impacts on histogram bins [not implemented yet]"},
-      {"--computeVariations", "computeVariations", K::flag, T::str, "false", {}, R::refused,
-       "histograms with each parameter varied by +-1 sigma [not implemented yet]"},
+      {"--computeVariations", "computeVariations", K::flag, T::str, "false", {}, R::implemented,
+       "histograms with each parameter varied by +-1 sigma"},
       {"--noChi2", "noChi2", K::flag, T::str, "false", {}, R::implemented, "skip the linear chi2 of each mapping"},
       {"--computeSaturatedProjectionTests", "computeSaturatedProjectionTests", K::flag, T::str, "false", {},
        R::refused, "saturated test per Project mapping [not implemented yet]"},
@@ -582,6 +582,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   o.compute_hist_errors_per_process = flag("computeHistErrorsPerProcess");
   o.compute_hist_cov = flag("computeHistCov");
   o.no_chi2 = flag("noChi2");
+  o.compute_variations = flag("computeVariations");
   for (const auto& mp : parsed.occurrences["mapping"]) {
     if (mp.at(0) != "BaseMapping")
       throw OptionError(fmt::format("mapping {} is not implemented yet (this release supports BaseMapping)", mp.at(0)));
@@ -637,6 +638,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   if (o.no_hessian) {
     std::vector<std::string> bad;
     if (o.do_impacts) bad.push_back("--doImpacts");
+    if (o.compute_variations) bad.push_back("--computeVariations");
     if (o.save_hists && !o.no_chi2) bad.push_back("--saveHists (without --noChi2)");
     if (o.compute_hist_errors) bad.push_back("--computeHistErrors");
     if (o.compute_hist_errors_per_process) bad.push_back("--computeHistErrorsPerProcess");

@@ -310,6 +310,7 @@ void Run::write_meta() {
   add_shared("impacts_grouped", Axis::strcat("impacts", trad_groups_));
   add_shared("global_impacts_grouped", Axis::strcat("impacts", glob_groups_));
   add_shared("downUpVar", Axis::down_up());
+  add_shared("vars", Axis::strcat("vars", ps.names));
   add_shared("yield", Axis::integer("yield", 0, 1));
 }
 
@@ -599,7 +600,7 @@ void Run::save_observed_hists(hid_t group, const VectorXd& nobs, const VectorXd&
     if (ch.masked) continue;
     std::vector<Axis> axes;
     for (const auto& a : ch.axes) axes.push_back(channel_axis(a));
-    if (axes.empty()) axes.push_back(Axis::integer("yield", 0, 1));
+    if (axes.empty()) axes.push_back(shared("yield"));
     const int64_t nb = ch.nbins();
     VectorXd d = input_->data_obs.segment(ch.start, nb);
     VectorXd dv = input_->data_var ? VectorXd(input_->data_var->segment(ch.start, nb)) : d;
@@ -649,7 +650,7 @@ void Run::save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool p
     const auto& ch = input_->channels[ci];
     std::vector<Axis> axes;
     for (const auto& a : ch.axes) axes.push_back(channel_axis(a));
-    if (axes.empty()) axes.push_back(Axis::integer("yield", 0, 1));
+    if (axes.empty()) axes.push_back(shared("yield"));
     const int64_t nb = ch.nbins();
     VectorXd y = h.inclusive.segment(ch.start, nb);
     VectorXd v = req.errors ? VectorXd(h.inclusive_var.segment(ch.start, nb)) : VectorXd();
@@ -666,6 +667,47 @@ void Run::save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool p
     }
   }
   if (req.per_process) log().info("Save processes histogram for BaseMapping");
+  if (o_.compute_variations) {
+    // §4.10: y ∓ J[:, p]·sqrt(C_pp) for every parameter, J at fixed β (the stored β prefit, β̂ postfit);
+    // prefit C = diag(var_prefit) with unconstrained sigma 1.
+    const auto& ps = model_->parameters;
+    const int64_t npar = ps.size(), nbf = input_->nbinsfull;
+    VectorXd d1;
+    VectorXd xis = xi(x, &d1);
+    VectorXd sig(npar);
+    for (int64_t p = 0; p < npar; ++p) {
+      double v = cov(p, p);
+      if (prefit && !(ps.constraint_weights(p) > 0.0)) v = 1.0;
+      sig(p) = std::sqrt(std::max(v, 0.0));
+    }
+    const VectorXd stored = c.stored_beta();
+    if (!prefit && bb_on_) {
+      VectorXd b = stored;
+      VectorXd bhat = fitter_->profiled_beta(x);
+      b.head(bhat.size()) = bhat;
+      c.set_stored_beta(b);
+    }
+    MatrixXd J = c.yield_jacobian(xis, 0, nbf, CpuShardEvaluator::BetaMode::stored) * d1.asDiagonal();
+    if (bb_on_) c.set_stored_beta(stored);
+    for (size_t ci = 0; ci < input_->channels.size(); ++ci) {
+      const auto& ch = input_->channels[ci];
+      std::vector<Axis> axes;
+      for (const auto& a : ch.axes) axes.push_back(channel_axis(a));
+      if (axes.empty()) axes.push_back(shared("yield"));
+      axes.push_back(shared("vars"));
+      axes.push_back(shared("downUpVar"));
+      const int64_t nb = ch.nbins();
+      std::vector<double> vals(static_cast<size_t>(nb * npar * 2));
+      for (int64_t b = 0; b < nb; ++b)
+        for (int64_t p = 0; p < npar; ++p) {
+          const double shift = J(ch.start + b, p) * sig(p);
+          vals[(b * npar + p) * 2 + 0] = h.inclusive(ch.start + b) - shift;
+          vals[(b * npar + p) * 2 + 1] = h.inclusive(ch.start + b) + shift;
+        }
+      result::write_hist(channel_groups_[ci], "hist_" + stage + "_inclusive_variations", axes, vals.data(), nullptr,
+                         stage + " expected number of events, for all processes combined, with variations, ", ch.flow);
+    }
+  }
   if (req.covariance) {
     const int64_t N = h.inclusive_cov.rows();
     Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> cv = h.inclusive_cov;

@@ -146,7 +146,7 @@ TEST(RabbitFit, LinearModelClosures) {
   const std::string tensor = write_linear_tensor(dir);
   auto r = run_fit(tensor + " -t 0 --unblind --chisqFit --allowNegativeParam --noBinByBinStat --doImpacts "
                             "--globalImpacts --gaussianGlobalImpacts --saveHists --computeHistErrors --computeHistCov "
-                            "--scan sig --scanPoints 5 --scanRange 2 --contourScan sig --contourLevels 1 2 -o " +
+                            "--computeVariations --scan sig --scanPoints 5 --scanRange 2 --contourScan sig --contourLevels 1 2 -o " +
                    dir.string());
   ASSERT_EQ(r.code, 0) << r.output;
   ResultReader f((dir / "fitresults.hdf5").string());
@@ -189,6 +189,21 @@ TEST(RabbitFit, LinearModelClosures) {
     EXPECT_LT(rel_diff(post.variances[b], expected(b, b)), 1e-9) << b;
     for (int c = 0; c < 6; ++c) EXPECT_NEAR(hcov.values[b * 6 + c], expected(b, c), 1e-9 * expected(b, b));
   }
+
+  // Variations: y ∓ J[:, p] sqrt(C_pp), bin 0 down; prefit with the unconstrained POI at sigma 1.
+  auto vars = f.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit_inclusive_variations");
+  ASSERT_EQ(vars.shape, std::vector<int64_t>({6, 3, 2}));
+  auto pre = f.hist("results/mappings/BaseMapping/channels/ch0/hist_prefit_inclusive");
+  auto prevars = f.hist("results/mappings/BaseMapping/channels/ch0/hist_prefit_inclusive_variations");
+  for (int b = 0; b < 6; ++b)
+    for (int p = 0; p < 3; ++p) {
+      const double shift = J(b, p) * std::sqrt(C(p, p));
+      EXPECT_NEAR(vars.values[(b * 3 + p) * 2 + 0], post.values[b] - shift, 1e-9 * post.values[b]);
+      EXPECT_NEAR(vars.values[(b * 3 + p) * 2 + 1], post.values[b] + shift, 1e-9 * post.values[b]);
+      // Prefit: J at the defaults (x_sig = 1, θ = 0) and sigmas 1.
+      const double jpre = p == 0 ? kSig[b] : p == 1 ? 0.05 * (kSig[b] + kBkg[b]) : kShape[b];
+      EXPECT_NEAR(prevars.values[(b * 3 + p) * 2 + 1], pre.values[b] + jpre, 1e-9 * pre.values[b]);
+    }
 
   // 1D scan: symmetric, ΔNLL = ½ (k σ)² at offsets kσ (5 points over ±2σ).
   auto scan = f.hist("results/nll_scan_sig");
@@ -255,7 +270,7 @@ TEST(RabbitFit, LikelihoodVariantsRun) {
     const std::string path = (dir / (v.name + ".hdf5")).string();
     w.write(path, wo);
     auto r = run_fit(path + " -t -1 0 --unblind --doImpacts --globalImpacts --saveHists --saveHistsPerProcess "
-                            "--computeHistErrors --computeHistErrorsPerProcess --computeHistCov --fullNll -p " + v.name + " -o " +
+                            "--computeHistErrors --computeHistErrorsPerProcess --computeHistCov --computeVariations --fullNll -p " + v.name + " -o " +
                      dir.string() + " " + v.args);
     ASSERT_EQ(r.code, 0) << v.name << "\n" << r.output;
     ResultReader f((dir / ("fitresults_" + v.name + ".hdf5")).string());
