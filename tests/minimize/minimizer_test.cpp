@@ -89,3 +89,19 @@ TEST(Minimizer, NanOutsideABoxStillConverges) {
     EXPECT_NEAR(r.x[1], 0.5, 1e-8) << method;
   }
 }
+
+TEST(Minimizer, RosenbrockFiveFromTheSpecStarts) {
+  // minimizers-and-sharding.md §7.2: trust-exact and trust-ncg from (−1.2, 1, −0.5, 2, 0.3),
+  // trust-krylov from (1.3, 0.7, 0.8, 1.9, 1.2).
+  Eigen::VectorXd start_a(5), start_b(5);
+  start_a << -1.2, 1, -0.5, 2, 0.3;
+  start_b << 1.3, 0.7, 0.8, 1.9, 1.2;
+  for (const auto& [method, start, tol] : {std::tuple{"trust-exact", start_a, 1e-6}, std::tuple{"trust-ncg", start_a, 1e-5},
+                                           std::tuple{"trust-krylov", start_b, 1e-5}}) {
+    WithDirectHessian<Rosenbrock> objective(5);
+    MinimizerOptions options;
+    options.method = method;
+    const MinimizerResult r = minimize(objective, start, options);
+    EXPECT_LT((r.x - Eigen::VectorXd::Ones(5)).cwiseAbs().maxCoeff(), tol) << method;
+  }
+}

@@ -4,6 +4,8 @@
 
 #include <spdlog/sinks/ringbuffer_sink.h>
 
+#include <Eigen/Eigenvalues>
+
 #include <cmath>
 #include <memory>
 #include <new>
@@ -371,4 +373,33 @@ TEST(DenseHessian, FromHvpsEqualsAnalyticAndHalvesOnAllocationFailure) {
   EXPECT_LT((H - expected).cwiseAbs().maxCoeff(), 1e-12 * expected.cwiseAbs().maxCoeff());
   EXPECT_LE(objective.widest, 5);
   EXPECT_LE(objective.hvp_batch(), 4);  // the reduced batch persists
+}
+
+TEST(Preconditioner, SpectralEqualsRidgeOnAPositiveDefiniteBlock) {
+  const int n = 9;
+  const Eigen::MatrixXd H = spd_matrix(n, 1e5, 21);
+  PreconditionerOptions ridge;
+  ridge.enabled = true;
+  ridge.ridge = 0.0;
+  ridge.blocks = "none";
+  PreconditionerOptions spectral = ridge;
+  spectral.transform = "spectral";
+  const Eigen::VectorXd x_ref = Eigen::VectorXd::Zero(n);
+  const Preconditioner a = Preconditioner::build(x_ref, H, ridge);
+  const Preconditioner b = Preconditioner::build(x_ref, H, spectral);
+  ASSERT_EQ(a.blocks().size(), 1u);
+  ASSERT_EQ(b.blocks().size(), 1u);
+  EXPECT_LT((a.blocks()[0].L - b.blocks()[0].L).cwiseAbs().maxCoeff(), 1e-8 * a.blocks()[0].L.cwiseAbs().maxCoeff());
+  // An indefinite block keeps |Λ|: whitened spectrum is ±1.
+  Eigen::VectorXd w = Eigen::VectorXd::LinSpaced(n, 1.0, 50.0);
+  w[0] = -2.0;
+  std::mt19937 rng(4);
+  const Eigen::MatrixXd Hi = test::with_spectrum(w, rng);
+  const Preconditioner c = Preconditioner::build(x_ref, Hi, spectral);
+  ASSERT_EQ(c.blocks().size(), 1u);
+  Eigen::MatrixXd Hy = Hi;
+  c.hess_to_internal(Hy);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(0.5 * (Hy + Hy.transpose()));
+  EXPECT_NEAR(es.eigenvalues()[0], -1.0, 1e-8);
+  EXPECT_NEAR(es.eigenvalues()[n - 1], 1.0, 1e-8);
 }
