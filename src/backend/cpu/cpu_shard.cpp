@@ -293,10 +293,6 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
                                    in.filename));
     if (likelihood_ == DataLikelihood::covariance && bb_ == BBKind::gamma)
       throw OptionError("--binByBinStatType gamma is not allowed with --covarianceFit");
-    if (likelihood_ == DataLikelihood::covariance && bb_ == BBKind::normal_multiplicative)
-      throw OptionError(
-          "--covarianceFit with --binByBinStatType normal-multiplicative is not supported by the CPU backend yet; "
-          "use normal-additive");
     const int64_t ne = bb_entries();
     VectorXd wbar(ne), sig2(ne);
     zero_var_.assign(nbinsfull_ * nproc_, 0);
@@ -880,7 +876,7 @@ struct Engine {
           }
         }
       } else {
-        for (int64_t j = 0; j < k; ++j) zb[j] = zcoupled[j];
+        for (int64_t j = 0; j < k * nc; ++j) zb[j] = zcoupled[j];
       }
       std::vector<double> omega(k);
       MatrixXd Omega(I.sparse ? 0 : ne, k);
@@ -1073,29 +1069,43 @@ struct Engine {
       flush_J(acc);
     }
     if (pt.k == 0 && !req.hess) return MatrixXd();
-    return s.yield_jacobian(*req.xi, 0, Bf, CpuShardEvaluator::BetaMode::profiled).transpose();
+    // with BB the regularised bins are masked-channel bins (checked at construction): the observed rows
+    // do not enter the penalty
+    MatrixXd Jt = MatrixXd::Zero(n, Bf);
+    const int64_t first = s.has_bb() ? s.nbins_ : 0;
+    if (first < Bf)
+      Jt.rightCols(Bf - first) =
+          s.yield_jacobian(*req.xi, first, Bf, CpuShardEvaluator::BetaMode::profiled).transpose();
+    return Jt;
   }
 
   void run_coupled(Request& req, std::vector<Accum>& accs, int T, bool derivs) {
     const int64_t k = pt.k;
     const int64_t B = s.nbins_;  // coupled shards cover all observed bins
     const int64_t E = I.bin_ptr[B];
+    const bool mult = s.bb_ == BBKind::normal_multiplicative;
+    // coupled variables: v = a·B + b with a = 0 (ν⁰), a ∈ {active, zero-variance} (lite mult.),
+    // or a = process (full mult.)
+    const int nc = !mult ? 1 : (s.bb_full_ ? static_cast<int>(P) : 2);
+    const int64_t nvar = nc * B;
     Scratch sc;
-    sc.resize(E, B, 1, k);
+    sc.resize(E, B, nc, k);
 #pragma omp parallel for num_threads(T) schedule(static)
     for (int64_t b = 0; b < B; ++b) yields(b, sc, I.bin_ptr[b]);
-    // ν⁰ per bin
     VectorXd nu0 = VectorXd::Zero(B);
     for (int64_t b = 0; b < B; ++b)
       for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) nu0[b] += sc.N[e];
     const VectorXd& nobs = s.nobs_;
+    const MatrixXd& Ci = I.cov_inv;
     VectorXd nu = nu0, beta_b;
     double Lb = 0.0;
-    VectorXd ratio = VectorXd::Ones(B);  // ∂ν_b/∂ν⁰_b at fixed β (A/A' factor: 1 here)
+    // per-entry multiplicative factor μ̃ (mult.), variable column a of each entry
+    std::vector<double> mu(E, 1.0);
+    std::vector<int> col(E, 0);
     if (s.bb_ == BBKind::normal_additive) {
       if (!s.bb_full_) {
         const VectorXd sv = s.sqrt_sigma2_.head(B);
-        const VectorXd rhs = sv.cwiseProduct(I.cov_inv * (nobs - nu0)) + s.beta0_.head(B);
+        const VectorXd rhs = sv.cwiseProduct(Ci * (nobs - nu0)) + s.beta0_.head(B);
         beta_b = I.additive_lu.solve(rhs);
         for (int64_t b = 0; b < B; ++b) {
           double A = 0.0;
@@ -1109,8 +1119,8 @@ struct Engine {
         VectorXd W0 = VectorXd::Zero(B);
         for (int64_t b = 0; b < B; ++b)
           for (int64_t p = 0; p < P; ++p) W0[b] += s.sqrt_sigma2_[b * P + p] * s.beta0_[b * P + p];
-        const VectorXd Tt = I.additive_lu.solve(I.additive_V.cwiseProduct(I.cov_inv * (nobs - nu0)) + W0);
-        const VectorXd u = I.cov_inv * (Tt + nu0 - nobs);
+        const VectorXd Tt = I.additive_lu.solve(I.additive_V.cwiseProduct(Ci * (nobs - nu0)) + W0);
+        const VectorXd u = Ci * (Tt + nu0 - nobs);
         nu = nu0 + W0 - I.additive_V.cwiseProduct(u);
         Lb = 0.5 * I.additive_V.dot(u.cwiseProduct(u));
         beta_b.resize(B * P);
@@ -1119,28 +1129,122 @@ struct Engine {
             beta_b[b * P + p] = s.beta0_[b * P + p] - s.sqrt_sigma2_[b * P + p] * u[b];
       }
     }
+    // normal-multiplicative (likelihood.md §4.4 covariance table): general linear solves
+    VectorXd xval;  // the coupled variables' values (A/Z per bin, or N per (bin, process))
+    std::vector<int64_t> free_index;  // β entries that are free (unmasked)
+    if (mult) {
+      xval = VectorXd::Zero(nvar);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
+          col[e] = s.bb_full_ ? I.entry_proc[e] : (active(e) ? 0 : 1);
+          xval[col[e] * B + b] += sc.N[e];
+        }
+      if (!s.bb_full_) {
+        VectorXd A = xval.head(B), Z = xval.tail(B), Ap = A;
+        for (int64_t b = 0; b < B; ++b)
+          if (!(A[b] > 0.0)) Ap[b] = 1.0;
+        const VectorXd kv = s.kstat_.head(B);
+        MatrixXd mat = Ap.asDiagonal() * Ci * Ap.asDiagonal();
+        mat.diagonal() += kv;
+        beta_b = mat.partialPivLu().solve(Ap.cwiseProduct(Ci * (nobs - Z)) + kv.cwiseProduct(s.beta0_.head(B)));
+        for (int64_t b = 0; b < B; ++b) {
+          if (s.bbmask_[b]) {
+            beta_b[b] = s.beta0_[b];
+            nu[b] = A[b] + Z[b];
+          } else {
+            nu[b] = beta_b[b] * A[b] + Z[b];
+            Lb += 0.5 * kv[b] * (beta_b[b] - s.beta0_[b]) * (beta_b[b] - s.beta0_[b]);
+            free_index.push_back(b);
+          }
+          for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e)
+            mu[e] = (!s.bbmask_[b] && active(e)) ? beta_b[b] : 1.0;
+        }
+      } else {
+        VectorXd Sb = VectorXd::Zero(B), Tb = VectorXd::Zero(B);
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
+            const int64_t f = I.entry_flat[e];
+            if (!s.bbmask_[f]) Sb[b] += sc.N[e] * sc.N[e] / s.kstat_[f];
+            Tb[b] += sc.N[e] * s.beta0_[f];
+          }
+        MatrixXd mat = Sb.asDiagonal() * Ci;
+        mat.diagonal().array() += 1.0;
+        const VectorXd nuhat = mat.partialPivLu().solve(Sb.cwiseProduct(Ci * nobs) + Tb);
+        const VectorXd u = Ci * (nuhat - nobs);
+        beta_b = s.beta0_.head(B * P);
+        nu.setZero();
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
+            const int64_t f = I.entry_flat[e];
+            if (!s.bbmask_[f]) {
+              beta_b[f] = s.beta0_[f] - sc.N[e] / s.kstat_[f] * u[b];
+              Lb += 0.5 * s.kstat_[f] * (beta_b[f] - s.beta0_[f]) * (beta_b[f] - s.beta0_[f]);
+              mu[e] = beta_b[f];
+              free_index.push_back(e);
+            }
+            nu[b] += mu[e] * sc.N[e];
+          }
+      }
+    }
     const VectorXd r = nu - nobs;
-    const VectorXd g = I.cov_inv * r;
-    accs[0].f = 0.5 * r.dot(g) + Lb;
+    const VectorXd g = Ci * r;
     if (req.beta_out && beta_b.size() > 0) *req.beta_out = beta_b;
     for (int t = 0; t < T; ++t) init_accum(accs[t], req, k);
     accs[0].f = 0.5 * r.dot(g) + Lb;
     if (!derivs) return;
-    const MatrixXd& Wmat =
-        (s.bb_ == BBKind::normal_additive && req.profile) ? I.cov_profiled_weight : I.cov_inv;
+    // Ψ over the coupled variables
+    MatrixXd Wmat;
+    if (!mult) {
+      Wmat = (s.bb_ == BBKind::normal_additive && req.profile) ? I.cov_profiled_weight : I.cov_inv;
+    } else {
+      // R (B × nvar): ∂ν/∂x at fixed β; D (B × nβ): ∂ν/∂β; G (nvar × nβ): g_b where x is scaled by β_j
+      MatrixXd R = MatrixXd::Zero(B, nvar);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) R(b, col[e] * B + b) = mu[e];
+      Wmat = R.transpose() * Ci * R;
+      const int64_t nbeta = static_cast<int64_t>(free_index.size());
+      if (req.profile && nbeta > 0) {
+        MatrixXd D = MatrixXd::Zero(B, nbeta), G = MatrixXd::Zero(nvar, nbeta);
+        VectorXd c2(nbeta);
+        for (int64_t j = 0; j < nbeta; ++j) {
+          if (!s.bb_full_) {
+            const int64_t b = free_index[j];
+            D(b, j) = xval[b];  // A_b
+            G(b, j) = g[b];     // variable A_b is scaled by β_b
+            c2[j] = s.kstat_[b];
+          } else {
+            const int64_t e = free_index[j];
+            const int64_t b = I.entry_flat[e] / P;
+            D(b, j) = sc.N[e];
+            G(col[e] * B + b, j) = g[b];
+            c2[j] = s.kstat_[I.entry_flat[e]];
+          }
+        }
+        const MatrixXd fxb = R.transpose() * Ci * D + G;
+        MatrixXd fbb = D.transpose() * Ci * D;
+        fbb.diagonal() += c2;
+        Wmat -= fxb * fbb.ldlt().solve(fxb.transpose());
+        Wmat = 0.5 * (Wmat + Wmat.transpose()).eval();
+      }
+    }
     for (int64_t b = 0; b < B; ++b)
       for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
-        sc.phi[e] = g[b];
-        sc.U[e] = 1.0;
+        sc.phi[e] = g[b] * mu[e];
+        for (int a = 0; a < nc; ++a) sc.U[e * nc + a] = 0.0;
+        sc.U[e * nc + col[e]] = 1.0;
         sc.d[e] = 0.0;
       }
-    MatrixXd zc;
+    std::vector<double> zbuf;
     if (k > 0) {
-      MatrixXd tb = MatrixXd::Zero(k, B);
+      MatrixXd tb = MatrixXd::Zero(nvar, k);
       for (int64_t b = 0; b < B; ++b)
         for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e)
-          for (int64_t j = 0; j < k; ++j) tb(j, b) += sc.dN[e * k + j];
-      zc = tb * Wmat;  // k × B (W symmetric)
+          for (int64_t j = 0; j < k; ++j) tb(col[e] * B + b, j) += sc.dN[e * k + j];
+      const MatrixXd zc = Wmat * tb;
+      zbuf.assign(B * k * nc, 0.0);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < k; ++j)
+          for (int a = 0; a < nc; ++a) zbuf[(b * k + j) * nc + a] = zc(a * B + b, j);
     }
 #pragma omp parallel num_threads(T)
     {
@@ -1148,16 +1252,17 @@ struct Engine {
       Accum& acc = accs[t];
       const int64_t lo = B * t / T, hi = B * (t + 1) / T;
       for (int64_t b = lo; b < hi; ++b)
-        accumulate(b, sc, I.bin_ptr[b], b, req, acc, k > 0 ? zc.col(b).data() : nullptr);
+        accumulate(b, sc, I.bin_ptr[b], b, req, acc, k > 0 ? zbuf.data() + b * k * nc : nullptr);
       if (req.hess) flush_E(acc);
     }
     if (req.hess) {
-      MatrixXd J = MatrixXd::Zero(n, B);
+      MatrixXd J = MatrixXd::Zero(n, nvar);
       for (int64_t b = 0; b < B; ++b)
         for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
           const int p = I.entry_proc[e];
-          if (M > 0) J.col(b).head(M) += sc.a[e] * pt.jr.row(p).transpose();
-          I.row_E_axpy(e, sc.c[e], pt.hp.data(), J.col(b).data() + M);
+          const int64_t v = col[e] * B + b;
+          if (M > 0) J.col(v).head(M) += sc.a[e] * pt.jr.row(p).transpose();
+          I.row_E_axpy(e, sc.c[e], pt.hp.data(), J.col(v).data() + M);
         }
       accs[0].HJ.noalias() += J * (Wmat * J.transpose());
     }
@@ -1361,6 +1466,10 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
   const int64_t nb = last - first, M = nparams_, n = nx_;
   MatrixXd J = MatrixXd::Zero(nb, n);
   const bool through_beta = mode == BetaMode::profiled && has_bb();
+  if (through_beta && I.coupled && bb_ == BBKind::normal_multiplicative && first < nbins_)
+    throw OptionError(
+        "postfit yield Jacobians through the profiled beta are not implemented for --covarianceFit with "
+        "normal-multiplicative bin-by-bin statistics");
   VectorXd coupled_beta;
   if (through_beta && I.coupled && first < nbins_) coupled_beta = profiled_beta(xi);
   const int64_t bw = eng.beta_width();

@@ -136,13 +136,21 @@ std::vector<ShardConfig> all_configs() {
           c.zero_variance_process = zv;
           out.push_back(c);
         }
-  // covariance with normal-additive
+  // covariance with the normal types (normal-multiplicative lite: the closed form is a true profile only
+  // without BB-masked bins, likelihood.md §6.8.3)
   for (auto mode : {BBMode::lite, BBMode::full}) {
     ShardConfig c;
     c.likelihood = DataLikelihood::covariance;
     c.bb_type = BBType::normal_additive;
     c.bb_mode = mode;
     c.zero_variance_process = false;
+    out.push_back(c);
+    c.bb_type = BBType::normal_multiplicative;
+    c.bb_masked_bin = mode == BBMode::full;
+    out.push_back(c);
+    c.zero_variance_process = true;
+    out.push_back(c);
+    c.sparse = true;
     out.push_back(c);
   }
   // sparse, symmetric, normal type with BB; Mixture; non-linear param model; --minBBKstat

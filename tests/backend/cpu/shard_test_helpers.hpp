@@ -117,6 +117,7 @@ struct ShardConfig {
   bool mixture = false;
   bool square_poi = false;
   double min_bb_kstat = 0.0;
+  bool bb_masked_bin = true;  // bin 4 without MC statistics
   unsigned seed = 1;
 };
 
@@ -163,7 +164,7 @@ inline std::shared_ptr<FitInputData> make_test_input(const ShardConfig& c) {
       in->sumw[b * P + p] = v;
       in->sumw2[b * P + p] = v * (0.05 + 0.3 * uni(rng));
       if (c.zero_variance_process && p == 2) in->sumw2[b * P + p] = 0.0;
-      if (b == 4) {  // fully BB-masked bin
+      if (b == 4 && c.bb_masked_bin) {  // fully BB-masked bin
         in->sumw[b * P + p] = 0.0;
         in->sumw2[b * P + p] = 0.0;
       }
