@@ -154,8 +154,8 @@ const std::vector<Spec>& specs() {
       {"--noChi2", "noChi2", K::flag, T::str, "false", {}, R::implemented, "skip the linear chi2 of each mapping"},
       {"--computeSaturatedProjectionTests", "computeSaturatedProjectionTests", K::flag, T::str, "false", {},
        R::refused, "saturated test per Project mapping [not implemented yet]"},
-      {"--noPostfitProfileBB", "noPostfitProfileBB", K::flag, T::str, "false", {}, R::refused,
-       "do not profile beta after the fit [not implemented yet]"},
+      {"--noPostfitProfileBB", "noPostfitProfileBB", K::flag, T::str, "false", {}, R::implemented,
+       "postfit histograms without profiling beta (postfit_profile = False)"},
       {"-m,--mapping", "mapping", K::append, T::str, "[]", {}, R::implemented,
        "NAME [ARG...]: mapping for the output histograms (this release: BaseMapping)"},
       {"--compositeMapping", "compositeMapping", K::flag, T::str, "false", {}, R::refused,
@@ -583,6 +583,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   o.compute_hist_cov = flag("computeHistCov");
   o.no_chi2 = flag("noChi2");
   o.compute_variations = flag("computeVariations");
+  o.no_postfit_profile_bb = flag("noPostfitProfileBB");
   for (const auto& mp : parsed.occurrences["mapping"]) {
     if (mp.at(0) != "BaseMapping")
       throw OptionError(fmt::format("mapping {} is not implemented yet (this release supports BaseMapping)", mp.at(0)));

@@ -638,7 +638,9 @@ void Run::save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool p
   auto& c = cpu("--saveHists");
   log().info("Save inclusive histogram for BaseMapping");
   postfit::HistogramRequest req;
-  req.prefit = prefit;
+  // --noPostfitProfileBB: the postfit histograms are evaluated like the prefit ones (β not
+  // profiled, H_ββ of L_β alone), with the postfit parameters and covariance.
+  req.prefit = prefit || o_.no_postfit_profile_bb;
   req.errors = o_.compute_hist_errors;
   req.covariance = o_.compute_hist_cov;
   req.per_process = o_.save_hists_per_process;
@@ -681,7 +683,7 @@ void Run::save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool p
       sig(p) = std::sqrt(std::max(v, 0.0));
     }
     const VectorXd stored = c.stored_beta();
-    if (!prefit && bb_on_) {
+    if (!prefit && bb_on_ && !o_.no_postfit_profile_bb) {
       VectorXd b = stored;
       VectorXd bhat = fitter_->profiled_beta(x);
       b.head(bhat.size()) = bhat;
@@ -856,7 +858,7 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
     if (dofit) {
       MinimizerResult mr;
       x = minimize_full(x, true, &mr);
-      if (bb_on_) log().info("profile beta");
+      if (bb_on_ && !o_.no_postfit_profile_bb) log().info("profile beta");
       const int64_t n = static_cast<int64_t>(mr.loss_history.size());
       result::write_hist(g, "epoch_loss", {Axis::integer("epoch", 0, n)}, mr.loss_history.data(), nullptr, "epoch loss");
       result::write_hist(g, "epoch_time", {Axis::integer("epoch", 0, n)}, mr.time_history.data(), nullptr, "epoch time");
@@ -884,7 +886,7 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
     log().info("    p-value: {}%", std::round(10000.0 * postfit::chi2_survival(2.0 * nll, static_cast<double>(ndfsat))) / 100.0);
     result::write_scalar(g, "nllvalreduced", nll);
     result::write_scalar(g, "ndfsat", ndfsat);
-    result::write_scalar_bool(g, "postfit_profile", true);
+    result::write_scalar_bool(g, "postfit_profile", !o_.no_postfit_profile_bb);
     if (o_.full_nll) {
       double full = constraint_full_nll_constant(ps) + (fitter_->value(x) - 0.0);
       // The shards' data and BB constants: full_value − value per shard.

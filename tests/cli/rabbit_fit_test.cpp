@@ -492,3 +492,23 @@ TEST(RabbitFit, TwoShardsGiveTheSameResult) {
     }
   }
 }
+
+TEST(RabbitFit, NoPostfitProfileBB) {
+  auto dir = rabbit::test::scratch_dir("cli_noprofile");
+  const std::string args = example() + " -t 0 --unblind --saveHists --computeHistErrors -o " + dir.string();
+  auto r1 = run_fit(args + " -p prof");
+  ASSERT_EQ(r1.code, 0) << r1.output;
+  auto r2 = run_fit(args + " -p noprof --noPostfitProfileBB");
+  ASSERT_EQ(r2.code, 0) << r2.output;
+  EXPECT_EQ(r2.output.find("profile beta"), std::string::npos);
+  ResultReader f1((dir / "fitresults_prof.hdf5").string()), f2((dir / "fitresults_noprof.hdf5").string());
+  EXPECT_EQ(f1.scalar("results/postfit_profile"), 1.0);
+  EXPECT_EQ(f2.scalar("results/postfit_profile"), 0.0);
+  EXPECT_EQ(f1.hist("results/parms").values, f2.hist("results/parms").values);
+  // Without the β profile the postfit histogram is the β = β⁰ expectation at x̂, which differs.
+  auto a = f1.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit_inclusive");
+  auto b = f2.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit_inclusive");
+  double maxdiff = 0.0;
+  for (size_t i = 0; i < a.values.size(); ++i) maxdiff = std::max(maxdiff, std::abs(a.values[i] - b.values[i]));
+  EXPECT_GT(maxdiff, 1e-3);
+}
