@@ -214,12 +214,13 @@ SubproblemStep ExactSubproblem::solve(double radius) {
         }
         lambda_ub = lambda;
         lambda_lb = std::max(lambda_lb, lambda - s_min * s_min);
-        info = factorize(lambda_new, L);
+        // A Newton step at or below the proven lower bound would only fail to factorise.
+        info = lambda_new > lambda_lb ? factorize(lambda_new, L) : -1;
         if (info == 0) {
           lambda = lambda_new;
           already_factorized = true;
         } else {
-          lambda_lb = std::max({lambda_lb, lambda_new, lower_bound_from_failure(lambda_new, info, L)});
+          if (info > 0) lambda_lb = std::max({lambda_lb, lambda_new, lower_bound_from_failure(lambda_new, info, L)});
           lambda = safeguarded_lambda(lambda_lb, lambda_ub);
         }
       } else {
