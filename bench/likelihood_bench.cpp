@@ -1,7 +1,7 @@
 // Throughput of the CPU likelihood: loss+grad and HVP evaluations per second on a synthetic dense
 // tensor, bytes streamed per evaluation, achieved bandwidth, and the machine's streaming bandwidth
 // measured in the same run with a STREAM-like triad on all cores.
-//   likelihood_bench [nbins=10000] [nproc=10] [nsyst=1000] [seconds=3] [threads=0]
+//   likelihood_bench [nbins=10000] [nproc=10] [nsyst=1000] [seconds=3] [threads=all]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -139,6 +139,11 @@ int main(int argc, char** argv) {
   Eigen::MatrixXd V = Eigen::MatrixXd::Random(1 + S, 1), HV;
   const double rate_hvp = measure([&] { shard.value_grad_hvp(xi, V, grad, HV); });
   const double triad = triad_bandwidth(threads);
+  // one dense Hessian (SYRK-like accumulation), timed once
+  Eigen::MatrixXd H;
+  const auto th = Clock::now();
+  shard.value_grad_hess(xi, grad, H, true);
+  const double hess_s = seconds_since(th);
 
   std::printf("tensor: %lld bins x %lld procs x %lld systs (asymmetric, log_normal, BB lite gamma), %d threads\n",
               static_cast<long long>(B), static_cast<long long>(P), static_cast<long long>(S), threads);
@@ -148,5 +153,7 @@ int main(int argc, char** argv) {
   std::printf("STREAM-like triad: %.2f GB/s\n", triad / 1e9);
   std::printf("ratio loss+grad / triad: %.1f%%   HVP / triad: %.1f%%\n", 100.0 * rate_grad * bytes / triad,
               100.0 * rate_hvp * bytes / triad);
+  std::printf("dense Hessian (%lld x %lld): %.2f s\n", static_cast<long long>(1 + S), static_cast<long long>(1 + S),
+              hess_s);
   return 0;
 }

@@ -22,7 +22,7 @@ std::string describe(const ShardConfig& c) {
   return fmt::format("{}_{}_{}_{}_{}_{}_{}{}{}", c.sparse ? "sparse" : "dense", c.symmetric ? "sym" : "asym",
                      c.lognormal ? "lognormal" : "normal", lik[static_cast<int>(c.likelihood)],
                      c.bb ? type[static_cast<int>(c.bb_type)] : "noBB", c.bb_mode == BBMode::full ? "full" : "lite",
-                     c.zero_variance_process ? "zv" : "nozv", c.mixture ? "_mixture" : "", c.square_poi ? "_sq" : "");
+                     c.legacy_kstat ? "legacy" : (c.zero_variance_process ? "zv" : "nozv"), c.mixture ? "_mixture" : "", c.square_poi ? "_sq" : "");
 }
 
 VectorXd point_for(const Model& m, const ShardConfig& c) {
@@ -182,6 +182,14 @@ std::vector<ShardConfig> all_configs() {
     c.lognormal = false;
     out.push_back(c);
   }
+  for (auto type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive})
+    for (auto lik : {DataLikelihood::poisson, DataLikelihood::chisq}) {
+      ShardConfig c;
+      c.legacy_kstat = true;
+      c.bb_type = type;
+      c.likelihood = lik;
+      out.push_back(c);
+    }
   {
     ShardConfig c;
     c.min_bb_kstat = 60.0;

@@ -118,6 +118,7 @@ struct ShardConfig {
   bool square_poi = false;
   double min_bb_kstat = 0.0;
   bool bb_masked_bin = true;  // bin 4 without MC statistics
+  bool legacy_kstat = false;  // per-bin sumw/sumw2 as derived from the legacy hkstat
   unsigned seed = 1;
 };
 
@@ -169,6 +170,17 @@ inline std::shared_ptr<FitInputData> make_test_input(const ShardConfig& c) {
         in->sumw2[b * P + p] = 0.0;
       }
     }
+  if (c.legacy_kstat) {
+    std::vector<double> sw(Bf, 0.0), sw2(Bf, 0.0);
+    for (int64_t b = 0; b < Bf; ++b)
+      for (int64_t p = 0; p < P; ++p) {
+        sw[b] += in->sumw[b * P + p];
+        sw2[b] += in->sumw2[b * P + p];
+      }
+    in->sumw = sw;
+    in->sumw2 = sw2;
+    in->sumw_per_bin = true;
+  }
   in->data_obs.resize(B);
   for (int64_t b = 0; b < B; ++b) {
     double tot = 0.0;
