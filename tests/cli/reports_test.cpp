@@ -78,3 +78,27 @@ TEST(Reports, PullsAndImpactsOnAFit) {
   EXPECT_EQ(code, 3);
   EXPECT_NE(bad.find("gaussian_global_impacts_grouped"), std::string::npos) << bad;
 }
+
+TEST(Reports, AsymmetricConstraintsFromContours) {
+  auto dir = rabbit::test::scratch_dir("reports_asym");
+  const auto bin = rabbit::test::binary_dir();
+  const std::string tensor = (rabbit::test::source_dir() / "examples" / "example_tensor.hdf5").string();
+  int code = 0;
+  run((bin / "rabbit_fit").string() + " " + tensor + " -t -1 --contourScan --contourLevels 1 -o " + dir.string(),
+      &code);
+  ASSERT_EQ(code, 0);
+  const std::string file = (dir / "fitresults.hdf5").string();
+  std::string out = run((bin / "rabbit_print_pulls_and_constraints").string() + " --asym --noPrefit " + file, &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(out.rfind("   Parameter                        pull +/- constraint +         up -       down\n", 0), 0u) << out;
+  // The level-1 contour of the POI is close to ±sigma (0.018 on this tensor), up positive, down negative.
+  auto row = out.substr(out.find("   sig "));
+  row = row.substr(0, row.find('\n'));
+  double pull = 0, con = 0, up = 0, down = 0;
+  char name[64];
+  ASSERT_EQ(std::sscanf(row.c_str(), " %63s %lf +/- %lf + %lf - %lf", name, &pull, &con, &up, &down), 5) << row;
+  EXPECT_GT(up, 0.9 * con);
+  EXPECT_LT(up, 1.1 * con);
+  EXPECT_LT(down, -0.9 * con);
+  EXPECT_GT(down, -1.1 * con);
+}
