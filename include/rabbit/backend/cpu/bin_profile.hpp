@@ -58,7 +58,7 @@ T gamma_constraint(const T& beta, double k, double beta0, double log_beta0) {
 template <class T>
 T lite_bin_objective(const T& A, const T& Z, const BinObservation& obs, DataLikelihood lik, BBKind bb,
                      const LiteEntry& e, bool legacy, bool fixed_beta, T* beta_out, T* nu_out) {
-  T nu, constraint(0.0), beta(e.beta0);
+  T nu(0.0), constraint(0.0), beta(e.beta0);
   const T Asafe = value_of(A) > 0.0 ? A : T(1.0);
   const double n = obs.n, v = obs.v, k = e.k, b0 = e.beta0;
   switch (bb) {
