@@ -68,8 +68,10 @@ void check_fitter(const ShardConfig& c, bool freeze, bool external) {
     fitter.value_grad(xp, gp);
     fitter.value_grad(xm, gm);
     const VectorXd fdh = (gp - gm) / (2 * h);
-    for (int64_t j = 0; j < n; ++j)
-      if (!frozen[j]) EXPECT_NEAR(H(j, i), fdh[j], 2e-6 * std::max(1.0, std::abs(fdh[j]))) << "hess " << j << "," << i;
+    for (int64_t j = 0; j < n; ++j) {
+      if (frozen[j]) continue;
+      EXPECT_NEAR(H(j, i), fdh[j], 2e-6 * std::max(1.0, std::abs(fdh[j]))) << "hess " << j << "," << i;
+    }
   }
   VectorXd gv;
   MatrixXd HV;
