@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Writes the reference fits of tests/reference/ with upstream rabbit (optional tool).
+
+For every case below, runs upstream `rabbit_fit.py` (Python/TensorFlow) on a tensor of
+tests/reference/tensors/ and stores what it wrote as tests/reference/fits/CASE.json in the layout of
+shared/ref/README.md: {"tensor", "args", "rabbit_commit", "meta", "results": {GROUP: RESULTS}}.
+GROUP is the result group's suffix ("asimov", "toy1", ...; "data_obs" for the plain "results"
+group of a fit to data), RESULTS rabbit's results dictionary key by key, every histogram as
+{"axes", "values", "variances"} without flow bins. Values stay in rabbit's stored coordinates
+(sqrt(mu) for non-negative POIs). Timing histograms (epoch_time) are dropped so that reruns only
+differ where rabbit's numbers do.
+
+Never used by the build or the tests; the C++ test tests/reference/reference_fit_test.cpp reads the
+JSON files only. Needs a Python environment with rabbit's dependencies (tensorflow, numpy, scipy,
+h5py, hist, hdf5plugin, wums) and rabbit's source (github.com/WMass/rabbit):
+
+    python3 -m venv /tmp/pyv
+    /tmp/pyv/bin/pip install tensorflow-cpu tensorflow-probability tf-keras numpy scipy h5py \
+        hist hdf5plugin 'wums[pickling]'
+    /tmp/pyv/bin/python tools/make_reference.py --rabbit /path/to/rabbit [--cases NAME ...]
+
+The tensors themselves are made by our own rabbit_make_tensor (see tests/reference/README.md).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFDIR = os.path.join(HERE, "..", "tests", "reference")
+
+# Common option sets: a fit to data (unblinded so that parameters are comparable) with every
+# output that the comparison checks.
+DATA = ["-t", "0", "--unblind"]
+ALL_OUT = ["--doImpacts", "--globalImpacts", "--saveHists", "--computeHistErrors"]
+# Upstream's forward-mode (JVP) global impacts fail on sparse tensors with TensorFlow 2.21
+# ("No unary variant unary_op function found for op ZEROS_LIKE ... CSRSparseMatrix"); its backward
+# mode is used there instead (our rabbit_fit accepts and ignores the option).
+SPARSE = ["--globalImpactsDisableJVP"]
+
+# name -> (tensor, arguments after the tensor file name)
+CASES = {
+    # tensor layouts and systematic types (default BB: lite gamma)
+    "dense_data": ("dense.hdf5", DATA + ALL_OUT),
+    "dense_asimov_and_data": ("dense.hdf5", ["-t", "-1", "0", "--unblind", "--doImpacts", "--globalImpacts"]),
+    "dense_blinded": ("dense.hdf5", ["-t", "0", "--doImpacts"]),
+    "sparse_data": ("sparse_blosc2.hdf5", DATA + ALL_OUT + SPARSE),
+    "symmetric_data": ("symmetric.hdf5", DATA + ALL_OUT),
+    "normal_data": ("normal.hdf5", DATA + ALL_OUT),
+    "normal_symmetric_sparse_data": (
+        "normal_symmetric_sparse.hdf5",
+        DATA + ["--doImpacts", "--globalImpacts"] + SPARSE,
+    ),
+    # Barlow-Beeston variants
+    "bb_full_gamma": ("dense.hdf5", DATA + ALL_OUT + ["--binByBinStatMode", "full", "--binByBinStatType", "gamma"]),
+    "bb_lite_normal_mult": ("dense.hdf5", DATA + ALL_OUT + ["--binByBinStatType", "normal-multiplicative"]),
+    "bb_full_normal_mult": (
+        "dense.hdf5",
+        DATA + ALL_OUT + ["--binByBinStatMode", "full", "--binByBinStatType", "normal-multiplicative"],
+    ),
+    "bb_lite_normal_add": ("dense.hdf5", DATA + ALL_OUT + ["--binByBinStatType", "normal-additive"]),
+    "bb_full_normal_add": (
+        "sparse_blosc2.hdf5",
+        DATA + ALL_OUT + ["--binByBinStatMode", "full", "--binByBinStatType", "normal-additive"] + SPARSE,
+    ),
+    "no_bbb": ("dense.hdf5", DATA + ALL_OUT + ["--noBinByBinStat"]),
+    # chi2 and covariance likelihoods
+    "chisq": ("dense.hdf5", DATA + ALL_OUT + ["--chisqFit"]),
+    "covariance_fit": ("dense.hdf5", DATA + ["--doImpacts", "--globalImpacts", "--covarianceFit"]),
+    # parameter options and models
+    # (no --doImpacts: upstream's grouped impacts fail with "Input matrix is not invertible" when a
+    # group contains a frozen parameter)
+    "freeze": (
+        "dense.hdf5",
+        DATA + ["--globalImpacts", "--saveHists", "--computeHistErrors", "--freezeParameters", "slope_background", "norm"],
+    ),
+    "negative_param_asimov": (
+        "dense.hdf5",
+        ["-t", "-1", "--allowNegativeParam", "--expectSignal", "sig", "2", "--doImpacts", "--globalImpacts"],
+    ),
+    "expect_signal": ("symmetric.hdf5", DATA + ["--expectSignal", "sig", "0.5", "--doImpacts"]),
+    "mixture": ("dense.hdf5", DATA + ["--paramModel", "Mixture", "bkg", "bkg_2", "--doImpacts", "--globalImpacts"]),
+    "pseudodata": ("dense.hdf5", ["-t", "0", "--unblind", "--pseudoData", "original", "--doImpacts"]),
+}
+
+
+def to_json(obj):
+    """rabbit's results (dicts, H5PickleProxy, hist.Hist, numpy) -> plain JSON types."""
+    import hist
+    import numpy as np
+    from wums import ioutils
+
+    if isinstance(obj, ioutils.H5PickleProxy):
+        return to_json(obj.get())
+    if isinstance(obj, hist.Hist):
+        axes = []
+        for ax in obj.axes:
+            a = {
+                "name": ax.name,
+                "class": type(ax).__name__,
+                "underflow": bool(ax.traits.underflow),
+                "overflow": bool(ax.traits.overflow),
+            }
+            if isinstance(ax, (hist.axis.StrCategory, hist.axis.IntCategory)):
+                a["labels"] = [str(v) for v in ax]
+            else:
+                a["edges"] = [float(e) for e in ax.edges]
+            axes.append(a)
+        variances = obj.variances()
+        return {
+            "axes": axes,
+            "values": np.asarray(obj.values(), dtype=float).tolist(),
+            "variances": None if variances is None else np.asarray(variances, dtype=float).tolist(),
+        }
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items() if k != "epoch_time"}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_json(obj.tolist())
+    if isinstance(obj, (bytes, np.bytes_)):
+        return obj.decode()
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj)
+    if obj is None or isinstance(obj, str):
+        return obj
+    return str(obj)
+
+
+def rabbit_commit(rabbit_dir):
+    if os.environ.get("RABBIT_COMMIT"):
+        return os.environ["RABBIT_COMMIT"]
+    try:
+        return subprocess.check_output(
+            ["git", "-C", rabbit_dir, "rev-parse", "HEAD"], text=True, stderr=subprocess.DEVNULL
+        ).strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+_rabbit_fit_main = None
+
+
+def rabbit_fit(rabbit_dir, argv):
+    """Runs rabbit_fit.py's main() with argv in this process: TensorFlow is imported once for all
+    cases (each main() builds its own Fitter, sets its own seeds and writes its own file)."""
+    global _rabbit_fit_main
+    if _rabbit_fit_main is None:
+        import importlib.util
+
+        sys.path.insert(0, rabbit_dir)
+        script = os.path.join(rabbit_dir, "bin", "rabbit_fit.py")
+        spec = importlib.util.spec_from_file_location("rabbit_fit_script", script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _rabbit_fit_main = module.main
+    saved = sys.argv
+    sys.argv = ["rabbit_fit.py", *argv]
+    try:
+        _rabbit_fit_main()
+    finally:
+        sys.argv = saved
+
+
+def run_case(name, tensor, args, rabbit_dir, commit, outdir):
+    import h5py
+    from wums import ioutils
+
+    tensor_path = os.path.join(REFDIR, "tensors", tensor)
+    with tempfile.TemporaryDirectory() as tmp:
+        rabbit_fit(rabbit_dir, [tensor_path, *args, "-o", tmp, "--outname", "fit.hdf5"])
+        results = {}
+        with h5py.File(os.path.join(tmp, "fit.hdf5"), "r") as f:
+            meta = ioutils.pickle_load_h5py(f["meta"])
+            for key in f.keys():
+                if key == "results" or key.startswith("results_"):
+                    group = "data_obs" if key == "results" else key[len("results_"):]
+                    results[group] = to_json(ioutils.pickle_load_h5py(f[key]))
+    out = {
+        "tensor": tensor,
+        "args": args,
+        "rabbit_commit": commit,
+        "meta": {k: to_json(meta[k]) for k in ("procs", "pois", "nois") if k in meta},
+        "results": results,
+    }
+    path = os.path.join(outdir, f"{name}.json")
+    with open(path, "w") as f:
+        json.dump(out, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rabbit", required=True, help="directory of rabbit's source (with bin/rabbit_fit.py)")
+    parser.add_argument("--cases", nargs="*", default=None, help="only these cases (default: all)")
+    parser.add_argument("--outdir", default=os.path.join(REFDIR, "fits"))
+    parser.add_argument("--list", action="store_true", help="print the cases and exit")
+    args = parser.parse_args()
+    if args.list:
+        for name, (tensor, cargs) in CASES.items():
+            print(name, tensor, " ".join(cargs))
+        return
+    commit = rabbit_commit(args.rabbit)
+    os.makedirs(args.outdir, exist_ok=True)
+    failed = []
+    for name in args.cases or CASES:
+        tensor, cargs = CASES[name]
+        print(f"{name}: {tensor} {' '.join(cargs)}", flush=True)
+        try:
+            print("  ->", run_case(name, tensor, cargs, args.rabbit, commit, args.outdir), flush=True)
+        except (Exception, SystemExit) as e:  # one failing case must not stop the others
+            print(f"  FAILED: {type(e).__name__}: {e}", flush=True)
+            failed.append(name)
+    if failed:
+        sys.exit(f"failed cases: {' '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()
