@@ -159,8 +159,17 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
       Hinv = H.inverse();
     }
   }
+  // Full mode: u_e² / (row sum of H_ββ over the bin's entries), H_ββ = diag(c) + ℓ''_b u uᵀ.
+  auto bb_full_entry_var = [&](int64_t b, int64_t p) -> double {
+    const double u = bbr.dN(b, p);
+    if (u == 0.0) return 0.0;
+    const double row = bbr.c(bbr.entry(b, p)) + dd(b) * u * bbr.dN.row(b).sum();
+    return row > 0.0 ? u * u / row : 0.0;
+  };
   // Inclusive: u_b(e) = ∂ν_b/∂β_e. Returns the β covariance term for bins b, b'.
-  auto bb_incl_cov = [&](int64_t b, int64_t bp) -> double {
+  // exact_block: the exact inverse of the bin's H_ββ block in full mode (used by the linear chi2,
+  // where rabbit is exact too); otherwise rabbit's row-sum form of the histogram variances.
+  auto bb_incl_cov = [&](int64_t b, int64_t bp, bool exact_block = false) -> double {
     if (!bb) return 0.0;
     if (Hinv.size()) {
       double s = 0.0;
@@ -179,12 +188,19 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
       double H = bbr.c(b) + dd(b) * u * u;
       return H > 0.0 ? u * u / H : 0.0;
     }
+    // Full mode, as rabbit computes it: each entry's variance is u_e² over the row sum of H_ββ
+    // (rabbit takes the gradient of ∂L/∂β with respect to all β at once and treats it as the
+    // diagonal), not the exact inverse of the bin's block; see docs/differences-from-rabbit.md.
     double s = 0.0;
-    for (int64_t p = 0; p < P; ++p) {
-      double u = bbr.dN(b, p);
-      if (u != 0.0 && bbr.c(bbr.entry(b, p)) > 0.0) s += u * u / bbr.c(bbr.entry(b, p));
+    if (exact_block) {
+      for (int64_t p = 0; p < P; ++p) {
+        const double u = bbr.dN(b, p);
+        if (u != 0.0 && bbr.c(bbr.entry(b, p)) > 0.0) s += u * u / bbr.c(bbr.entry(b, p));
+      }
+      return s / (1.0 + dd(b) * s);
     }
-    return s / (1.0 + dd(b) * s);
+    for (int64_t p = 0; p < P; ++p) s += bb_full_entry_var(b, p);
+    return s;
   };
   auto bb_proc_var = [&](int64_t b, int64_t p) -> double {
     if (!bb) return 0.0;
@@ -197,14 +213,7 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
       double H = bbr.c(b) + dd(b) * ub * ub;
       return H > 0.0 ? u * u / H : 0.0;
     }
-    double s = 0.0;
-    for (int64_t pp = 0; pp < P; ++pp) {
-      double v = bbr.dN(b, pp);
-      if (v != 0.0 && bbr.c(bbr.entry(b, pp)) > 0.0) s += v * v / bbr.c(bbr.entry(b, pp));
-    }
-    const double ce = bbr.c(e);
-    if (!(ce > 0.0)) return 0.0;
-    return u * u * (1.0 / ce - dd(b) * (u / ce) * (u / ce) / (1.0 + dd(b) * s));
+    return bb_full_entry_var(b, p);
   };
 
   if (req.errors || req.covariance) {
@@ -249,7 +258,7 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
     covpred = JC.topRows(nobs) * Jo.transpose();
     for (int64_t b = 0; b < nobs; ++b)
       for (int64_t bp = 0; bp < nobs; ++bp)
-        if (b == bp || Hinv.size()) covpred(b, bp) += bb_incl_cov(b, bp);
+        if (b == bp || Hinv.size()) covpred(b, bp) += bb_incl_cov(b, bp, true);
     MatrixXd V;
     if (req.prefit) {
       V = covpred + Vn;
