@@ -168,6 +168,19 @@ VectorXd Run::xi(const VectorXd& x, VectorXd* d1) const {
 
 void Run::load() {
   auto t0 = Clock::now();
+  {
+    // Refuse what cannot run sharded before reading anything (minimizers-and-sharding.md §6.10).
+    ShardingRequest request;
+    request.fitter.n_devices = static_cast<int>(o_.n_devices);
+    for (auto d : o_.devices) request.fitter.devices.push_back(static_cast<int>(d));
+    request.likelihood = o_.model.likelihood;
+    request.bin_by_bin_stat = o_.model.bin_by_bin_stat;
+    for (const auto& r : o_.model.regularization) request.regularizers.push_back(r.name);
+    request.global_impacts = o_.global_impacts;
+    request.gaussian_global_impacts = o_.gaussian_global_impacts;
+    request.diagnostics = o_.diagnostics;
+    check_sharding_supported(request);
+  }
   input_ = std::make_shared<FitInputData>(read_fit_input(o_.filename));
   for (const auto& ch : input_->channels)
     std::cout << ch.name << " masked=" << (ch.masked ? "True" : "False") << " flow=" << (ch.flow ? "True" : "False")

@@ -512,3 +512,13 @@ TEST(RabbitFit, NoPostfitProfileBB) {
   for (size_t i = 0; i < a.values.size(); ++i) maxdiff = std::max(maxdiff, std::abs(a.values[i] - b.values[i]));
   EXPECT_GT(maxdiff, 1e-3);
 }
+
+TEST(RabbitFit, ShardingRefusalsComeBeforeTheFit) {
+  auto dir = rabbit::test::scratch_dir("cli_shard_refusal");
+  auto r = run_fit(example() + " -t 0 --covarianceFit --nDevices 2 -o " + dir.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--nDevices 2 (multi-device mode) is incompatible with: --covarianceFit"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Perform iterative fit"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "fitresults.hdf5"));
+}

@@ -244,7 +244,7 @@ TEST(ShardedCpu, RefusedFeaturesNameTheOptionBeforeTheFit) {
   } catch (const OptionError& e) {
     const std::string m = e.what();
     for (const char* s : {"--nDevices 2", "multi-device mode", "--covarianceFit", "--regularization SVD",
-                          "--globalImpacts", "Drop --nDevices"})
+                          "Drop --nDevices"})
       EXPECT_NE(m.find(s), std::string::npos) << s << " missing from: " << m;
   }
   req.fitter.n_devices = 1;
@@ -252,7 +252,10 @@ TEST(ShardedCpu, RefusedFeaturesNameTheOptionBeforeTheFit) {
   req.fitter.n_devices = 2;
   req.likelihood = DataLikelihood::poisson;
   req.regularizers.clear();
-  req.bin_by_bin_stat = false;  // global impacts without BB shard fine
+  EXPECT_NO_THROW(check_sharding_supported(req));  // global impacts with BB run sharded
+  req.diagnostics = true;
+  EXPECT_THROW(check_sharding_supported(req), OptionError);  // the β-space EDM does not
+  req.bin_by_bin_stat = false;
   EXPECT_NO_THROW(check_sharding_supported(req));
   req.fitter.n_devices = 0;
   EXPECT_THROW(check_sharding_supported(req), OptionError);
