@@ -1,11 +1,17 @@
 #include "support/test_paths.hpp"
 
+#include <unistd.h>
+
+#include <string>
+
 namespace rabbit::test {
 std::filesystem::path source_dir() { return RABBIT_SOURCE_DIR; }
 std::filesystem::path binary_dir() { return RABBIT_BINARY_DIR; }
 std::filesystem::path shared_dir() { return RABBIT_SHARED_DIR; }
 std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir = binary_dir() / "test-scratch" / name;
+  // ctest -j runs every test case in its own process, several at once: the process id keeps two
+  // cases that use the same name from deleting each other's files.
+  auto dir = binary_dir() / "test-scratch" / (name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -7,6 +7,6 @@ namespace rabbit::test {
 std::filesystem::path source_dir();
 std::filesystem::path binary_dir();
 std::filesystem::path shared_dir();
-/// A fresh, empty directory under the build tree for one test's files.
+/// A fresh, empty directory under the build tree for one test's files, private to this process.
 std::filesystem::path scratch_dir(const std::string& name);
 }  // namespace rabbit::test
