@@ -118,7 +118,8 @@ MinimizerResult minimize(Objective& objective, const Eigen::VectorXd& x0, const 
       total.loss_history.push_back(f);
       total.time_history.push_back(elapsed);
       last_y = y;
-      log().debug("iteration {}: f = {:.10g}, df = {:.3e}, radius = {:.3e}, |g| = {:.3e}, {:.2f} s, {}", iteration,
+      // trace, not debug: rabbit_fit's callback prints rabbit's own per-iteration line at debug.
+      log().trace("iteration {}: f = {:.10g}, df = {:.3e}, radius = {:.3e}, |g| = {:.3e}, {:.2f} s, {}", iteration,
                   f, delta_f, radius, grad_norm, elapsed, accepted ? "accepted" : "rejected");
       if (elapsed - last_info_log >= 10.0) {
         last_info_log = elapsed;
