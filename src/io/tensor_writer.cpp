@@ -600,6 +600,25 @@ void TensorWriter::add_norm_systematic(const std::string& name, const std::vecto
   }
 }
 
+void TensorWriter::add_beta_variations(const std::string& process, const std::string& source_channel,
+                                       const std::string& dest_channel, std::vector<double> variation) {
+  const Channel& src = channel(source_channel);
+  Channel& dst = channel(dest_channel);
+  if (!dst.info.masked)
+    throw Error("TensorWriter: beta variations can only be applied to masked channels; '" + dest_channel +
+                "' is not masked");
+  if (src.info.masked)
+    throw Error("TensorWriter: beta variations need an observed source channel; '" + source_channel +
+                "' is masked");
+  nominal(dst, process);  // the process must have a template in the destination channel
+  if (static_cast<int64_t>(variation.size()) != dst.nbins * src.nbins)
+    throw Error("TensorWriter: beta variation of process '" + process + "' from '" + source_channel + "' to '" +
+                dest_channel + "' has " + std::to_string(variation.size()) + " values, expected " +
+                std::to_string(dst.nbins) + " x " + std::to_string(src.nbins));
+  check_finite(variation, "beta variation of process '" + process + "'");
+  dst.beta_variations[source_channel][process] = std::move(variation);
+}
+
 void TensorWriter::add_external_term(const std::string& name, std::vector<std::string> params,
                                      std::optional<Eigen::VectorXd> grad, std::optional<Eigen::MatrixXd> hess) {
   const auto n = static_cast<Eigen::Index>(params.size());
@@ -697,6 +716,18 @@ void TensorWriter::write(const std::string& filename, const WriteOptions& option
   std::vector<double> sumw2(norm.size(), 0.0);
   std::vector<double> logk(static_cast<size_t>(nbinsfull * nproc * width), 0.0);
   std::vector<double> data_obs(static_cast<size_t>(nbins)), data_var(static_cast<size_t>(nbins));
+  // hbetavariations [nbinsfull, nbins, nproc]: row = destination bin, column = source (observed) bin
+  bool has_beta_variations = false;
+  for (const auto& ch : channels_) has_beta_variations = has_beta_variations || !ch.beta_variations.empty();
+  if (has_beta_variations && options.sparse)
+    throw OptionError("TensorWriter: beta variations are only supported for dense tensors");
+  std::vector<double> beta_variations;
+  if (has_beta_variations) beta_variations.assign(static_cast<size_t>(nbinsfull * nbins * nproc), 0.0);
+  auto layout_of = [&](const std::string& name) -> const ChannelInfo& {
+    for (const auto& info : layout)
+      if (info.name == name) return info;
+    throw Error("TensorWriter: internal error: channel " + name);
+  };
   const auto npseudo = static_cast<int64_t>(pseudodata_names_.size());
   std::vector<double> pseudodata(static_cast<size_t>(nbins * npseudo), 0.0);
   for (const auto& info : layout) {
@@ -719,6 +750,16 @@ void TensorWriter::write(const std::string& filename, const WriteOptions& option
       };
       fill(ch.logkavg, 0);
       if (!symmetric_layout) fill(ch.logkhalfdiff, nsyst);
+    }
+    for (const auto& [source, per_process] : ch.beta_variations) {
+      const ChannelInfo& src = layout_of(source);
+      const int64_t nsrc = src.stop - src.start;
+      for (const auto& [proc, values] : per_process) {
+        const int64_t p = proc_index.at(proc);
+        for (int64_t b = 0; b < ch.nbins; ++b)
+          for (int64_t j = 0; j < nsrc; ++j)
+            beta_variations[((info.start + b) * nbins + src.start + j) * nproc + p] = values[b * nsrc + j];
+      }
     }
     if (info.masked) continue;
     for (int64_t b = 0; b < ch.nbins; ++b) {
@@ -828,6 +869,9 @@ void TensorWriter::write(const std::string& filename, const WriteOptions& option
         out.write_doubles(file, "hlogk", logk, {nbinsfull, nproc, nsyst}, options.float32, max_chunk_bytes);
       else
         out.write_doubles(file, "hlogk", logk, {nbinsfull, nproc, 2, nsyst}, options.float32, max_chunk_bytes);
+      if (has_beta_variations)
+        out.write_doubles(file, "hbetavariations", beta_variations, {nbinsfull, nbins, nproc}, options.float32,
+                          max_chunk_bytes);
     }
 
     if (!external_terms_.empty()) {

@@ -579,5 +579,54 @@ TEST(WriterRoundTrip, CompressionVariantsReadBackEqual) {
   }
 }
 
+
+// Beta variations: [nbinsfull, nbins, nproc], destination rows in the masked channel, source columns
+// in the observed channel's bins, zero elsewhere; refused for unmasked destinations and sparse files.
+TEST(WriterRoundTrip, BetaVariationsLayout) {
+  auto make = [] {
+    TensorWriter w;
+    w.add_channel("obs1", {axis::regular(2, 0, 2, "x")});
+    w.add_channel("fid", {axis::regular(3, 0, 3, "y")}, true);
+    w.add_channel("obs2", {axis::regular(3, 0, 3, "z")});
+    w.add_data("obs1", {5, 6});
+    w.add_data("obs2", {7, 8, 9});
+    for (const char* ch : {"obs1", "obs2", "fid"}) {
+      const int64_t nb = std::string(ch) == "obs1" ? 2 : 3;
+      w.add_process(ch, "sig", std::vector<double>(nb, 4.0), true);
+      w.add_process(ch, "bkg", std::vector<double>(nb, 2.0));
+    }
+    return w;
+  };
+  TensorWriter w = make();
+  std::vector<double> var(3 * 3);
+  for (int i = 0; i < 9; ++i) var[i] = 0.5 + i;  // dest bin i / 3, source bin i % 3
+  w.add_beta_variations("sig", "obs2", "fid", var);
+  EXPECT_THROW(w.add_beta_variations("sig", "obs2", "obs1", std::vector<double>(6, 1.0)), Error);
+  EXPECT_THROW(w.add_beta_variations("sig", "obs2", "fid", std::vector<double>(8, 1.0)), Error);
+  EXPECT_THROW(w.add_beta_variations("other", "obs2", "fid", var), Error);
+  const auto path = (test::scratch_dir("writer_betavar") / "bv.hdf5").string();
+  w.write(path);
+  const FitInputData d = read_fit_input(path);
+  ASSERT_TRUE(d.betavariations);
+  ASSERT_EQ(d.nbins, 5);
+  ASSERT_EQ(d.nbinsfull, 8);
+  const auto& bv = *d.betavariations;
+  ASSERT_EQ(static_cast<int64_t>(bv.size()), d.nbinsfull * d.nbins * d.nproc);
+  const int64_t psig = std::find(d.procs.begin(), d.procs.end(), "sig") - d.procs.begin();
+  for (int64_t b = 0; b < d.nbinsfull; ++b)
+    for (int64_t j = 0; j < d.nbins; ++j)
+      for (int64_t p = 0; p < d.nproc; ++p) {
+        double expected = 0.0;
+        // layout: obs1 [0, 2), obs2 [2, 5), fid [5, 8)
+        if (b >= 5 && j >= 2 && p == psig) expected = var[(b - 5) * 3 + (j - 2)];
+        EXPECT_EQ(bv[(b * d.nbins + j) * d.nproc + p], expected) << b << " " << j << " " << p;
+      }
+  TensorWriter ws = make();
+  ws.add_beta_variations("bkg", "obs1", "fid", std::vector<double>(6, 1.0));
+  WriteOptions o;
+  o.sparse = true;
+  EXPECT_THROW(ws.write((test::scratch_dir("writer_betavar") / "bv_sparse.hdf5").string(), o), OptionError);
+}
+
 }  // namespace
 }  // namespace rabbit

@@ -109,6 +109,13 @@ class TensorWriter {
                            const std::string& channel, double kappa_up, double kappa_down,
                            const SystematicOptions& options = {});
 
+  /// Beta variation (rabbit's add_beta_variations, input-format.md hbetavariations): the template
+  /// change of `process` in the masked channel `dest_channel` per unit shift of the BB parameter of
+  /// the same process in each bin of the observed channel `source_channel`. `variation` is
+  /// [dest bins × source bins], row-major (destination index first). Dense tensors only.
+  void add_beta_variations(const std::string& process, const std::string& source_channel,
+                           const std::string& dest_channel, std::vector<double> variation);
+
   /// External likelihood term (input-format.md §2.7): g·x_sub + ½ x_subᵀ H x_sub.
   void add_external_term(const std::string& name, std::vector<std::string> params,
                          std::optional<Eigen::VectorXd> grad, std::optional<Eigen::MatrixXd> hess);
@@ -135,6 +142,8 @@ class TensorWriter {
     std::map<std::string, std::vector<double>> norm, sumw2;
     // [process][nuisance] -> per-bin logk
     std::map<std::string, std::map<std::string, std::vector<double>>> logkavg, logkhalfdiff;
+    // beta variations with this (masked) channel as destination: [source channel][process]
+    std::map<std::string, std::map<std::string, std::vector<double>>> beta_variations;
   };
   Channel& channel(const std::string& name);
   const std::vector<double>& nominal(Channel& ch, const std::string& process) const;
