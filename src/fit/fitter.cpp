@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/error.hpp"
+#include "rabbit/core/logging.hpp"
 
 namespace rabbit {
 
@@ -45,6 +47,18 @@ void Fitter::set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& va
   nobs_ = nobs;
   varnobs_ = varnobs;
   for_each_shard([&](size_t i) { shards_[i]->set_observed(nobs_, varnobs_); });
+  if (postfit_cpu_) postfit_cpu_->set_observed(nobs_, varnobs_);
+}
+
+CpuShardEvaluator& Fitter::postfit_shard() {
+  if (auto* cpu = dynamic_cast<CpuShardEvaluator*>(shards_.front().get())) return *cpu;
+  if (!postfit_cpu_) {
+    log().info("Building a CPU shard over the {} observed bins for the postfit yields (the fit runs on {})",
+               model_->input->nbins, shards_.front()->device());
+    postfit_cpu_ = std::make_unique<CpuShardEvaluator>(model_, 0, model_->input->nbins, postfit_threads_);
+    postfit_cpu_->set_observed(nobs_, varnobs_);
+  }
+  return *postfit_cpu_;
 }
 
 double Fitter::value(const Eigen::VectorXd& x) {

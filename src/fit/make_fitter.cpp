@@ -14,6 +14,7 @@
 
 #ifdef RABBIT_HAVE_CUDA
 #include "rabbit/backend/cuda/cuda_shard.hpp"
+#include "rabbit/backend/cuda/cusolver_linalg.hpp"
 #endif
 
 namespace rabbit {
@@ -175,6 +176,14 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
   else
     fitter = std::make_unique<MultiDeviceFitter>(std::move(model), std::move(shards));
   fitter->set_hvp_batch(options.hvp_batch);
+  fitter->set_postfit_threads(threads);
+#ifdef RABBIT_HAVE_CUDA
+  if (use_cuda) {
+    // The minimizers' Cholesky factorisations run where shard 0 runs (the calling thread's device).
+    fitter->set_dense_linalg(make_cusolver_linalg(gpus[0].ordinal));
+    log().info("Dense Cholesky factorisations on cuda:{} (cuSOLVER)", gpus[0].ordinal);
+  }
+#endif
   return fitter;
 }
 

@@ -7,11 +7,14 @@
 #include <memory>
 #include <vector>
 
+#include "rabbit/minimize/dense_linalg.hpp"
 #include "rabbit/minimize/objective.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/shard_evaluator.hpp"
 
 namespace rabbit {
+
+class CpuShardEvaluator;
 
 class Fitter : public Objective {
  public:
@@ -45,6 +48,23 @@ class Fitter : public Objective {
   ParameterSpace& parameters() { return model_->parameters; }
   const std::vector<std::unique_ptr<ShardEvaluator>>& shards() const { return shards_; }
 
+  /// The dense linear algebra for the minimizers' Cholesky factorisations and the postfit
+  /// covariance: cuSOLVER on the first shard's GPU when the fit runs on CUDA (set by make_fitter),
+  /// else the host default. Meant for MinimizerOptions / ExactSubproblem.
+  const DenseLinalg& dense_linalg() const { return linalg_ ? *linalg_ : default_linalg(); }
+  std::shared_ptr<const DenseLinalg> dense_linalg_ptr() const { return linalg_; }
+  void set_dense_linalg(std::shared_ptr<const DenseLinalg> linalg) { linalg_ = std::move(linalg); }
+
+  /// The CPU shard the postfit code reads expected yields, their Jacobians, the BB state and the
+  /// full NLL from (CpuShardEvaluator's yields API). The first shard when it is a CPU shard (as
+  /// before); otherwise (CUDA shards) a CPU shard over all observed bins built on first use from
+  /// the same host-resident input and kept in step with set_observed. Its BB centres and stored β
+  /// are its own (defaults until set): they describe the same model as the GPU shards only while
+  /// those keep their default β⁰, i.e. everywhere except toys that randomise β⁰.
+  CpuShardEvaluator& postfit_shard();
+  /// Threads of the postfit CPU shard built for non-CPU fits (0: all cores).
+  void set_postfit_threads(int threads) { postfit_threads_ = threads; }
+
  protected:
   /// Runs fn(shard_index) for every shard; sequential here, one thread per device in
   /// MultiDeviceFitter. Results are always combined in shard order by the caller.
@@ -58,6 +78,9 @@ class Fitter : public Objective {
   std::vector<std::unique_ptr<ShardEvaluator>> shards_;
   Eigen::VectorXd nobs_;
   Eigen::VectorXd varnobs_;
+  std::shared_ptr<const DenseLinalg> linalg_;
+  std::unique_ptr<CpuShardEvaluator> postfit_cpu_;  // only for fits whose first shard is not a CPU shard
+  int postfit_threads_ = 0;
 };
 
 }  // namespace rabbit

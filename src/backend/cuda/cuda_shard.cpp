@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cuda_check.hpp"
 #include "kernels.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
 #include "rabbit/core/error.hpp"
@@ -17,30 +18,9 @@ namespace {
 
 namespace ck = cuda_kernels;
 
-// ---- error handling: every CUDA / cuBLAS failure becomes one ResourceError line ----
-void check_cuda(cudaError_t e, int ordinal, const char* what) {
-  if (e == cudaSuccess) return;
-  cudaGetLastError();
-  throw ResourceError(fmt::format("CUDA error on cuda:{} during {}: {}", ordinal, what, cudaGetErrorString(e)));
-}
-
-const char* cublas_status_name(cublasStatus_t s) {
-  switch (s) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "cuBLAS not initialised";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "cuBLAS allocation failed";
-    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "architecture mismatch";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "internal error";
-    default: return "cuBLAS error";
-  }
-}
-
-void check_cublas(cublasStatus_t s, int ordinal, const char* what) {
-  if (s == CUBLAS_STATUS_SUCCESS) return;
-  throw ResourceError(fmt::format("cuBLAS error on cuda:{} during {}: {} (status {})", ordinal, what,
-                                  cublas_status_name(s), static_cast<int>(s)));
-}
+// Every CUDA / cuBLAS failure becomes one ResourceError line (cuda_check.hpp).
+void check_cuda(cudaError_t e, int ordinal, const char* what) { cuda_check::cuda(e, ordinal, what); }
+void check_cublas(cublasStatus_t s, int ordinal, const char* what) { cuda_check::cublas(s, ordinal, what); }
 
 class CudaOps {
  public:

@@ -11,6 +11,7 @@
 #include "../../../src/backend/cuda/shard_pipeline.hpp"
 #include "backend/cpu/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
+#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
 
@@ -198,6 +199,51 @@ TEST_P(PipelineHostTest, AgreesWithCpuShard) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, PipelineHostTest, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// A fit on non-CPU shards (here the emulated CUDA pipeline) gets its postfit yields from a CPU shard
+// over all observed bins, built from the same model and kept in step with the observed data: the
+// same yields, Jacobians and profiled β as a CPU fit's postfit shard.
+TEST(PipelineHost, PostfitShardOfANonCpuFitMatchesTheCpuFit) {
+  ShardConfig cfg;
+  cfg.bb_mode = BBMode::lite;
+  cfg.bb_type = BBType::gamma;
+  auto model = make_test_model(make_test_input(cfg), cfg);
+  const int64_t B = model->input->nbins, nbf = model->input->nbinsfull;
+  const Eigen::VectorXd x = testing::test_point(*model);
+  Eigen::VectorXd xi, d1, d2;
+  model->parameters.transform(x, xi, d1, d2);
+
+  std::vector<std::unique_ptr<ShardEvaluator>> cpu_shards;
+  cpu_shards.push_back(make_cpu_shard(model, 0, B, 1));
+  Fitter cpu(model, std::move(cpu_shards));
+  std::vector<std::unique_ptr<ShardEvaluator>> shards;
+  shards.push_back(host_shard(model, 0, B / 2));
+  shards.push_back(host_shard(model, B / 2, B));
+  MultiDeviceFitter emu(model, std::move(shards));
+
+  EXPECT_EQ(&cpu.postfit_shard(), cpu.shards().front().get());  // a CPU fit keeps using its own shard
+  CpuShardEvaluator& post = emu.postfit_shard();
+  EXPECT_EQ(&emu.postfit_shard(), &post);
+  EXPECT_EQ(post.bin_begin(), 0);
+  EXPECT_EQ(post.bin_end(), B);
+
+  // New data after the postfit shard exists must reach it (profiled β depends on the data).
+  Eigen::VectorXd nobs = model->input->data_obs;
+  for (int64_t b = 0; b < B; ++b) nobs[b] = 2.0 + 1.5 * b;
+  cpu.set_observed(nobs, Eigen::VectorXd());
+  emu.set_observed(nobs, Eigen::VectorXd());
+  using Mode = CpuShardEvaluator::BetaMode;
+  for (Mode mode : {Mode::none, Mode::stored, Mode::profiled}) {
+    Eigen::VectorXd y1, y2;
+    Eigen::MatrixXd p1, p2;
+    cpu.postfit_shard().expected_yields(xi, 0, nbf, mode, &y1, &p1);
+    post.expected_yields(xi, 0, nbf, mode, &y2, &p2);
+    EXPECT_LE(rel(y2, y1), 1e-12);
+    EXPECT_LE(rel(p2, p1), 1e-12);
+    EXPECT_LE(rel(post.yield_jacobian(xi, 0, nbf, mode), cpu.postfit_shard().yield_jacobian(xi, 0, nbf, mode)), 1e-12);
+  }
+  EXPECT_LE(rel(post.profiled_beta(xi), emu.profiled_beta(x)), 1e-10);
+}
 
 TEST(PipelineHost, RefusesCovarianceFits) {
   ShardConfig cfg;

@@ -1,0 +1,48 @@
+#pragma once
+// A DenseLinalg (the minimizers' dense linear algebra seam, minimize/dense_linalg.hpp) whose
+// Cholesky factorisations run on a CUDA device through cuSOLVER (potrf, failure index from
+// devInfo as LAPACK's info) and which adds a factor-and-solve (potrf + potrs) for covariances.
+// The O(n²) triangular solves, norms and eigendecompositions stay on the host (inherited from
+// EigenLinalg): the matrices arrive and leave as host Eigen objects, so moving an n² factor to the
+// device for an n² solve would cost as much as the solve.
+// Declared in every build; defined only when the build has CUDA (RABBIT_HAVE_CUDA).
+#include <cstdint>
+#include <memory>
+
+#include <Eigen/Core>
+
+#include "rabbit/minimize/dense_linalg.hpp"
+
+namespace rabbit {
+
+class CusolverLinalg : public EigenLinalg {
+ public:
+  /// Creates the cuSOLVER/cuBLAS handles on device `ordinal`; ResourceError (one line) when the
+  /// device cannot be used.
+  explicit CusolverLinalg(int ordinal);
+  ~CusolverLinalg() override;
+  CusolverLinalg(const CusolverLinalg&) = delete;
+  CusolverLinalg& operator=(const CusolverLinalg&) = delete;
+
+  int64_t cholesky(const Eigen::MatrixXd& A, Eigen::MatrixXd& L) const override;
+  /// The shift is added to the diagonal on the device (no shifted host copy).
+  int64_t cholesky_shifted(const Eigen::MatrixXd& A, double shift, Eigen::MatrixXd& L) const override;
+
+  /// X ← A⁻¹ X for symmetric positive-definite A (lower triangle read): potrf, then potrs, with one
+  /// upload of A and X and one download of X. Returns potrf's info (0 on success; X is then
+  /// unspecified otherwise). X = I gives the covariance A⁻¹.
+  int64_t cholesky_solve(const Eigen::MatrixXd& A, Eigen::MatrixXd& X) const;
+
+  int ordinal() const { return ordinal_; }
+
+ private:
+  struct Device;
+  int64_t factor(const Eigen::MatrixXd& A, double shift, Eigen::MatrixXd* L, Eigen::MatrixXd* rhs) const;
+  int ordinal_;
+  std::unique_ptr<Device> dev_;
+};
+
+/// A cuSOLVER DenseLinalg on device `ordinal` (only in a CUDA build: callers guard with RABBIT_HAVE_CUDA).
+std::shared_ptr<CusolverLinalg> make_cusolver_linalg(int ordinal);
+
+}  // namespace rabbit
