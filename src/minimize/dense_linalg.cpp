@@ -24,6 +24,10 @@ void DenseLinalg::solve_lower_transpose(const Eigen::MatrixXd& L, Eigen::Ref<Eig
   L.topLeftCorner(m, m).triangularView<Eigen::Lower>().transpose().solveInPlace(x);
 }
 
+void DenseLinalg::symmetric_multiply(const Eigen::MatrixXd& A, const Eigen::MatrixXd& X, Eigen::MatrixXd& Y) const {
+  Y.noalias() = A * X;  // A is stored full: a plain GEMM is faster than a selfadjoint view
+}
+
 double DenseLinalg::norm_inf(const Eigen::MatrixXd& A) const {
   if (A.size() == 0) return 0.0;
   return A.cwiseAbs().rowwise().sum().maxCoeff();

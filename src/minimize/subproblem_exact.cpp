@@ -94,12 +94,164 @@ double ExactSubproblem::lower_bound_from_failure(double lambda, int64_t failed_o
   return std::isfinite(bound) ? bound : lambda;
 }
 
-SubproblemStep ExactSubproblem::finish(Eigen::VectorXd p, bool hits) {
+SubproblemStep ExactSubproblem::finish(Eigen::VectorXd p, bool hits, double lambda) {
   SubproblemStep step;
   step.model_value = model_value(p);
   step.p = std::move(p);
   step.hits_boundary = hits;
+  last_lambda_ = lambda;
   return step;
+}
+
+// Two Lanczos runs sharing one block product H·[q_g q_r] per step, with classical Gram–Schmidt
+// applied twice against each run's basis. The run from g gives the projected trust-region
+// problem (its multiplier is the first λ of a solve); the run from a fixed pseudo-random vector
+// gives the smallest Ritz value θ ≥ λ_min(H), so −θ is a proven lower bound on λ*, which is
+// what keeps the first factorisation from failing on indefinite and hard-case Hessians (the Krylov
+// space of g never sees an eigenvector g is orthogonal to).
+void ExactSubproblem::lanczos_start(double radius) {
+  have_start_ = true;
+  ritz_min_ = std::numeric_limits<double>::infinity();
+  ritz_residual_ = 0.0;
+  const Eigen::Index n = g_.size();
+  if (start_lanczos_steps <= 0 || n == 0) return;
+  const Eigen::Index kmax = std::min<Eigen::Index>(n, start_lanczos_steps);
+  const double scale = std::max(norm_inf_, std::numeric_limits<double>::min());
+  struct Run {
+    Eigen::MatrixXd Q;
+    std::vector<double> alpha, beta;
+    Eigen::VectorXd q;
+    bool active = true;
+    double last_estimate = std::numeric_limits<double>::quiet_NaN();
+  };
+  Run runs[2];
+  runs[0].active = gnorm_ > close_to_zero_;
+  if (runs[0].active) runs[0].q = g_ / gnorm_;
+  {
+    // splitmix64: a deterministic start without any correlation to the matrix's structure.
+    uint64_t state = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(n);
+    runs[1].q.resize(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      z ^= z >> 31;
+      runs[1].q[i] = static_cast<double>(z >> 11) * 0x1.0p-53 - 0.5;
+    }
+    runs[1].q.normalize();
+  }
+  for (Run& r : runs) r.Q.resize(n, kmax);
+
+  Eigen::MatrixXd X, Y;
+  Eigen::VectorXd w_ritz;
+  Eigen::MatrixXd V_ritz;
+  auto smallest_ritz = [&](const Run& r, double& theta, double& residual) {
+    const auto k = static_cast<Eigen::Index>(r.alpha.size());
+    const Eigen::VectorXd a = Eigen::Map<const Eigen::VectorXd>(r.alpha.data(), k);
+    const Eigen::VectorXd b = Eigen::Map<const Eigen::VectorXd>(r.beta.data(), k - 1);
+    linalg_.tridiagonal_eigen(a, b, w_ritz, V_ritz);
+    theta = w_ritz[0];
+    residual = r.beta[k - 1] * std::abs(V_ritz(k - 1, 0));
+  };
+  for (Eigen::Index j = 0; j < kmax; ++j) {
+    int active[2], m = 0;
+    for (int r = 0; r < 2; ++r)
+      if (runs[r].active) active[m++] = r;
+    if (m == 0) break;
+    X.resize(n, m);
+    for (int c = 0; c < m; ++c) X.col(c) = runs[active[c]].q;
+    linalg_.symmetric_multiply(H_, X, Y);
+    stats_.hvps += m;
+    for (int c = 0; c < m; ++c) {
+      Run& r = runs[active[c]];
+      r.Q.col(j) = r.q;
+      Eigen::VectorXd w = Y.col(c);
+      const double a = r.q.dot(w);
+      w -= a * r.q;
+      if (j > 0) w -= r.beta[j - 1] * r.Q.col(j - 1);
+      const auto basis = r.Q.leftCols(j + 1);
+      for (int pass = 0; pass < 2; ++pass) {
+        const Eigen::VectorXd cgs = basis.transpose() * w;
+        w.noalias() -= basis * cgs;
+      }
+      const double b = w.norm();
+      r.alpha.push_back(a);
+      r.beta.push_back(b);
+      if (!(b > 1e-14 * scale)) {  // invariant subspace: T is exact on it
+        r.active = false;
+        continue;
+      }
+      r.q = w / b;
+      if ((j + 1) % 4 != 0) continue;
+      if (active[c] == 0) {
+        // Stop when the projected multiplier has settled (it only seeds the Newton iteration).
+        krylov_diag_ = Eigen::Map<const Eigen::VectorXd>(r.alpha.data(), j + 1);
+        krylov_offdiag_ = Eigen::Map<const Eigen::VectorXd>(r.beta.data(), j);
+        const double lam = krylov_lambda(radius);
+        if (std::abs(lam - r.last_estimate) <= 1e-3 * std::max(lam, 1e-12 * scale)) r.active = false;
+        r.last_estimate = lam;
+      } else {
+        double theta = 0.0, residual = 0.0;
+        smallest_ritz(r, theta, residual);
+        if (residual <= 1e-10 * scale) r.active = false;
+      }
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    if (runs[r].alpha.empty()) continue;
+    double theta = 0.0, residual = 0.0;
+    smallest_ritz(runs[r], theta, residual);
+    if (theta < ritz_min_) {
+      ritz_min_ = theta;
+      ritz_residual_ = residual;
+    }
+  }
+  if (!runs[0].alpha.empty()) {
+    const auto k = static_cast<Eigen::Index>(runs[0].alpha.size());
+    krylov_diag_ = Eigen::Map<const Eigen::VectorXd>(runs[0].alpha.data(), k);
+    krylov_offdiag_ = Eigen::Map<const Eigen::VectorXd>(runs[0].beta.data(), k - 1);
+  }
+}
+
+// Multiplier of the trust-region problem projected on the Krylov space of g (0: interior), or −1
+// without one. For H + λI ≻ 0 the Galerkin step is never longer than p(λ) (CG iterates grow in
+// norm), so this estimate lies at or below λ*: the Newton iteration starts on its monotone side.
+double ExactSubproblem::krylov_lambda(double radius) const {
+  if (krylov_diag_.size() == 0) return -1.0;
+  Eigen::VectorXd h;
+  double lambda = 0.0;
+  bool boundary = false;
+  GltrSubproblem::tridiagonal_solve(krylov_diag_, krylov_offdiag_, gnorm_, radius, linalg_, h, lambda, boundary);
+  return std::isfinite(lambda) ? lambda : -1.0;
+}
+
+// Hard case: λ − s² (s² = zᵀ(H+λI)z, the Rayleigh quotient of the near-null vector) is a lower
+// bound on −λ_min(H) that inverse iteration makes tight to rounding, so one factorisation just
+// above it gives the KKT point p(λ') + t z with ‖(H+λ'I)(p + tz) + g‖ = t‖(H+λ'I)z‖ ≈ t·margin.
+bool ExactSubproblem::refine_hard_case(double lambda, double s_min_sq, double radius, Eigen::VectorXd& p_out,
+                                       double& lambda_out) {
+  const double lam0 = lambda - s_min_sq;
+  double margin = 1e-12 * std::max({norm_inf_, std::abs(lambda), 1e-300});
+  for (int attempt = 0; attempt < 2; ++attempt, margin *= 1e3) {
+    const double lam = std::max(lam0 + margin, 0.0);
+    if (!(lam < lambda)) return false;
+    Eigen::MatrixXd L;
+    if (factorize(lam, L) != 0) continue;
+    Eigen::VectorXd p = -g_;
+    linalg_.solve_lower(L, p);
+    linalg_.solve_lower_transpose(L, p);
+    if (!p.allFinite() || p.norm() >= radius) return false;  // not the hard case after all
+    double s_min = 0.0;
+    Eigen::VectorXd z;
+    smallest_singular(L, linalg_, s_min, z);
+    double ta = 0.0, tb = 0.0;
+    boundary_roots(p, z, radius, ta, tb);
+    const double t = std::abs(ta) < std::abs(tb) ? ta : tb;
+    p_out = p + t * z;
+    lambda_out = lam;
+    return p_out.allFinite();
+  }
+  return false;
 }
 
 SubproblemStep ExactSubproblem::fallback(const Eigen::VectorXd* p_last, const Eigen::MatrixXd* L_valid,
@@ -140,29 +292,44 @@ SubproblemStep ExactSubproblem::fallback(const Eigen::VectorXd* p_last, const Ei
     }
   }
   const bool hits = best.norm() >= radius * (1.0 - 1e-12);
-  return finish(std::move(best), hits);
+  return finish(std::move(best), hits, std::numeric_limits<double>::quiet_NaN());
 }
 
 SubproblemStep ExactSubproblem::solve(double radius) {
   ++stats_.solves;
   const auto n = g_.size();
+  if (!have_start_) lanczos_start(radius);
   const double hnorm = std::min(norm_fro_, norm_inf_);
   double lambda_ub = std::max(0.0, gnorm_ / radius + std::min(-gersh_lb_, hnorm));
   double lambda_lb = std::max({0.0, -min_diag_, gnorm_ / radius - std::min(gersh_ub_, hnorm)});
   if (radius < previous_radius_ && have_saved_lower_bound_) lambda_lb = std::max(lambda_lb, saved_lower_bound_);
+  const bool have_ritz = std::isfinite(ritz_min_);
+  if (have_ritz) lambda_lb = std::max(lambda_lb, -ritz_min_);  // θ ≥ λ_min(H), so λ* ≥ −θ
+  if (lambda_ub < lambda_lb) lambda_ub = lambda_lb;
+
+  // First λ: the Krylov estimate (≤ λ*), lifted just above −θ when H looks indefinite so that
+  // the first factorisation succeeds; without a start, the spec's safeguarded bracket point.
   double lambda = lambda_lb == 0.0 ? 0.0 : safeguarded_lambda(lambda_lb, lambda_ub);
+  const double guess = gnorm_ > close_to_zero_ ? krylov_lambda(radius) : -1.0;
+  if (guess >= 0.0 || (have_ritz && ritz_min_ < 0.0)) {
+    double start = std::max(guess, 0.0);
+    if (have_ritz && ritz_min_ < 0.0)
+      start = std::max(start, -ritz_min_ + std::max(ritz_residual_, 1e-10 * std::max(hnorm, 1e-300)));
+    if (start < lambda_lb || (start == lambda_lb && lambda_lb > 0.0))
+      start = lambda_lb + kTheta * (lambda_ub - lambda_lb);
+    lambda = std::min(start, lambda_ub);
+  }
 
   Eigen::MatrixXd L;
   int64_t info = 0;
   bool already_factorized = false;
-  bool hits = true;
   int trials = 0;
   Eigen::VectorXd p;
   bool have_p = false;
   SubproblemStep result;
-  bool done = false;
+  const double ratio = hard_case_certified_ratio;
 
-  while (!done) {
+  for (;;) {
     if (already_factorized) {
       already_factorized = false;
     } else {
@@ -170,6 +337,7 @@ SubproblemStep ExactSubproblem::solve(double radius) {
     }
     if (trials >= max_lambda_trials) {
       result = fallback(have_p ? &p : nullptr, info == 0 ? &L : nullptr, radius);
+      last_lambda_ = std::numeric_limits<double>::quiet_NaN();
       break;
     }
     ++trials;
@@ -182,35 +350,56 @@ SubproblemStep ExactSubproblem::solve(double radius) {
       have_p = true;
       const double pn = p.norm();
       if (pn <= radius && lambda == 0.0) {
-        hits = false;
-        result = finish(p, hits);
+        result = finish(p, false, 0.0);
         break;
       }
       Eigen::VectorXd w = p;
       linalg_.solve_lower(L, w);
       const double wn = w.norm();
       const double lambda_new = std::max(0.0, lambda + (pn / wn) * (pn / wn) * (pn - radius) / radius);
+      // Weak duality: with H + λI ≻ 0, every feasible step has m ≥ m(p) + ½λ(‖p‖² − Δ²), so
+      // reduction_bound ≥ the optimal reduction f − m*. Here q = pᵀ(H+λI)p = −gᵀp.
+      const double q = -g_.dot(p);
+      const double pHp = q - lambda * pn * pn;
+      const double reduction_bound = 0.5 * (q + lambda * radius * radius);
+      const double scale_to_sphere = radius / pn;
+      const double scaled_reduction = scale_to_sphere * q - 0.5 * scale_to_sphere * scale_to_sphere * pHp;
       if (pn < radius) {
-        // Inside with λ > 0: try the hard-case correction along the near-null vector of H + λI.
+        // Inside with λ > 0 (λ ≥ λ*). Candidates: the hard-case correction along the near-null
+        // vector of H + λI and the Newton step stretched onto the sphere; the better one is
+        // accepted only when certified to reach `ratio` of the optimal reduction.
         double s_min = 0.0;
         Eigen::VectorXd z;
         smallest_singular(L, linalg_, s_min, z);
         double ta = 0.0, tb = 0.0;
         boundary_roots(p, z, radius, ta, tb);
         const double t = std::abs(ta) < std::abs(tb) ? ta : tb;
-        const double q = (L.triangularView<Eigen::Lower>().transpose() * p).squaredNorm();  // pᵀ(H+λI)p
-        if (t * t * s_min * s_min <= k_hard * (q + lambda * radius * radius)) {
-          // Weak duality certifies the step: for H + λI ⪰ 0 the optimal model value is at least
-          // m(p) − ½λ(Δ² − ‖p‖²), so the corrected step is accepted only when its reduction is a
-          // known fraction of the best possible one (and never when it raises the model).
-          Eigen::VectorXd corrected = p + t * z;
-          const double m_p = model_value(p);
-          const double m_corrected = model_value(corrected);
-          const double bound = m_p - 0.5 * lambda * (radius * radius - pn * pn);
-          if (m_corrected <= m_p && f_ - m_corrected >= hard_case_certified_ratio * (f_ - bound)) {
-            result = finish(std::move(corrected), true);
-            break;
+        const double m_p = f_ - q + 0.5 * pHp;  // f + gᵀp + ½pᵀHp
+        Eigen::VectorXd corrected = p + t * z;
+        const double m_corrected = model_value(corrected);
+        const bool correction_ok = t * t * s_min * s_min <= k_hard * (q + lambda * radius * radius) &&
+                                   m_corrected <= m_p && f_ - m_corrected >= ratio * reduction_bound;
+        const bool scaled_ok = scaled_reduction >= ratio * reduction_bound;
+        if (scaled_ok && (!correction_ok || f_ - scaled_reduction <= m_corrected)) {
+          result = finish(scale_to_sphere * p, true, lambda);
+          break;
+        }
+        if (correction_ok) {
+          double lambda_exit = lambda;
+          // (H+λI)(p + tz) + g = t(H+λI)z: tighten it when the near-null vector is not null enough.
+          Eigen::VectorXd hz = L.triangularView<Eigen::Lower>().transpose() * z;
+          hz = L.triangularView<Eigen::Lower>() * hz;
+          if (std::abs(t) * hz.norm() > hard_case_kkt_tol * gnorm_) {
+            Eigen::VectorXd refined;
+            double lambda_refined = 0.0;
+            if (refine_hard_case(lambda, s_min * s_min, radius, refined, lambda_refined) &&
+                model_value(refined) <= m_corrected + 1e-12 * std::abs(f_ - m_corrected)) {
+              corrected = std::move(refined);
+              lambda_exit = lambda_refined;
+            }
           }
+          result = finish(std::move(corrected), true, lambda_exit);
+          break;
         }
         lambda_ub = lambda;
         lambda_lb = std::max(lambda_lb, lambda - s_min * s_min);
@@ -224,17 +413,23 @@ SubproblemStep ExactSubproblem::solve(double radius) {
           lambda = safeguarded_lambda(lambda_lb, lambda_ub);
         }
       } else {
+        // Outside (λ ≤ λ*): scipy's k_easy exit, or the step scaled back onto the sphere when
+        // the dual bound certifies it.
         if (std::abs(pn - radius) / radius <= kEasy) {
-          result = finish(p, true);
+          result = finish(p, true, lambda);
+          break;
+        }
+        if (scaled_reduction >= ratio * reduction_bound) {
+          result = finish(scale_to_sphere * p, true, lambda);
           break;
         }
         lambda_lb = lambda;
-        lambda = lambda_new;
+        lambda = std::min(lambda_new, lambda_ub);
       }
     } else if (info == 0) {
       // ‖g‖ ≈ 0: only negative curvature can give a decrease.
       if (lambda == 0.0) {
-        result = finish(Eigen::VectorXd::Zero(n), false);
+        result = finish(Eigen::VectorXd::Zero(n), false, 0.0);
         break;
       }
       double s_min = 0.0;
@@ -243,7 +438,7 @@ SubproblemStep ExactSubproblem::solve(double radius) {
       if (s_min * s_min <= k_hard * lambda) {
         Eigen::VectorXd candidate = radius * z;
         if (model_value(candidate) <= f_) {
-          result = finish(std::move(candidate), true);
+          result = finish(std::move(candidate), true, lambda);
           break;
         }
       }
@@ -261,7 +456,6 @@ SubproblemStep ExactSubproblem::solve(double radius) {
   saved_lower_bound_ = lambda_lb;
   have_saved_lower_bound_ = true;
   previous_radius_ = radius;
-  (void)done;
   return result;
 }
 

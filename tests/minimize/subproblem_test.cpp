@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <Eigen/Eigenvalues>
@@ -103,6 +105,7 @@ TEST(ExactSubproblem, ModelReductionAndFactorizationsOverManyCases) {
   std::mt19937 rng(2024);
   double worst = 1.0;
   int64_t solves = 0, factorizations = 0;
+  std::map<std::string, std::pair<int64_t, int64_t>> by_family;  // label → (solves, factorizations)
   for (int n : {20, 50, 120, 300, 500}) {
     for (int trial = 0; trial < (n >= 300 ? 1 : 3); ++trial) {
       for (const Case& c : make_cases(n, rng)) {
@@ -119,6 +122,9 @@ TEST(ExactSubproblem, ModelReductionAndFactorizationsOverManyCases) {
           EXPECT_GE(ratio, 0.96) << c.label << " n=" << n << " radius=" << radius;
           solves += sub.stats().solves;
           factorizations += sub.stats().factorizations;
+          auto& fam = by_family[c.label + " r=" + std::to_string(radius).substr(0, 5)];
+          fam.first += sub.stats().solves;
+          fam.second += sub.stats().factorizations;
         }
       }
     }
@@ -128,29 +134,76 @@ TEST(ExactSubproblem, ModelReductionAndFactorizationsOverManyCases) {
   RecordProperty("factorizations_per_solve", std::to_string(per_solve));
   std::printf("trust-exact: worst model reduction %.4f of exact, %.2f factorizations per solve (%lld solves)\n",
               worst, per_solve, static_cast<long long>(solves));
-  // Measured 3.35 with this case mix (2.9 on n = 10 cases); the dual-certified
-  // hard-case acceptance trades factorisations for the quality bar above.
-  EXPECT_LE(per_solve, 3.6);
+  for (const auto& [label, counts] : by_family)
+    std::printf("  %-22s %.2f factorizations per solve\n", label.c_str(),
+                static_cast<double>(counts.second) / counts.first);
+  // Issue 4: at most 2 on average (measured 1.25: the Lanczos start puts the first λ within the
+  // k_easy window or just above −λ_min; see docs/minimizers.md).
+  EXPECT_LE(per_solve, 2.0);
 }
 
 TEST(ExactSubproblem, HardCaseSatisfiesKktConditions) {
+  // Constructed hard cases: g has no weight on the bottom eigenvector(s) and Δ exceeds
+  // ‖(H − λ_min I)⁺ g‖, so λ* = −λ_min and the solution needs a component along the null space.
   std::mt19937 rng(5);
-  const int n = 40;
-  Eigen::VectorXd w = Eigen::VectorXd::LinSpaced(n, -2.0, 8.0);
-  const Eigen::MatrixXd Q = test::random_orthogonal(n, rng);
-  const Eigen::MatrixXd H = Q * w.asDiagonal() * Q.transpose();
-  Eigen::VectorXd g = Q.col(3) + 0.5 * Q.col(7);  // nothing along the bottom eigenvector
-  const double radius = 5.0;                        // beyond ‖(H + 2I)⁺ g‖: hard case
-  ExactSubproblem sub(0.0, g, H);
-  const SubproblemStep step = sub.solve(radius);
-  const ExactSolution ref = exact_trust_region(H, g, radius);
-  ASSERT_TRUE(ref.hard);
-  EXPECT_TRUE(step.hits_boundary);
-  EXPECT_LE(step.p.norm(), radius * (1 + 1e-9));
-  // KKT: (H + λI)p = −g with λ = −λ_min = 2, λ ≥ 0, H + λI PSD, ‖p‖ = Δ.
-  const Eigen::VectorXd kkt = (H + 2.0 * Eigen::MatrixXd::Identity(n, n)) * step.p + g;
-  EXPECT_LT(kkt.norm(), 0.2 * g.norm());
-  EXPECT_GE(quadratic_model(H, g, step.p) / ref.model, 0.96);
+  std::normal_distribution<double> normal;
+  int cases = 0;
+  for (int n : {10, 40, 150}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      Eigen::VectorXd w = Eigen::VectorXd::LinSpaced(n, -2.0, 8.0);
+      if (variant == 1) w[1] = w[0];  // double bottom eigenvalue
+      if (variant == 2) w = Eigen::VectorXd::LinSpaced(n, -1e-3, 50.0);  // nearly singular bottom
+      const Eigen::MatrixXd Q = test::random_orthogonal(n, rng);
+      Eigen::MatrixXd H = Q * w.asDiagonal() * Q.transpose();
+      H = 0.5 * (H + H.transpose()).eval();
+      Eigen::VectorXd g(n);
+      for (int i = 0; i < n; ++i) g[i] = normal(rng);
+      const int null_dim = variant == 1 ? 2 : 1;
+      for (int k = 0; k < null_dim; ++k) g -= Q.col(k) * Q.col(k).dot(g);
+      Eigen::VectorXd h_min(n);  // ‖(H − λ_min I)⁺ g‖: the hard case needs Δ above it
+      for (int i = 0; i < n; ++i) h_min[i] = i < null_dim ? 0.0 : Q.col(i).dot(g) / (w[i] - w[0]);
+      for (double factor : {1.5, 4.0, 50.0}) {
+        const double radius = factor * h_min.norm();
+        ExactSubproblem sub(0.0, g, H);
+        const SubproblemStep step = sub.solve(radius);
+        const ExactSolution ref = exact_trust_region(H, g, radius);
+        ASSERT_TRUE(ref.hard) << "n=" << n << " variant " << variant;
+        const double lambda = sub.last_lambda();
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " variant " << variant << " radius " << radius
+                                          << " lambda " << lambda);
+        EXPECT_TRUE(step.hits_boundary);
+        // KKT: (H + λI)p = −g, λ ≥ 0, ‖p‖ = Δ, H + λI positive semidefinite (λ ≥ −λ_min).
+        const Eigen::MatrixXd shifted = H + lambda * Eigen::MatrixXd::Identity(n, n);
+        EXPECT_LE((shifted * step.p + g).norm(), 1e-8 * g.norm());
+        EXPECT_GE(lambda, 0.0);
+        EXPECT_NEAR(step.p.norm(), radius, 1e-6 * radius);
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(shifted, Eigen::EigenvaluesOnly);
+        EXPECT_GE(es.eigenvalues()[0], -1e-12 * H.norm());
+        EXPECT_NEAR(lambda, -w[0], 1e-8 * std::max(1.0, std::abs(w[0])));
+        // A KKT point with H + λI ⪰ 0 is the global minimiser: the model matches the exact one.
+        EXPECT_NEAR(quadratic_model(H, g, step.p), ref.model, 1e-8 * std::abs(ref.model));
+        EXPECT_NEAR(step.model_value, quadratic_model(H, g, step.p), 1e-9 * std::abs(ref.model));
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 27);
+}
+
+TEST(ExactSubproblem, ResolveAtASmallerRadiusAfterARejection) {
+  // The outer loop re-solves at Δ/4 after a rejection; the saved λ lower bound and the Lanczos
+  // start carry over, and the steps stay as good as fresh solves.
+  std::mt19937 rng(8);
+  for (const Case& c : make_cases(60, rng)) {
+    ExactSubproblem sub(0.0, c.g, c.H);
+    for (double radius = 40.0; radius > 1e-3; radius /= 4.0) {
+      const SubproblemStep step = sub.solve(radius);
+      const ExactSolution ref = exact_trust_region(c.H, c.g, radius);
+      EXPECT_LE(step.p.norm(), radius * (1 + 0.1 + 1e-6)) << c.label << " r=" << radius;
+      EXPECT_GE(quadratic_model(c.H, c.g, step.p) / ref.model, 0.96) << c.label << " r=" << radius;
+    }
+    EXPECT_LE(sub.stats().factorizations, 2 * sub.stats().solves) << c.label;
+  }
 }
 
 TEST(SmallestSingular, InverseIterationFindsTheGap) {

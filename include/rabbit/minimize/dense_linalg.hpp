@@ -28,6 +28,10 @@ class DenseLinalg {
   /// x ← L⁻ᵀ x for the leading m×m block of the lower-triangular L (m = x.size()).
   virtual void solve_lower_transpose(const Eigen::MatrixXd& L, Eigen::Ref<Eigen::VectorXd> x) const;
 
+  /// Y ← A·X for a symmetric A and a block of vectors X (n × m); the trust-exact solver's Lanczos
+  /// start uses it (one call per Lanczos step for both of its runs).
+  virtual void symmetric_multiply(const Eigen::MatrixXd& A, const Eigen::MatrixXd& X, Eigen::MatrixXd& Y) const;
+
   /// Max absolute row sum.
   virtual double norm_inf(const Eigen::MatrixXd& A) const;
   virtual double norm_frobenius(const Eigen::MatrixXd& A) const;

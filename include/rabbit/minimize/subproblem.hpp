@@ -57,6 +57,12 @@ class TrustRegionSubproblem {
 };
 
 /// Nearly-exact More–Sorensen solver on a dense Hessian (trust-exact, §3.1).
+///
+/// Beyond the spec's bracket, the first λ of each solve comes from a short Lanczos start (two
+/// runs sharing one block product per step: one from g, whose projected trust-region problem
+/// estimates λ*, and one from a fixed pseudo-random vector, whose smallest Ritz value θ bounds
+/// λ* ≥ −θ), and interior exits are accepted when weak duality certifies the reduction; see
+/// docs/minimizers.md. Lanczos products are counted in stats().hvps, never as factorisations.
 class ExactSubproblem : public TrustRegionSubproblem {
  public:
   ExactSubproblem(double f, Eigen::VectorXd g, Eigen::MatrixXd H, const DenseLinalg& linalg = default_linalg());
@@ -67,9 +73,20 @@ class ExactSubproblem : public TrustRegionSubproblem {
   int max_lambda_trials = 50;
   /// Relative-error bar for accepting a hard-case correction (More–Sorensen σ; scipy 0.2).
   double k_hard = 0.2;
-  /// A hard-case correction must also reach this fraction of the dual lower bound on the optimal
-  /// model reduction (certified, not estimated).
+  /// A step accepted inside the bracket (hard-case correction, or the Newton step scaled onto the
+  /// sphere) must reach this fraction of the weak-duality lower bound on the optimal model
+  /// reduction (certified, not estimated).
   double hard_case_certified_ratio = 0.96;
+  /// Lanczos steps of the λ start (per run; 0 disables the start and restores the plain bracket).
+  int start_lanczos_steps = 40;
+  /// A hard-case exit is refined (one more factorisation, at λ from the Rayleigh quotient of the
+  /// near-null vector) until ‖(H+λI)p + g‖ ≤ this × ‖g‖.
+  double hard_case_kkt_tol = 1e-9;
+
+  /// λ of the factorisation behind the last returned step: (H + λI)p = −g holds for Newton steps
+  /// (λ = 0 for an interior one) and, to hard_case_kkt_tol, for hard-case exits; a step scaled
+  /// onto the sphere only approximately. NaN for the maxiter fallback.
+  double last_lambda() const { return last_lambda_; }
 
   /// Smallest singular value of the lower factor L and its unit vector z (‖Lᵀz‖ = s_min) by
   /// eight passes of inverse iteration from a deterministic start. Exposed for tests.
@@ -80,7 +97,10 @@ class ExactSubproblem : public TrustRegionSubproblem {
   int64_t factorize(double lambda, Eigen::MatrixXd& L);
   double lower_bound_from_failure(double lambda, int64_t failed_order, const Eigen::MatrixXd& L) const;
   SubproblemStep fallback(const Eigen::VectorXd* p_last, const Eigen::MatrixXd* L_valid, double radius);
-  SubproblemStep finish(Eigen::VectorXd p, bool hits);
+  SubproblemStep finish(Eigen::VectorXd p, bool hits, double lambda);
+  void lanczos_start(double radius);
+  double krylov_lambda(double radius) const;
+  bool refine_hard_case(double lambda, double s_min_sq, double radius, Eigen::VectorXd& p_out, double& lambda_out);
 
   Eigen::MatrixXd H_;
   const DenseLinalg& linalg_;
@@ -88,6 +108,12 @@ class ExactSubproblem : public TrustRegionSubproblem {
   double previous_radius_ = -1.0;
   double saved_lower_bound_ = -1.0;
   bool have_saved_lower_bound_ = false;
+  double last_lambda_ = 0.0;
+  // Lanczos start, computed at the first solve and kept for re-solves at smaller radii.
+  bool have_start_ = false;
+  Eigen::VectorXd krylov_diag_, krylov_offdiag_;  // tridiagonal T of the run from g
+  double ritz_min_ = 0.0;       // smallest Ritz value of both runs (≥ λ_min(H))
+  double ritz_residual_ = 0.0;  // its residual bound β_k|s_k|
 };
 
 /// Truncated conjugate gradients (Steihaug, trust-ncg, §3.2).
