@@ -5,7 +5,9 @@
 
 #include "backend/cpu/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
+#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
+#include "rabbit/backend/cuda/cusolver_linalg.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/fit/make_fitter.hpp"
@@ -162,6 +164,36 @@ TEST(CudaShard, MakeFitterPlacesShardsOnTheGpu) {
   fo.backend = Backend::cuda;
   auto fitter = make_fitter(model, fo);
   for (const auto& s : fitter->shards()) EXPECT_EQ(s->device().rfind("cuda:", 0), 0u) << s->device();
+#ifdef RABBIT_HAVE_CUDA
+  // The minimizers' dense factorisations go to cuSOLVER on the first shard's device.
+  EXPECT_NE(dynamic_cast<const CusolverLinalg*>(&fitter->dense_linalg()), nullptr);
+#endif
+}
+
+// Postfit yields of a CUDA fit come from a CPU shard over the same input (Fitter::postfit_shard),
+// in step with the data the GPU shards see.
+TEST(CudaShard, PostfitShardOfACudaFitMatchesTheCpuFit) {
+  RABBIT_REQUIRE_GPU();
+  ShardConfig cfg;
+  auto model = model_for(cfg);
+  FitterOptions fo;
+  fo.n_devices = 2;
+  fo.backend = Backend::cuda;
+  auto gpu = make_fitter(model, fo);
+  auto cpu = cpu_fitter(model);
+  Eigen::VectorXd nobs = model->input->data_obs;
+  for (int64_t b = 0; b < nobs.size(); ++b) nobs[b] += 1.0 + 0.5 * b;
+  gpu->set_observed(nobs, Eigen::VectorXd());
+  cpu->set_observed(nobs, Eigen::VectorXd());
+  const Eigen::VectorXd x = testing::test_point(*model);
+  Eigen::VectorXd xi, d1, d2, y1, y2;
+  model->parameters.transform(x, xi, d1, d2);
+  const int64_t nbf = model->input->nbinsfull;
+  using Mode = CpuShardEvaluator::BetaMode;
+  cpu->postfit_shard().expected_yields(xi, 0, nbf, Mode::profiled, &y1);
+  gpu->postfit_shard().expected_yields(xi, 0, nbf, Mode::profiled, &y2);
+  EXPECT_LE(rel(y2, y1), 1e-12);
+  EXPECT_LE(rel(gpu->postfit_shard().profiled_beta(xi), gpu->profiled_beta(x)), 1e-10);
 }
 
 TEST(CudaShard, MissingDeviceIsOneResourceErrorLine) {

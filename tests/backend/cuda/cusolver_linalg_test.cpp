@@ -12,6 +12,7 @@
 #include "rabbit/core/error.hpp"
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/minimize/dense_linalg.hpp"
+#include "rabbit/minimize/subproblem.hpp"
 
 #ifdef RABBIT_HAVE_CUDA
 #include "rabbit/backend/cuda/cusolver_linalg.hpp"
@@ -124,6 +125,28 @@ TEST(CusolverLinalg, SolveGivesTheCovarianceOfEigen) {
   EXPECT_LT(rel(cov, ref), 1e-11);
   Eigen::MatrixXd bad = -A, x = Eigen::MatrixXd::Ones(n, 2);
   EXPECT_EQ(gpu.cholesky_solve(bad, x), 1);
+}
+
+// The trust-exact subproblem (More-Sorensen: shifted factorisations, failure indices, hard case)
+// takes the same steps with the cuSOLVER factorisations as with Eigen's.
+TEST(CusolverLinalg, TrustExactStepsMatchEigen) {
+  RABBIT_REQUIRE_GPU();
+  CusolverLinalg gpu(first_gpu());
+  const EigenLinalg host;
+  const int64_t n = 120;
+  for (double lowest : {2.0, -1.5}) {  // convex, then indefinite (boundary steps)
+    const Eigen::MatrixXd H = symmetric_with(Eigen::VectorXd::LinSpaced(n, lowest, 30.0), 21);
+    Eigen::VectorXd g(n);
+    for (int64_t i = 0; i < n; ++i) g[i] = std::sin(0.7 * i + 0.2);
+    for (double radius : {0.05, 1.0, 100.0}) {
+      ExactSubproblem a(1.0, g, H, gpu), b(1.0, g, H, host);
+      const SubproblemStep sa = a.solve(radius), sb = b.solve(radius);
+      EXPECT_EQ(sa.hits_boundary, sb.hits_boundary) << lowest << " " << radius;
+      EXPECT_LT((sa.p - sb.p).norm(), 1e-9 * std::max(1.0, sb.p.norm())) << lowest << " " << radius;
+      EXPECT_NEAR(sa.model_value, sb.model_value, 1e-9 * std::max(1.0, std::abs(sb.model_value)));
+      EXPECT_EQ(a.stats().factorizations, b.stats().factorizations) << lowest << " " << radius;
+    }
+  }
 }
 
 TEST(CusolverLinalg, MissingDeviceIsOneLineResourceError) {
