@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <numeric>
 #include <optional>
@@ -66,6 +67,25 @@ namespace {
 std::string ljust(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 std::string rjust(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 
+// One column of a fixed-width text table: the text before it, its width, and its alignment
+// (right unless `left`). A column of width 0 with an empty cell is a closing text.
+struct Column {
+  std::string before;
+  size_t width = 0;
+  bool left = false;
+};
+
+// One line of the table: header and rows share the columns, so they cannot drift apart.
+std::string table_line(const std::vector<Column>& columns, const std::vector<std::string>& cells) {
+  std::string line;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const Column& c = columns[i];
+    const std::string& cell = i < cells.size() ? cells[i] : std::string();
+    line += c.before + (c.left ? ljust(cell, c.width) : rjust(cell, c.width));
+  }
+  return line;
+}
+
 template <class F>
 int guarded(const char* prog, F&& body) {
   try {
@@ -94,32 +114,51 @@ void parse_or_throw(CLI::App& app, int argc, const char* const* argv) {
   }
 }
 
+// What every report reads: the result file and the result group picked by --result.
+struct ReportInput {
+  result::ResultReader file;
+  std::string group;
+};
+
+// Parses a report's command line: the input file and --result first, then the report's own
+// options, then -v/--noColorLogger (upstream's order in --help); sets the log verbosity and
+// opens the file.
+ReportInput parse_report_command(CLI::App& app, int argc, const char* const* argv,
+                                 const std::function<void(CLI::App&)>& add_own_options) {
+  std::string infile;
+  std::optional<std::string> result;
+  int verbose = 3;
+  bool no_color = false;
+  app.add_option("infile", infile, "result file")->required();
+  app.add_option("--result", result, "result group key (results_KEY)");
+  add_own_options(app);
+  app.add_option("-v,--verbose", verbose, "log level 0..4");
+  app.add_flag("--noColorLogger", no_color, "no colours");
+  parse_or_throw(app, argc, argv);
+  set_verbosity(verbose);
+  result::ResultReader file(infile);
+  std::string group = file.pick_result(result);
+  return {std::move(file), std::move(group)};
+}
+
 }  // namespace
 
 int print_pulls_main(int argc, const char* const* argv) {
   return guarded("rabbit_print_pulls_and_constraints", [&] {
     CLI::App app("Print the pulls and constraints of a rabbit-cpp result file", "rabbit_print_pulls_and_constraints");
-    std::string infile, sort_key, keep, exclude;
-    std::optional<std::string> result;
-    bool reverse = false, asym = false, no_prefit = false, no_color = false;
-    int verbose = 3;
-    app.add_option("infile", infile, "result file")->required();
-    app.add_option("--result", result, "result group key (results_KEY)");
-    app.add_option("-s,--sort", sort_key, "sort by this column")
-        ->check(CLI::IsMember({"label", "pull", "constraint", "pull prefit", "constraint prefit", "abs pull",
-                               "abs pull prefit"}));
-    app.add_flag("--reverse-sort", reverse, "reverse the order");
-    app.add_flag("--asym", asym, "add the asymmetric constraints of the contour scan (level 1)");
-    app.add_option("--keepNuisances", keep, "keep labels matching this regex anywhere");
-    app.add_option("--excludeNuisances", exclude, "drop labels matching this regex anywhere");
-    app.add_flag("--noPrefit", no_prefit, "omit the prefit columns");
-    app.add_option("-v,--verbose", verbose, "log level 0..4");
-    app.add_flag("--noColorLogger", no_color, "no colours");
-    parse_or_throw(app, argc, argv);
-    set_verbosity(verbose);
-
-    result::ResultReader f(infile);
-    const std::string g = f.pick_result(result);
+    std::string sort_key, keep, exclude;
+    bool reverse = false, asym = false, no_prefit = false;
+    const auto [f, g] = parse_report_command(app, argc, argv, [&](CLI::App& a) {
+      a.add_option("-s,--sort", sort_key, "sort by this column")
+          ->check(CLI::IsMember({"label", "pull", "constraint", "pull prefit", "constraint prefit", "abs pull",
+                                 "abs pull prefit"}));
+      a.add_flag("--reverse-sort", reverse, "reverse the order");
+      a.add_flag("--asym", asym, "add the asymmetric constraints of the contour scan (level 1)");
+      a.add_option("--keepNuisances", keep, "keep labels matching this regex anywhere");
+      a.add_option("--excludeNuisances", exclude, "drop labels matching this regex anywhere");
+      a.add_flag("--noPrefit", no_prefit, "omit the prefit columns");
+    });
+    const std::string& infile = f.path();
     auto parms = f.hist(g + "/parms");
     auto prefit = f.hist(g + "/parms_prefit");
     const auto& labels = parms.axis_labels.at(0);
@@ -168,18 +207,26 @@ int print_pulls_main(int argc, const char* const* argv) {
       std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
     if (reverse) std::reverse(order.begin(), order.end());
 
-    std::string header = "   " + ljust("Parameter", 30) + " " + rjust("pull", 6) + " +/- " + rjust("constraint", 10);
-    if (asym) header += " + " + rjust("up", 10) + " - " + rjust("down", 10);
-    if (!no_prefit) header += " (" + rjust("pull prefit", 11) + " +/- " + rjust("constraint prefit", 17) + ")";
-    std::cout << header << "\n" << "   " << std::string(header.size() - 3, '-') << "\n";
+    // Upstream's columns: parameter, pull +/- constraint [+ up - down] [(prefit pull +/- constraint)].
+    std::vector<Column> columns = {{"   ", 30, true}, {" ", 6}, {" +/- ", 10}};
+    std::vector<std::string> header = {"Parameter", "pull", "constraint"};
+    if (asym) {
+      columns.insert(columns.end(), {{" + ", 10}, {" - ", 10}});
+      header.insert(header.end(), {"up", "down"});
+    }
+    if (!no_prefit) {
+      columns.insert(columns.end(), {{" (", 11}, {" +/- ", 17}, {")", 0}});
+      header.insert(header.end(), {"pull prefit", "constraint prefit"});
+    }
+    const std::string header_line = table_line(columns, header);
+    std::cout << header_line << "\n" << "   " << std::string(header_line.size() - 3, '-') << "\n";
     for (size_t i : order) {
-      std::string row = "   " + ljust(labels[i], 30) + " " + rjust(python_round_str(parms.values[i]), 6) + " +/- " +
-                        rjust(python_round_str(std::sqrt(parms.variances[i])), 10);
-      if (asym) row += " + " + rjust(python_round_str(a1[i]), 10) + " - " + rjust(python_round_str(a0[i]), 10);
+      std::vector<std::string> row = {labels[i], python_round_str(parms.values[i]),
+                                      python_round_str(std::sqrt(parms.variances[i]))};
+      if (asym) row.insert(row.end(), {python_round_str(a1[i]), python_round_str(a0[i])});
       if (!no_prefit)
-        row += " (" + rjust(python_round_str(prefit.values[i]), 11) + " +/- " +
-               rjust(python_round_str(std::sqrt(prefit.variances[i])), 17) + ")";
-      std::cout << row << "\n";
+        row.insert(row.end(), {python_round_str(prefit.values[i]), python_round_str(std::sqrt(prefit.variances[i]))});
+      std::cout << table_line(columns, row) << "\n";
     }
     return 0;
   });
@@ -188,30 +235,23 @@ int print_pulls_main(int argc, const char* const* argv) {
 int print_impacts_main(int argc, const char* const* argv) {
   return guarded("rabbit_print_impacts", [&] {
     CLI::App app("Print the impacts of a rabbit-cpp result file", "rabbit_print_impacts");
-    std::string infile, impact_type = "traditional";
-    std::optional<std::string> result, nuisance;
+    std::string impact_type = "traditional";
+    std::optional<std::string> nuisance;
     std::vector<std::string> mapping;
-    bool asym = false, relative = false, ungroup = false, sort = false, no_color = false;
+    bool asym = false, relative = false, ungroup = false, sort = false;
     double scale = 1.0;
-    int verbose = 3;
-    app.add_option("infile", infile, "result file")->required();
-    app.add_option("--result", result, "result group key (results_KEY)");
-    app.add_option("--impactType", impact_type, "kind of impacts")
-        ->check(CLI::IsMember({"traditional", "global", "gaussian_global", "nonprofiled"}));
-    app.add_flag("--asymImpacts", asym, "use the *_asym histograms");
-    app.add_option("-m,--mapping", mapping, "impacts on the bins of a mapping (global kinds)")->expected(1, -1);
-    app.add_flag("--relative", relative, "relative impacts (mapping mode)");
-    app.add_flag("-u,--ungroup", ungroup, "per-parameter impacts instead of grouped");
-    app.add_option("-n,--nuisance", nuisance, "print one entry only");
-    app.add_flag("-s,--sort", sort, "sort the entries");
-    app.add_option("--scale", scale, "multiply every impact by this factor");
-    app.add_option("-v,--verbose", verbose, "log level 0..4");
-    app.add_flag("--noColorLogger", no_color, "no colours");
-    parse_or_throw(app, argc, argv);
-    set_verbosity(verbose);
-
-    result::ResultReader f(infile);
-    const std::string g = f.pick_result(result);
+    const auto [f, g] = parse_report_command(app, argc, argv, [&](CLI::App& a) {
+      a.add_option("--impactType", impact_type, "kind of impacts")
+          ->check(CLI::IsMember({"traditional", "global", "gaussian_global", "nonprofiled"}));
+      a.add_flag("--asymImpacts", asym, "use the *_asym histograms");
+      a.add_option("-m,--mapping", mapping, "impacts on the bins of a mapping (global kinds)")->expected(1, -1);
+      a.add_flag("--relative", relative, "relative impacts (mapping mode)");
+      a.add_flag("-u,--ungroup", ungroup, "per-parameter impacts instead of grouped");
+      a.add_option("-n,--nuisance", nuisance, "print one entry only");
+      a.add_flag("-s,--sort", sort, "sort the entries");
+      a.add_option("--scale", scale, "multiply every impact by this factor");
+    });
+    const std::string& infile = f.path();
     std::string name = impact_type == "traditional" ? "impacts" : impact_type + "_impacts";
     if (asym) name += "_asym";
     if (!ungroup) name += "_grouped";

@@ -1,12 +1,11 @@
 // HDF5 filter 32001 (Blosc v1) on top of Debian's c-blosc. Kept in its own translation unit:
 // blosc.h and blosc2.h define clashing macros and functions.
 #include <blosc.h>
-#include <hdf5.h>
 
-#include <cstring>
 #include <string>
 
 #include "rabbit/core/error.hpp"
+#include "hdf5_filter_support.hpp"
 #include "rabbit/io/blosc_filters.hpp"
 
 namespace rabbit::io {
@@ -74,36 +73,17 @@ namespace detail {
 
 size_t blosc1_filter(unsigned flags, size_t cd_nelmts, const unsigned cd_values[], size_t nbytes,
                      size_t* buf_size, void** buf) {
-  void* result = nullptr;
-  try {
-    size_t result_bytes = 0;
-    if (flags & H5Z_FLAG_REVERSE) {
-      const int64_t expected = cd_nelmts >= 4 ? static_cast<int64_t>(cd_values[3]) : -1;
-      result_bytes = blosc1_checked_size(*buf, nbytes, expected);
-      // Decode straight into the buffer handed back to HDF5: no intermediate copy.
-      result = H5allocate_memory(result_bytes == 0 ? 1 : result_bytes, false);
-      if (result == nullptr) throw InputError("Blosc: out of memory");
-      blosc1_decode_into(*buf, result, result_bytes);
-    } else {
-      const size_t typesize = cd_nelmts >= 3 && cd_values[2] > 0 ? cd_values[2] : 1;
-      const int clevel = cd_nelmts >= 5 ? static_cast<int>(cd_values[4]) : 5;
-      const int shuffle = cd_nelmts >= 6 ? static_cast<int>(cd_values[5]) : 1;
-      const int compcode = cd_nelmts >= 7 ? static_cast<int>(cd_values[6]) : BLOSC_BLOSCLZ;
-      const std::vector<uint8_t> out = blosc1_encode(*buf, nbytes, typesize, clevel, shuffle, compcode);
-      result_bytes = out.size();
-      result = H5allocate_memory(result_bytes, false);
-      if (result == nullptr) throw InputError("Blosc: out of memory");
-      std::memcpy(result, out.data(), out.size());
-    }
-    H5free_memory(*buf);
-    *buf = result;
-    *buf_size = result_bytes;
-    return result_bytes;
-  } catch (const std::exception& e) {
-    if (result != nullptr) H5free_memory(result);
-    set_filter_error(e.what());
-    return 0;
-  }
+  return run_filter_callback(
+      flags, nbytes, buf_size, buf, "Blosc",
+      [&](const void* src, size_t src_bytes) {
+        const int64_t expected = cd_nelmts >= 4 ? static_cast<int64_t>(cd_values[3]) : -1;
+        const size_t bytes = blosc1_checked_size(src, src_bytes, expected);
+        return ChunkDecoding{bytes, [src, bytes](void* dst) { blosc1_decode_into(src, dst, bytes); }};
+      },
+      [&](const void* src, size_t src_bytes) {
+        const FilterCompression c = filter_compression(cd_nelmts, cd_values, BLOSC_SHUFFLE, BLOSC_BLOSCLZ);
+        return blosc1_encode(src, src_bytes, c.typesize, c.clevel, c.shuffle, c.compcode);
+      });
 }
 
 }  // namespace detail

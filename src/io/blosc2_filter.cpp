@@ -4,7 +4,6 @@
 // blosc2.h clashes with c-blosc's blosc.h.
 #include <b2nd.h>
 #include <blosc2.h>
-#include <hdf5.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +12,7 @@
 #include <string>
 
 #include "rabbit/core/error.hpp"
+#include "hdf5_filter_support.hpp"
 #include "rabbit/io/blosc_filters.hpp"
 
 namespace rabbit::io {
@@ -178,41 +178,21 @@ namespace detail {
 
 size_t blosc2_filter(unsigned flags, size_t cd_nelmts, const unsigned cd_values[], size_t nbytes,
                      size_t* buf_size, void** buf) {
-  void* result = nullptr;
-  try {
-    size_t result_bytes = 0;
-    if (flags & H5Z_FLAG_REVERSE) {
-      FrameDecoder decoder(*buf, nbytes);
-      if (cd_nelmts >= 4 && decoder.nbytes() != static_cast<int64_t>(cd_values[3])) {
-        throw InputError("Blosc2 frame: decodes to " + std::to_string(decoder.nbytes()) +
-                         " bytes, the HDF5 chunk has " + std::to_string(cd_values[3]));
-      }
-      result_bytes = static_cast<size_t>(decoder.nbytes());
-      // Decode straight into the buffer handed back to HDF5: no intermediate copy.
-      result = H5allocate_memory(result_bytes == 0 ? 1 : result_bytes, false);
-      if (result == nullptr) throw InputError("Blosc2: out of memory");
-      decoder.decode_into(result, decoder.nbytes());
-    } else {
-      const size_t typesize = cd_nelmts >= 3 && cd_values[2] > 0 ? cd_values[2] : 1;
-      const int clevel = cd_nelmts >= 5 ? static_cast<int>(cd_values[4]) : 5;
-      const int shuffle = cd_nelmts >= 6 ? static_cast<int>(cd_values[5]) : BLOSC_SHUFFLE;
-      const int compcode = cd_nelmts >= 7 ? static_cast<int>(cd_values[6]) : BLOSC_BLOSCLZ;
-      const std::vector<uint8_t> out =
-          blosc2_encode_frame(*buf, nbytes, typesize, clevel, shuffle, compcode);
-      result_bytes = out.size();
-      result = H5allocate_memory(result_bytes, false);
-      if (result == nullptr) throw InputError("Blosc2: out of memory");
-      std::memcpy(result, out.data(), out.size());
-    }
-    H5free_memory(*buf);
-    *buf = result;
-    *buf_size = result_bytes;
-    return result_bytes;
-  } catch (const std::exception& e) {
-    if (result != nullptr) H5free_memory(result);
-    set_filter_error(e.what());
-    return 0;
-  }
+  return run_filter_callback(
+      flags, nbytes, buf_size, buf, "Blosc2",
+      [&](const void* src, size_t src_bytes) {
+        auto decoder = std::make_shared<FrameDecoder>(src, src_bytes);
+        if (cd_nelmts >= 4 && decoder->nbytes() != static_cast<int64_t>(cd_values[3])) {
+          throw InputError("Blosc2 frame: decodes to " + std::to_string(decoder->nbytes()) +
+                           " bytes, the HDF5 chunk has " + std::to_string(cd_values[3]));
+        }
+        return ChunkDecoding{static_cast<size_t>(decoder->nbytes()),
+                             [decoder](void* dst) { decoder->decode_into(dst, decoder->nbytes()); }};
+      },
+      [&](const void* src, size_t src_bytes) {
+        const FilterCompression c = filter_compression(cd_nelmts, cd_values, BLOSC_SHUFFLE, BLOSC_BLOSCLZ);
+        return blosc2_encode_frame(src, src_bytes, c.typesize, c.clevel, c.shuffle, c.compcode);
+      });
 }
 
 }  // namespace detail

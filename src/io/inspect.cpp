@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -56,6 +57,13 @@ const ChannelInfo* channel_of(const FitInputData& d, int64_t bin) {
   return nullptr;
 }
 
+// A diagnostic that has found nothing yet.
+Diagnostic titled(std::string title) {
+  Diagnostic diag;
+  diag.title = std::move(title);
+  return diag;
+}
+
 void note(Diagnostic& diag, size_t max_listed, const std::string& line) {
   diag.ok = false;
   ++diag.count;
@@ -99,13 +107,13 @@ std::vector<Diagnostic> diagnose(const FitInputData& d, const DiagnoseOptions& o
     return s;
   };
 
-  Diagnostic empty_data{"channels with empty data"};
-  Diagnostic low_data{fmt::format("bins with fewer than {} observed events", g(o.low_data_threshold))};
-  Diagnostic data_no_pred{"bins with observed events but zero total prediction (Poisson NLL is infinite)"};
-  Diagnostic zero_data_pred{"observed bins with zero data but a positive prediction"};
-  Diagnostic low_pred{fmt::format("bins with total prediction below {}", g(o.low_yield_threshold))};
-  Diagnostic negative{"negative nominal yields"};
-  Diagnostic rel_stat{fmt::format("bins with relative MC statistical uncertainty above {}%", g(100 * o.rel_stat_threshold))};
+  Diagnostic empty_data = titled("channels with empty data");
+  Diagnostic low_data = titled(fmt::format("bins with fewer than {} observed events", g(o.low_data_threshold)));
+  Diagnostic data_no_pred = titled("bins with observed events but zero total prediction (Poisson NLL is infinite)");
+  Diagnostic zero_data_pred = titled("observed bins with zero data but a positive prediction");
+  Diagnostic low_pred = titled(fmt::format("bins with total prediction below {}", g(o.low_yield_threshold)));
+  Diagnostic negative = titled("negative nominal yields");
+  Diagnostic rel_stat = titled(fmt::format("bins with relative MC statistical uncertainty above {}%", g(100 * o.rel_stat_threshold)));
   for (const auto& ch : d.channels) {
     if (!ch.masked) {
       double sum = 0;
@@ -139,7 +147,7 @@ std::vector<Diagnostic> diagnose(const FitInputData& d, const DiagnoseOptions& o
         note(rel_stat, o.max_listed, fmt::format("{}: {}", bin_label(d, b), g(std::sqrt(sumw2) / sumw)));
     }
   }
-  Diagnostic zero_norm{"processes with zero total yield in a channel"};
+  Diagnostic zero_norm = titled("processes with zero total yield in a channel");
   for (const auto& ch : d.channels)
     for (int64_t p = 0; p < d.nproc; ++p) {
       double s = 0;
@@ -166,13 +174,13 @@ std::vector<Diagnostic> diagnose(const FitInputData& d, const DiagnoseOptions& o
       it->second.second = std::max({it->second.second, up, down});
     }
   });
-  Diagnostic zero_systs{"nuisances without any effect"};
+  Diagnostic zero_systs = titled("nuisances without any effect");
   for (int64_t s = 0; s < d.nsyst; ++s)
     if (!syst_used[static_cast<size_t>(s)]) note(zero_systs, o.max_listed, d.systs[s]);
-  Diagnostic no_syst_procs{"processes without any systematic variation"};
+  Diagnostic no_syst_procs = titled("processes without any systematic variation");
   for (int64_t p = 0; p < d.nproc; ++p)
     if (!proc_used[static_cast<size_t>(p)]) note(no_syst_procs, o.max_listed, d.procs[p]);
-  Diagnostic extreme{fmt::format("extreme systematic variations (ratio to nominal outside [1/{0}, {0}])", g(o.extreme_ratio))};
+  Diagnostic extreme = titled(fmt::format("extreme systematic variations (ratio to nominal outside [1/{0}, {0}])", g(o.extreme_ratio)));
   for (const auto& [key, range] : extremes) {
     const auto& [ch, p, s] = key;
     if (range.first < 1.0 / o.extreme_ratio || range.second > o.extreme_ratio)

@@ -1,13 +1,12 @@
 // The text reports (cli-and-output.md §5): Python's number format and the report layouts.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "rabbit/cli/reports.hpp"
+#include "support/command.hpp"
 #include "support/test_paths.hpp"
 
 using rabbit::cli::python_repr;
@@ -15,13 +14,9 @@ using rabbit::cli::python_round_str;
 
 namespace {
 std::string run(const std::string& cmd, int* code) {
-  std::string out;
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf;
-  while (pipe && fgets(buf.data(), buf.size(), pipe)) out += buf.data();
-  int status = pipe ? pclose(pipe) : -1;
-  *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  const rabbit::test::CommandResult r = rabbit::test::run_command(cmd);
+  *code = r.exit_code;
+  return r.output;
 }
 }  // namespace
 
