@@ -213,20 +213,22 @@ const std::vector<Spec>& specs() {
        "restarts after early stopping: -1 while improving, 0 never, N at most N"},
       {"--stallRelTol", "stallRelTol", K::scalar, T::real, "0.0", {}, R::implemented,
        "relative-improvement threshold of early stopping (>= 0)"},
-      {"--precondition", "precondition", K::flag, T::str, "false", {}, R::refused,
-       "internal-coordinate preconditioner [not implemented yet]"},
-      {"--preconditionParams", "preconditionParams", K::list_plus, T::str, "null", {}, R::refused,
-       "parameters of the preconditioner [not implemented yet]"},
+      {"--precondition", "precondition", K::flag, T::str, "false", {}, R::implemented,
+       "minimise in internal coordinates x = x_ref + L^-T y whitened by a reference Hessian"},
+      {"--preconditionParams", "preconditionParams", K::list_plus, T::str, "null", {}, R::implemented,
+       "EXPR...: parameters to precondition (names, full-match regexes or systematic groups; "
+       "default: all unconstrained, non-frozen parameters)"},
       {"--preconditionBlocks", "preconditionBlocks", K::optional_scalar, T::str, "\"auto\"",
-       {"auto", "expressions", "none"}, R::refused, "preconditioner blocking [not implemented yet]"},
-      {"--preconditionBlockThreshold", "preconditionBlockThreshold", K::scalar, T::real, "0.1", {}, R::refused,
-       "correlation threshold of auto blocking [not implemented yet]"},
+       {"auto", "expressions", "none"}, R::implemented,
+       "auto: correlation components; expressions: one block per expression; none: one block"},
+      {"--preconditionBlockThreshold", "preconditionBlockThreshold", K::scalar, T::real, "0.1", {}, R::implemented,
+       "correlation threshold of auto blocking (>= 0)"},
       {"--preconditionFrom", "preconditionFrom", K::scalar, T::str, "\"hessian\"", {"hessian", "gaussnewton"},
-       R::refused, "preconditioner reference matrix [not implemented yet]"},
-      {"--preconditionRidge", "preconditionRidge", K::scalar, T::real, "1e-08", {}, R::refused,
-       "preconditioner ridge [not implemented yet]"},
+       R::implemented, "reference matrix: exact Hessian or Gauss-Newton (Fisher) matrix"},
+      {"--preconditionRidge", "preconditionRidge", K::scalar, T::real, "1e-08", {}, R::implemented,
+       "initial ridge relative to the block's largest diagonal (>= 0)"},
       {"--preconditionTransform", "preconditionTransform", K::scalar, T::str, "\"ridge\"", {"ridge", "spectral"},
-       R::refused, "preconditioner whitening [not implemented yet]"},
+       R::implemented, "whitening: ridge-regularised Cholesky or spectral (|eigenvalues|)"},
       {"--nDevices", "nDevices", K::scalar, T::integer, "1", {}, R::implemented, "number of bin shards / devices"},
       {"--devices", "devices", K::list_plus, T::integer, "null", {}, R::implemented,
        "explicit GPU indices; count must equal --nDevices"},
@@ -447,7 +449,8 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
     if (!occ.empty() && !s.choices.empty()) {
       for (const auto& o2 : occ)
         for (const auto& v : o2)
-          if (std::find(s.choices.begin(), s.choices.end(), v) == s.choices.end()) {
+          if (!(v.empty() && s.kind == Kind::optional_scalar) &&  // bare optional value: its const
+              std::find(s.choices.begin(), s.choices.end(), v) == s.choices.end()) {
             std::string c;
             for (const auto& ch : s.choices) c += (c.empty() ? "'" : ", '") + ch + "'";
             throw OptionError(fmt::format("argument --{}: invalid choice: '{}' (choose from {})", name, v, c));
@@ -628,6 +631,24 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   }
   integer("hvpBatch", o.hvp_batch);
   if (o.hvp_batch < 1) throw OptionError("argument --hvpBatch: must be >= 1");
+  o.precondition = flag("precondition");
+  if (auto* v = last("preconditionParams")) o.precondition_params = nonempty(*v);
+  if (auto* v = last("preconditionBlocks")) o.precondition_blocks = v->empty() || v->at(0).empty() ? "auto" : v->at(0);
+  real("preconditionBlockThreshold", o.precondition_block_threshold);
+  if (!(o.precondition_block_threshold >= 0.0) || !std::isfinite(o.precondition_block_threshold))
+    throw OptionError(fmt::format("argument --preconditionBlockThreshold: must be a finite number >= 0, got {}",
+                                  o.precondition_block_threshold));
+  str("preconditionFrom", o.precondition_from);
+  real("preconditionRidge", o.precondition_ridge);
+  if (!(o.precondition_ridge >= 0.0) || !std::isfinite(o.precondition_ridge))
+    throw OptionError(
+        fmt::format("argument --preconditionRidge: must be a finite number >= 0, got {}", o.precondition_ridge));
+  str("preconditionTransform", o.precondition_transform);
+  if (!o.precondition) {
+    for (const char* dep : {"preconditionParams", "preconditionBlocks", "preconditionBlockThreshold", "preconditionFrom",
+                            "preconditionRidge", "preconditionTransform"})
+      if (given.count(dep)) o.warnings.push_back(fmt::format("--{} has no effect without --precondition", dep));
+  }
 
   // §1.4 rule 10 up front, then the refusals of this release (one line each, first one wins).
   if (given.count("contourScan2D")) throw OptionError("Likelihood contour scans in 2D are not yet implemented");

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -45,12 +46,6 @@ std::string py_float(double v) {
   std::string s = fmt::format("{}", v);
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "'" : ", '") + s + "'";
-  return "[" + out + "]";
 }
 
 // Bytes of memory available to this process (MemAvailable), or 0 if unknown.
@@ -118,6 +113,9 @@ class Run {
   void throw_toy(const VectorXd& values, const VectorXd& variances, const std::vector<CpuShardEvaluator*>& cpus,
                  VectorXd& nobs, VectorXd& varnobs);
   VectorXd profile_minimize(Objective& obj, const std::vector<int64_t>& floating, const VectorXd& x);
+  PreconditionerOptions preconditioner_for(postfit::RestrictedObjective& sub, const std::vector<int64_t>& floating,
+                                           bool on_fitter, bool log_selection) const;
+  MatrixXd gauss_newton_matrix(postfit::RestrictedObjective& sub, const VectorXd& y) const;
   void postfit_uncertainties(hid_t group, const VectorXd& x, VectorXd& variances, MatrixXd& cov, bool& have_cov);
   void write_impacts(hid_t group, const VectorXd& x, const MatrixXd& cov, const MatrixXd& hess);
   void write_scans(hid_t group, const VectorXd& x, const MatrixXd& cov);
@@ -243,6 +241,90 @@ void Run::load() {
   min_options_.stall_rel_tol = o_.stall_rel_tol;
   min_options_.max_restarts = static_cast<int>(o_.max_restarts);
   min_options_.hvp_batch = o_.hvp_batch;
+  PreconditionerOptions& pc = min_options_.precondition;
+  pc.enabled = o_.precondition;
+  pc.blocks = o_.precondition_blocks;
+  pc.block_threshold = o_.precondition_block_threshold;
+  pc.from = o_.precondition_from;
+  pc.ridge = o_.precondition_ridge;
+  pc.transform = o_.precondition_transform;
+  validate(pc);
+}
+
+// --preconditionParams resolved against the coordinates of one restricted objective
+// (minimizers-and-sharding.md §4.2 step 2): each expression is a systematic-group name or a
+// name/full-match regex; parameters that do not float here (frozen, or fixed by a scan) drop out.
+PreconditionerOptions Run::preconditioner_for(postfit::RestrictedObjective& sub, const std::vector<int64_t>& floating,
+                                              bool on_fitter, bool log_selection) const {
+  PreconditionerOptions po = min_options_.precondition;
+  if (!po.enabled) return po;
+  const auto& ps = model_->parameters;
+  std::vector<int64_t> position(static_cast<size_t>(ps.size()), -1);
+  for (size_t k = 0; k < floating.size(); ++k) position[floating[k]] = static_cast<int64_t>(k);
+  auto add_set = [&](const std::vector<int64_t>& params, const std::string& label) {
+    std::vector<int64_t> set;
+    for (auto i : params)
+      if (position[i] >= 0) set.push_back(position[i]);
+    po.index_sets.push_back(std::move(set));
+    po.index_set_labels.push_back(label);
+  };
+  po.index_sets.clear();
+  po.index_set_labels.clear();
+  if (o_.precondition_params.empty()) {
+    std::vector<int64_t> unconstrained;
+    for (int64_t i = 0; i < ps.size(); ++i)
+      if (ps.constraint_weights[i] == 0.0) unconstrained.push_back(i);
+    add_set(unconstrained, "unconstrained");
+  } else {
+    for (const auto& expr : o_.precondition_params) {
+      std::vector<int64_t> members;
+      const auto g = std::find(layout_.group_names.begin(), layout_.group_names.end(), expr);
+      if (g != layout_.group_names.end())
+        members = layout_.groups[static_cast<size_t>(g - layout_.group_names.begin())];
+      else
+        members = match_names({expr}, ps.names, "--preconditionParams");
+      if (members.empty()) {
+        if (log_selection) log().warn("--preconditionParams: '{}' matches no parameter or group; skipped", expr);
+        continue;
+      }
+      add_set(members, expr);
+    }
+  }
+  // No set at all would mean "every coordinate" to Preconditioner::build; an empty set keeps an
+  // empty selection empty (it then warns and runs unpreconditioned).
+  if (po.index_sets.empty()) {
+    po.index_sets.emplace_back();
+    po.index_set_labels.emplace_back("none");
+  }
+  if (po.from == "gaussnewton") {
+    if (on_fitter)
+      po.reference_matrix = [this, &sub](const VectorXd& y) { return gauss_newton_matrix(sub, y); };
+    else if (log_selection)
+      log().warn("--preconditionFrom gaussnewton needs the fit's own likelihood; using the exact Hessian");
+  }
+  return po;
+}
+
+// Fisher information (§4.2 step 3): the exact Hessian with the observed data temporarily replaced
+// by the prediction at x (data variances kept), restored even if the evaluation throws.
+MatrixXd Run::gauss_newton_matrix(postfit::RestrictedObjective& sub, const VectorXd& y) const {
+  const VectorXd x = sub.expand(y);
+  VectorXd prediction;
+  fitter_->postfit_shard().expected_yields(xi(x), 0, input_->nbins, CpuShardEvaluator::BetaMode::profiled,
+                                           &prediction);
+  const VectorXd saved_nobs = fitter_->observed();
+  const VectorXd saved_variances = fitter_->observed_variances();
+  MatrixXd hess;
+  VectorXd grad;
+  fitter_->set_observed(prediction, saved_variances);
+  try {
+    sub.value_grad_hess(y, grad, hess);
+  } catch (...) {
+    fitter_->set_observed(saved_nobs, saved_variances);
+    throw;
+  }
+  fitter_->set_observed(saved_nobs, saved_variances);
+  return hess;
 }
 
 void Run::check_memory() const {
@@ -331,6 +413,7 @@ VectorXd Run::profile_minimize(Objective& obj, const std::vector<int64_t>& float
   postfit::RestrictedObjective sub(obj, floating, x);
   MinimizerOptions mo = min_options_;
   mo.callback = nullptr;
+  mo.precondition = preconditioner_for(sub, floating, &obj == fitter_.get(), false);
   MinimizerResult r = minimize(sub, sub.restrict(x), mo);
   return sub.expand(r.x);
 }
@@ -338,6 +421,7 @@ VectorXd Run::profile_minimize(Objective& obj, const std::vector<int64_t>& float
 VectorXd Run::minimize_full(const VectorXd& x0, bool log_iterations, MinimizerResult* result) {
   postfit::RestrictedObjective sub(*fitter_, layout_.floating, x0);
   MinimizerOptions mo = min_options_;
+  mo.precondition = preconditioner_for(sub, layout_.floating, true, log_iterations);
   double last_elapsed = 0.0;
   if (log_iterations)
     mo.callback = [&](const IterationInfo& it) {

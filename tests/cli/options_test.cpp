@@ -1,7 +1,9 @@
 // Command-line parsing of rabbit_fit (cli-and-output.md §1): argparse behaviours and refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rabbit/cli/options.hpp"
@@ -146,4 +148,59 @@ TEST(Options, HelpDocumentsEveryOption) {
   } catch (const rabbit::cli::HelpRequested& h) {
     EXPECT_NE(h.text.find("--toys"), std::string::npos);
   }
+}
+
+TEST(Options, PreconditionerOptions) {
+  auto o = parse({"in.hdf5"});
+  EXPECT_FALSE(o.precondition);
+  EXPECT_TRUE(o.precondition_params.empty());
+  EXPECT_EQ(o.precondition_blocks, "auto");
+  EXPECT_EQ(o.precondition_block_threshold, 0.1);
+  EXPECT_EQ(o.precondition_from, "hessian");
+  EXPECT_EQ(o.precondition_ridge, 1e-8);
+  EXPECT_EQ(o.precondition_transform, "ridge");
+  EXPECT_NE(o.args_json.find("\"precondition\": false"), std::string::npos) << o.args_json;
+
+  o = parse({"in.hdf5", "--precondition", "--preconditionParams", "sig", "lumi.*", "--preconditionBlocks",
+             "expressions", "--preconditionBlockThreshold", "0.25", "--preconditionFrom", "gaussnewton",
+             "--preconditionRidge", "1e-6", "--preconditionTransform", "spectral"});
+  EXPECT_TRUE(o.precondition);
+  EXPECT_EQ(o.precondition_params, std::vector<std::string>({"sig", "lumi.*"}));
+  EXPECT_EQ(o.precondition_blocks, "expressions");
+  EXPECT_EQ(o.precondition_block_threshold, 0.25);
+  EXPECT_EQ(o.precondition_from, "gaussnewton");
+  EXPECT_EQ(o.precondition_ridge, 1e-6);
+  EXPECT_EQ(o.precondition_transform, "spectral");
+  EXPECT_TRUE(o.warnings.empty());
+  EXPECT_NE(o.args_json.find("\"preconditionParams\": [\"sig\", \"lumi.*\"]"), std::string::npos) << o.args_json;
+
+  // Bare --preconditionBlocks means auto (argparse const).
+  o = parse({"in.hdf5", "--precondition", "--preconditionBlocks"});
+  EXPECT_EQ(o.precondition_blocks, "auto");
+  // Given without --precondition: accepted, one warning naming the option.
+  o = parse({"in.hdf5", "--preconditionRidge", "1e-4"});
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_EQ(o.warnings[0], "--preconditionRidge has no effect without --precondition");
+
+  // Bad values: one line naming the option.
+  for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--preconditionBlocks", "diagonal"}, "argument --preconditionBlocks: invalid choice: 'diagonal'"},
+           {{"--preconditionFrom", "fisher"}, "argument --preconditionFrom: invalid choice: 'fisher'"},
+           {{"--preconditionTransform", "qr"}, "argument --preconditionTransform: invalid choice: 'qr'"},
+           {{"--preconditionRidge", "-1"}, "argument --preconditionRidge: must be a finite number >= 0, got -1"},
+           {{"--preconditionRidge", "nan"}, "argument --preconditionRidge: must be a finite number >= 0"},
+           {{"--preconditionRidge", "abc"}, "argument --preconditionRidge: invalid float value: 'abc'"},
+           {{"--preconditionBlockThreshold", "-0.5"},
+            "argument --preconditionBlockThreshold: must be a finite number >= 0, got -0.5"},
+       }) {
+    std::vector<std::string> full = {"in.hdf5", "--precondition"};
+    full.insert(full.end(), args.begin(), args.end());
+    const std::string msg = error_of(full);
+    EXPECT_EQ(msg.rfind(expected, 0), 0u) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  const auto refused = rabbit::cli::refused_options();
+  for (const char* name : {"precondition", "preconditionParams", "preconditionBlocks", "preconditionBlockThreshold",
+                           "preconditionFrom", "preconditionRidge", "preconditionTransform"})
+    EXPECT_EQ(std::find(refused.begin(), refused.end(), name), refused.end()) << name;
 }

@@ -85,6 +85,14 @@ struct FitOptions {
   int64_t n_devices = 1;
   std::vector<int64_t> devices;
   int64_t hvp_batch = 256;
+  // Internal-coordinate preconditioner (minimizers-and-sharding.md §4.2).
+  bool precondition = false;
+  std::vector<std::string> precondition_params;  // names, full-match regexes or group names; empty: default scope
+  std::string precondition_blocks = "auto";      // auto | expressions | none
+  double precondition_block_threshold = 0.1;
+  std::string precondition_from = "hessian";     // hessian | gaussnewton
+  double precondition_ridge = 1e-8;
+  std::string precondition_transform = "ridge";  // ridge | spectral
 
   /// The command line as typed (arguments with special characters quoted).
   std::string command;
