@@ -8,6 +8,7 @@
 
 #include "backend/cpu/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
+#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/fit/make_fitter.hpp"
@@ -288,6 +289,22 @@ TEST(ShardedCpu, CudaBackendWithoutGpuIsAResourceError) {
   EXPECT_THROW(make_fitter(model, fo), ResourceError);
   EXPECT_THROW(parse_backend("gpu"), OptionError);
   EXPECT_EQ(parse_backend("cuda"), Backend::cuda);
+}
+
+// CPU fits keep the host linear algebra and read their postfit yields from their own first shard;
+// only CUDA fits get cuSOLVER and a separate postfit CPU shard (tests/backend/cuda).
+TEST(ShardedCpu, CpuFitsUseHostLinalgAndTheirOwnShardForPostfit) {
+  ShardConfig cfg;
+  auto model = make_test_model(make_test_input(cfg), cfg);
+  for (int n : {1, 3}) {
+    FitterOptions fo;
+    fo.n_devices = n;
+    fo.backend = Backend::cpu;
+    auto fitter = make_fitter(model, fo);
+    EXPECT_EQ(&fitter->dense_linalg(), &default_linalg()) << n;
+    EXPECT_EQ(fitter->dense_linalg_ptr(), nullptr) << n;
+    EXPECT_EQ(static_cast<ShardEvaluator*>(&fitter->postfit_shard()), fitter->shards().front().get()) << n;
+  }
 }
 
 TEST(Partition, DenseIsUniformLikeLinspace) {
