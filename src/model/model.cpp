@@ -242,16 +242,6 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
 
   model->bb_type = resolve_bb_type(options);
   if (options.min_bb_kstat < 0.0) throw OptionError(fmt::format("--minBBKstat must be >= 0, got {}", options.min_bb_kstat));
-  // Beta variations (likelihood.md §4.2.4) change masked-channel yields in BB full mode for the
-  // gamma and normal-multiplicative types; the backends do not implement them yet, so such fits
-  // are refused rather than giving silently different postfit histograms.
-  if (in.betavariations && options.bin_by_bin_stat && options.bb_mode == BBMode::full &&
-      (model->bb_type == BBType::gamma || model->bb_type == BBType::normal_multiplicative))
-    throw OptionError(fmt::format(
-        "{} has hbetavariations, which --binByBinStatMode full does not support yet: use --binByBinStatMode lite "
-        "or --noBinByBinStat",
-        in.filename));
-
   init_blinding(ps, in, options);
 
   model->regularizers = make_regularizers(in, options.regularization);

@@ -304,18 +304,18 @@ TEST(BuildModel, ParamModelPriorsBecomeConstraints) {
 
 namespace rabbit {
 namespace {
-TEST(BuildModel, BetaVariationsAreRefusedInFullModeOnly) {
+TEST(BuildModel, BetaVariationsAreAcceptedInEveryBBMode) {
+  // hbetavariations act in the backends' full evaluations (BB full, gamma / normal-multiplicative)
   auto in = test::small_input();
   in->filename = "bv.hdf5";
   in->betavariations = std::vector<double>(static_cast<size_t>(in->nbinsfull * in->nbins * in->nproc), 0.1);
   ModelOptions options;
-  EXPECT_NO_THROW(build_model(in, options));  // lite mode: beta variations do not apply
-  options.bb_mode = BBMode::full;
-  EXPECT_EQ(option_error(in, options),
-            "bv.hdf5 has hbetavariations, which --binByBinStatMode full does not support yet: use "
-            "--binByBinStatMode lite or --noBinByBinStat");
-  options.bb_type = BBType::normal_additive;  // not affected by beta variations (§4.2.4)
   EXPECT_NO_THROW(build_model(in, options));
+  options.bb_mode = BBMode::full;
+  for (BBType t : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive}) {
+    options.bb_type = t;
+    EXPECT_EQ(build_model(in, options)->bb_type, t);
+  }
 }
 }  // namespace
 }  // namespace rabbit

@@ -77,6 +77,22 @@ struct CpuShardEvaluator::Impl {
   Eigen::PartialPivLU<MatrixXd> additive_lu;
   VectorXd additive_V;            // per observed bin: s² (lite) or Σ σ² (full)
 
+  // Per-point cache of the uncoupled profiled evaluation (phase A + profile + gradient), so that a
+  // sequence of HVPs at one ξ (trust-region inner iterations, batched Hessians) reads the tensor
+  // only for the directions. Keyed on ξ and on `generation` (observations, β centres).
+  struct PointCache {
+    bool valid = false;
+    VectorXd xi;
+    uint64_t generation = 0;
+    int ncol = 0;
+    std::vector<double> N, a, c, phi, d, U, M;
+    double f = 0.0;
+    VectorXd y, gpi;
+  };
+  PointCache cache;
+  uint64_t generation = 0;
+  bool cache_allowed = true;  // false when the per-entry cache would be too large
+
   Impl(CpuShardEvaluator& self) : s(self), in(*self.model_->input) {}
 
   const double* dense_row(int64_t e) const { return in.logk.data() + e * W; }
@@ -372,6 +388,28 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
     }
   }
 
+  // beta variations (§4.2.4): masked-channel yields of full evaluations follow the observed β
+  std::vector<uint8_t> betavar_rows(nbinsfull_, 0);
+  if (in.betavariations && bb_full_ && (bb_ == BBKind::gamma || bb_ == BBKind::normal_multiplicative)) {
+    betavar_ = true;
+    const auto& bv = *in.betavariations;
+    std::vector<uint8_t> source(nbins_, 0);
+    for (int64_t b = 0; b < nbinsfull_; ++b)
+      for (int64_t j = 0; j < nbins_; ++j)
+        for (int64_t p = 0; p < nproc_; ++p) {
+          if (bv[(b * nbins_ + j) * nproc_ + p] == 0.0) continue;
+          if (b < nbins_)
+            throw InputError(fmt::format(
+                "{}: hbetavariations has a non-zero entry for observed bin {} (only masked channels may receive "
+                "beta variations)",
+                in.filename, b));
+          source[j] = 1;
+          betavar_rows[b] = 1;
+        }
+    for (int64_t j = 0; j < nbins_; ++j)
+      if (source[j]) betavar_sources_.push_back(j);
+  }
+
   // observable regularisers (SVD) act on the full yields: single shard only, and with BB only on
   // bins whose β does not depend on the fit (masked channels), see docs/likelihood.md
   regularized_ = !model_->regularizers.empty() && needs_observables(*model_);
@@ -389,6 +427,11 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
           throw OptionError(
               "-r/--regularization on an observed (non-masked) channel together with bin-by-bin statistics is not "
               "supported; use --noBinByBinStat or regularise a masked channel");
+        for (int64_t b = nbins_; b < nbinsfull_; ++b)
+          if (betavar_rows[b] && touched[b] != 0.0)
+            throw OptionError(
+                "-r/--regularization on a masked channel that receives beta variations (hbetavariations) with "
+                "--binByBinStatMode full is not supported (the penalty would depend on the profiled beta)");
       }
     }
   }
@@ -410,6 +453,7 @@ void CpuShardEvaluator::set_beta_centres(const VectorXd& beta0) {
   log_beta0_.resize(beta0.size());
   for (int64_t i = 0; i < beta0.size(); ++i) log_beta0_[i] = beta0[i] > 0.0 ? std::log(beta0[i]) : 0.0;
   beta_stored_ = beta0_;
+  if (impl_) ++impl_->generation;
 }
 
 void CpuShardEvaluator::set_stored_beta(const VectorXd& beta) {
@@ -423,6 +467,7 @@ void CpuShardEvaluator::set_observed(const VectorXd& nobs, const VectorXd& varno
     throw Error(fmt::format("set_observed: {} observed values for {} bins", nobs.size(), nbins_));
   nobs_ = nobs;
   varnobs_ = varnobs.size() == 0 ? nobs : varnobs;
+  if (impl_) ++impl_->generation;
   if (varnobs_.size() != nbins_)
     throw Error(fmt::format("set_observed: {} variances for {} bins", varnobs_.size(), nbins_));
   lognobs_.resize(nbins_);
@@ -494,7 +539,8 @@ struct Engine {
   }
 
   // Phase A: per-process yields of bin b into scratch slots starting at `slot`.
-  void yields(int64_t b, Scratch& sc, int64_t slot) const {
+  // directions_only: N, a, c are already in sc (cached point); only δΛ and δN are computed.
+  void yields(int64_t b, Scratch& sc, int64_t slot, bool directions_only = false) const {
     const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
     const int64_t k = sc.k;
     // dense: the bin's rows are one contiguous row-major block, multiplied at once (vectorised)
@@ -502,23 +548,25 @@ struct Engine {
     MatrixXd dlam_block;
     if (!I.sparse && e1 > e0) {
       const RowBlock Kb(I.dense_row(e0), e1 - e0, W);
-      lam_block.noalias() = Kb * pt.m;
+      if (!directions_only) lam_block.noalias() = Kb * pt.m;
       if (k > 0) dlam_block.noalias() = Kb * pt.Um;
     }
     for (int64_t e = e0; e < e1; ++e) {
       const int64_t i = slot + (e - e0);
       const int p = I.entry_proc[e];
-      const double lam = I.sparse ? I.row_dot(e, pt.m.data()) : lam_block[e - e0];
-      const double n0 = in.norm[e];
-      if (I.lognormal) {
-        const double q = n0 * std::exp(lam);
-        sc.a[i] = q;
-        sc.N[i] = pt.r[p] * q;
-        sc.c[i] = sc.N[i];
-      } else {
-        sc.a[i] = n0;
-        sc.N[i] = pt.r[p] * n0 + s.rho_[p] * lam;
-        sc.c[i] = s.rho_[p];
+      if (!directions_only) {
+        const double lam = I.sparse ? I.row_dot(e, pt.m.data()) : lam_block[e - e0];
+        const double n0 = in.norm[e];
+        if (I.lognormal) {
+          const double q = n0 * std::exp(lam);
+          sc.a[i] = q;
+          sc.N[i] = pt.r[p] * q;
+          sc.c[i] = sc.N[i];
+        } else {
+          sc.a[i] = n0;
+          sc.N[i] = pt.r[p] * n0 + s.rho_[p] * lam;
+          sc.c[i] = s.rho_[p];
+        }
       }
       if (k > 0) {
         double* dl = &sc.dLam[i * k];
@@ -833,14 +881,16 @@ struct Engine {
   }
 
   // Phase B: accumulate gradient / HVP / Hessian contributions of bin b.
+  // gradient = false: the gradient part is already known (cached point), only the HVP part is added.
   void accumulate(int64_t b, const Scratch& sc, int64_t slot, int64_t bslot, const Request& req, Accum& acc,
-                  const double* zcoupled /* per-bin z (k) for coupled mode */) const {
+                  const double* zcoupled /* per-bin z (k) for coupled mode */, bool gradient = true) const {
     const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
     const int nc = sc.ncol;
     const int64_t k = sc.k;
     // gradient
     const int64_t ne = e1 - e0;
-    if (!I.sparse && ne > 0) {
+    if (!gradient) {
+    } else if (!I.sparse && ne > 0) {
       VectorXd wv(ne);
       for (int64_t e = e0; e < e1; ++e) {
         const int64_t i = slot + e - e0;
@@ -980,6 +1030,162 @@ struct Engine {
 
   int64_t beta_width() const { return s.bb_ == BBKind::none ? 0 : (s.bb_full_ ? P : 1); }
 
+  using BetaMode = CpuShardEvaluator::BetaMode;
+
+  // β of bin b's BB entries for a postfit evaluation at the current point (phase A of b in slot 0
+  // of sc when profiling an uncoupled bin). False when β does not enter (no BB, BetaMode::none).
+  bool postfit_bin_beta(int64_t b, BetaMode mode, const VectorXd& coupled_beta, Scratch& sc, double* beta) const {
+    if (!s.has_bb() || mode == BetaMode::none) return false;
+    const int64_t bw = beta_width();
+    if (mode == BetaMode::stored || b >= s.nbins_) {
+      const VectorXd& src = mode == BetaMode::stored ? s.beta_stored_ : s.beta0_;
+      for (int64_t j = 0; j < bw; ++j) beta[j] = src[b * bw + j];
+    } else if (I.coupled) {
+      for (int64_t j = 0; j < bw; ++j) beta[j] = coupled_beta[b * bw + j];
+    } else {
+      profile_bin(b, sc, 0, 0, false, true, beta);
+    }
+    return true;
+  }
+
+  // Δ_{jp} = √k_{jp} (β_{jp} − 1) over the observed entries (0 where BB-masked), with β of `mode`
+  // (§4.2.4); only the source bins of hbetavariations are filled.
+  VectorXd beta_variation_shifts(BetaMode mode, const VectorXd& coupled_beta) const {
+    VectorXd delta = VectorXd::Zero(s.nbins_ * P);
+    if (!s.betavar_ || mode == BetaMode::none) return delta;
+    Scratch sc;
+    sc.resize(P, 1, 1, 0);
+    std::vector<double> beta(P);
+    for (int64_t j : s.betavar_sources_) {
+      if (mode == BetaMode::profiled && !I.coupled) yields(j, sc, 0);
+      postfit_bin_beta(j, mode, coupled_beta, sc, beta.data());
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t f = j * P + p;
+        if (!s.bbmask_[f]) delta[f] = std::sqrt(s.kstat_[f]) * (beta[p] - 1.0);
+      }
+    }
+    return delta;
+  }
+
+  // §4.2.4 on masked bin b (phase A in slot 0 of sc, dense): N_bp ← N_bp (1 + var_bp/n⁰_bp) where
+  // n⁰_bp > 0; the π- and θ-weights a, c scale alike. factor (optional, P values) receives the factors.
+  void apply_beta_variations(int64_t b, const VectorXd& delta, Scratch& sc, double* factor) const {
+    const auto& bv = *in.betavariations;
+    const int64_t B = s.nbins_;
+    for (int64_t p = 0; p < P; ++p) {
+      const double n0 = in.norm[b * P + p];
+      double f = 1.0;
+      if (n0 > 0.0) {
+        double var = 0.0;
+        for (int64_t j : s.betavar_sources_) var += bv[(b * B + j) * P + p] * delta[j * P + p];
+        f = 1.0 + var / n0;
+      }
+      sc.N[p] *= f;
+      sc.a[p] *= f;
+      sc.c[p] *= f;
+      if (factor) factor[p] = f;
+    }
+  }
+
+  // ∂ν_b/∂ξ row contribution of entry e with weight w on N (phase A in sc at index i).
+  void add_entry_jacobian(int64_t e, const Scratch& sc, int64_t i, double w, double* row) const {
+    if (w == 0.0) return;
+    const int p = I.entry_proc[e];
+    for (int64_t k = 0; k < M; ++k) row[k] += w * sc.a[i] * pt.jr(p, k);
+    I.row_E_axpy(e, w * sc.c[i], pt.hp.data(), row + M);
+  }
+
+  // dβ̂_p/dN_q [P × P] of observed bin b in BB full mode (gamma or normal-multiplicative, uncoupled,
+  // dense; phase A in slot 0 of sc): the derivative of rabbit's closed form (normal-multiplicative),
+  // resp. of the Newton solution by the implicit function theorem at the converged point, which is
+  // what rabbit's final differentiable Newton step gives (gamma; stationarity of the Newton
+  // objective, whose ν̃ carries β⁰ N on masked entries).
+  MatrixXd full_beta_sensitivity(int64_t b, Scratch& sc) const {
+    MatrixXd G = MatrixXd::Zero(P, P);
+    const BinObservation o = observation(b);
+    if (s.bb_ == BBKind::normal_multiplicative) {
+      double S_ = 0.0, Tu = 0.0, Tm = 0.0, Mm = 0.0;
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t f = b * P + p;
+        const double N = sc.N[p];
+        if (s.bbmask_[f]) {
+          Tm += s.beta0_[f] * N;
+          Mm += N;
+        } else {
+          S_ += N * N / s.kstat_[f];
+          Tu += s.beta0_[f] * N;
+        }
+      }
+      using HD = HyperDual<4>;
+      HD rho, nu;
+      cpu::full_multiplicative_bin_objective(HD::variable(S_, 0), HD::variable(Tu, 1), HD::variable(Tm, 2),
+                                             HD::variable(Mm, 3), o, s.likelihood_, &rho, &nu);
+      VectorXd drho(P);
+      for (int64_t q = 0; q < P; ++q) {
+        const int64_t f = b * P + q;
+        drho[q] = s.bbmask_[f] ? rho.g[2] * s.beta0_[f] + rho.g[3]
+                               : rho.g[0] * 2.0 * sc.N[q] / s.kstat_[f] + rho.g[1] * s.beta0_[f];
+      }
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t f = b * P + p;
+        if (s.bbmask_[f]) continue;
+        G.row(p) = (sc.N[p] / s.kstat_[f]) * drho.transpose();
+        G(p, p) += rho.v / s.kstat_[f];
+      }
+      return G;
+    }
+    std::vector<double> beta(P);
+    profile_bin(b, sc, 0, 0, false, true, beta.data());
+    VectorXd mu(P);
+    std::vector<int64_t> free;
+    double nut = 0.0;
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t f = b * P + p;
+      mu[p] = s.bbmask_[f] ? s.beta0_[f] : beta[p];
+      nut += mu[p] * sc.N[p];
+      if (!s.bbmask_[f] && s.beta0_[f] > 0.0) free.push_back(p);
+    }
+    if (free.empty()) return G;
+    const double l1 = data_first(nut, o, s.likelihood_), l2 = data_second(nut, o, s.likelihood_);
+    const int64_t nf = static_cast<int64_t>(free.size());
+    MatrixXd H(nf, nf), F(nf, P);
+    for (int64_t i = 0; i < nf; ++i) {
+      const int64_t p = free[i], f = b * P + p;
+      for (int64_t j = 0; j < nf; ++j) H(i, j) = l2 * sc.N[p] * sc.N[free[j]];
+      H(i, i) += s.kstat_[f] * s.beta0_[f] / (beta[p] * beta[p]);
+      for (int64_t q = 0; q < P; ++q) F(i, q) = l2 * sc.N[p] * mu[q];
+      F(i, p) += l1;
+    }
+    const MatrixXd D = -H.partialPivLu().solve(F);
+    for (int64_t i = 0; i < nf; ++i) G.row(free[i]) = D.row(i);
+    return G;
+  }
+
+  // dβ̂/dξ of the observed entries of the hbetavariations source bins: row j·P + p of the result
+  // at index_of[j]·P + p.
+  MatrixXd source_beta_jacobian(std::vector<int64_t>& index_of) const {
+    const int64_t nsrc = static_cast<int64_t>(s.betavar_sources_.size());
+    index_of.assign(s.nbins_, -1);
+    MatrixXd D = MatrixXd::Zero(nsrc * P, n);
+    Scratch sc;
+    sc.resize(P, 1, 1, 0);
+    MatrixXd Jrows(P, n);
+    for (int64_t i = 0; i < nsrc; ++i) {
+      const int64_t b = s.betavar_sources_[i];
+      index_of[b] = i;
+      yields(b, sc, 0);
+      Jrows.setZero();
+      for (int64_t q = 0; q < P; ++q) {
+        VectorXd r = VectorXd::Zero(n);
+        add_entry_jacobian(b * P + q, sc, q, 1.0, r.data());
+        Jrows.row(q) = r.transpose();
+      }
+      const MatrixXd G = full_beta_sensitivity(b, sc);
+      D.middleRows(i * P, P) = G * Jrows;
+    }
+    return D;
+  }
+
   // The full evaluation. Returns the value; fills the outputs of req.
   double run(Request& req) {
     const VectorXd& xi = *req.xi;
@@ -993,7 +1199,32 @@ struct Engine {
     const int T = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(s.threads_, std::max<int64_t>(nb, 1))));
     std::vector<Accum> accs(T);
 
-    if (!I.coupled) {
+    // per-point cache (uncoupled profiled evaluations without Hessian or β output)
+    auto& cache = I.cache;
+    const bool cacheable = !I.coupled && !s.regularized_ && req.profile && !req.hess && !req.beta_out && I.cache_allowed;
+    // (value-only calls are not served from the cache: the double path rounds differently from the
+    // hyper-dual one, and value() stays what it always was)
+    const bool hit = cacheable && derivs && cache.valid && cache.generation == I.generation &&
+                     cache.xi.size() == xi.size() && cache.xi == xi && cache.ncol == nc;
+    const bool fill = cacheable && derivs && !hit;
+    if (fill) {
+      const int64_t E = I.bin_ptr[s.end_] - I.bin_ptr[s.begin_];
+      const double bytes = 8.0 * static_cast<double>(E) * (6.0 + nc) + 8.0 * nb * nc * nc;
+      if (bytes > 1.0e9) {
+        I.cache_allowed = false;  // never mind: the evaluation runs uncached
+      } else {
+        cache.valid = false;
+        cache.ncol = nc;
+        for (auto* v : {&cache.N, &cache.a, &cache.c, &cache.phi, &cache.d}) v->resize(E);
+        cache.U.resize(E * nc);
+        cache.M.resize(nb * nc * nc);
+      }
+    }
+    const bool store = fill && I.cache_allowed;
+
+    if (hit) {
+      run_cached(req, accs, T, nc);
+    } else if (!I.coupled) {
       int64_t maxe = 0;
       for (int64_t b = s.begin_; b < s.end_; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
 #pragma omp parallel num_threads(T)
@@ -1008,6 +1239,7 @@ struct Engine {
           yields(b, sc, 0);
           double* bo = req.beta_out ? req.beta_out->data() + (b - s.begin_) * bw : nullptr;
           acc.f += profile_bin(b, sc, 0, 0, derivs, req.profile, bo);
+          if (store) cache_bin(b, sc, true);
           if (derivs) accumulate(b, sc, 0, 0, req, acc, nullptr);
         }
         if (req.hess) {
@@ -1022,6 +1254,14 @@ struct Engine {
     VectorXd nu_full;
     if (s.regularized_) JregT = add_regularizer(req, accs[0], derivs, nu_full);
     const double f = finish(req, accs);
+    if (store) {
+      cache.f = accs[0].f;
+      cache.y = accs[0].y;
+      cache.gpi = accs[0].gpi;
+      cache.xi = xi;
+      cache.generation = I.generation;
+      cache.valid = true;
+    }
     if (s.regularized_ && JregT.size() > 0) {
       if (k > 0 && req.hv_out) {
         const MatrixXd JV = JregT.transpose() * (*req.V);
@@ -1033,6 +1273,56 @@ struct Engine {
       }
     }
     return f;
+  }
+
+  // Copies bin b's phase-A and profile quantities between slot 0 of sc and the point cache.
+  void cache_bin(int64_t b, Scratch& sc, bool to_cache) const {
+    auto& cache = I.cache;
+    const int nc = sc.ncol;
+    const int64_t off = I.bin_ptr[b] - I.bin_ptr[s.begin_], ne = I.bin_ptr[b + 1] - I.bin_ptr[b];
+    const int64_t boff = (b - s.begin_) * nc * nc;
+    auto copy = [&](std::vector<double>& c, std::vector<double>& v, int64_t o, int64_t len) {
+      if (to_cache)
+        std::copy(v.begin(), v.begin() + len, c.begin() + o);
+      else
+        std::copy(c.begin() + o, c.begin() + o + len, v.begin());
+    };
+    copy(cache.N, sc.N, off, ne);
+    copy(cache.a, sc.a, off, ne);
+    copy(cache.c, sc.c, off, ne);
+    copy(cache.phi, sc.phi, off, ne);
+    copy(cache.d, sc.d, off, ne);
+    copy(cache.U, sc.U, off * nc, ne * nc);
+    copy(cache.M, sc.M, boff, nc * nc);
+  }
+
+  // Evaluation at the cached point: value and gradient from the cache; an HVP reads each bin's rows
+  // for δΛ = K2_b·Um and Oᵀ += K2_bᵀω only (no Λ, no exponentials, no profile).
+  void run_cached(const Request& req, std::vector<Accum>& accs, int T, int nc) {
+    const auto& cache = I.cache;
+    const int64_t k = pt.k;
+    const int64_t nb = s.end_ - s.begin_;
+    for (auto& acc : accs) init_accum(acc, req, k);
+    if (k > 0) {
+      int64_t maxe = 0;
+      for (int64_t b = s.begin_; b < s.end_; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
+#pragma omp parallel num_threads(T)
+      {
+        const int t = omp_get_thread_num();
+        Accum& acc = accs[t];
+        Scratch sc;
+        sc.resize(maxe, 1, nc, k);
+        const int64_t lo = s.begin_ + nb * t / T, hi = s.begin_ + nb * (t + 1) / T;
+        for (int64_t b = lo; b < hi; ++b) {
+          cache_bin(b, sc, false);
+          yields(b, sc, 0, true);
+          accumulate(b, sc, 0, 0, req, acc, nullptr, false);
+        }
+      }
+    }
+    accs[0].f = cache.f;
+    accs[0].y = cache.y;
+    accs[0].gpi = cache.gpi;
   }
 
   // Adds exp(2τ)·penalty(ν_full) (§5.5): the value, and through accumulate() with φ = ∂pen/∂ν the
@@ -1405,26 +1695,19 @@ void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64
   if (per_process) per_process->setZero(nb, P);
   const int64_t bw = eng.beta_width();
   VectorXd coupled_beta;
-  if (mode == BetaMode::profiled && has_bb() && I.coupled && first < nbins_) coupled_beta = profiled_beta(xi);
+  if (mode == BetaMode::profiled && has_bb() && I.coupled && (first < nbins_ || betavar_)) coupled_beta = profiled_beta(xi);
   int64_t maxe = 0;
   for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
   Scratch sc;
   sc.resize(std::max<int64_t>(maxe, 1), 1, 1, 0);
   std::vector<double> beta(std::max<int64_t>(bw, 1));
+  VectorXd delta;
+  if (betavar_ && last > nbins_) delta = eng.beta_variation_shifts(mode, coupled_beta);
   for (int64_t b = first; b < last; ++b) {
     eng.yields(b, sc, 0);
     const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
-    const bool use_beta = has_bb() && mode != BetaMode::none;
-    if (use_beta) {
-      if (mode == BetaMode::stored || b >= nbins_) {
-        const VectorXd& src = mode == BetaMode::stored ? beta_stored_ : beta0_;
-        for (int64_t j = 0; j < bw; ++j) beta[j] = src[b * bw + j];
-      } else if (I.coupled) {
-        for (int64_t j = 0; j < bw; ++j) beta[j] = coupled_beta[b * bw + j];
-      } else {
-        eng.profile_bin(b, sc, 0, 0, false, true, beta.data());
-      }
-    }
+    const bool use_beta = eng.postfit_bin_beta(b, mode, coupled_beta, sc, beta.data());
+    if (use_beta && betavar_ && b >= nbins_) eng.apply_beta_variations(b, delta, sc, nullptr);
     double A = 0.0;
     for (int64_t e = e0; e < e1; ++e)
       if (eng.active(e)) A += sc.N[e - e0];
@@ -1470,8 +1753,22 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
     throw OptionError(
         "postfit yield Jacobians through the profiled beta are not implemented for --covarianceFit with "
         "normal-multiplicative bin-by-bin statistics");
+  if (through_beta && I.coupled && betavar_ && last > nbins_)
+    throw OptionError(
+        "postfit yield Jacobians of masked channels with beta variations (hbetavariations) are not implemented for "
+        "--covarianceFit");
   VectorXd coupled_beta;
   if (through_beta && I.coupled && first < nbins_) coupled_beta = profiled_beta(xi);
+  // beta variations (§4.2.4): masked-bin factors and, through β̂, dβ̂/dξ of the source bins
+  const bool betavar_rows = betavar_ && mode != BetaMode::none && last > nbins_;
+  VectorXd delta;
+  MatrixXd source_jac;
+  std::vector<int64_t> source_index;
+  if (betavar_rows) {
+    delta = eng.beta_variation_shifts(mode, coupled_beta);
+    if (through_beta) source_jac = eng.source_beta_jacobian(source_index);
+  }
+  std::vector<double> pre_N(nproc_), bv_factor(nproc_);
   const int64_t bw = eng.beta_width();
   int64_t maxe = 0;
   for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
@@ -1491,10 +1788,14 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
   for (int64_t b = first; b < last; ++b) {
     const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
     eng.yields(b, sc, 0);
+    const bool observed = b < nbins_;
+    if (betavar_rows && !observed) {
+      for (int64_t p = 0; p < nproc_; ++p) pre_N[p] = sc.N[p];
+      eng.apply_beta_variations(b, delta, sc, bv_factor.data());
+    }
     double A = 0.0;
     for (int64_t e = e0; e < e1; ++e)
       if (eng.active(e)) A += sc.N[e - e0];
-    const bool observed = b < nbins_;
     if (through_beta && observed && !I.coupled) {
       if (!bb_full_) {
         using HD = HyperDual<2>;
@@ -1580,6 +1881,21 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
       add_row(e, w * sc.a[e - e0], r.data());
       I.row_E_axpy(e, w * sc.c[e - e0], eng.pt.hp.data(), r.data() + M);
     }
+    if (betavar_rows && !observed && through_beta) {
+      // N_bp μ_bp var_bp/n⁰_bp with var linear in Δ = √k (β̂ − 1) of the source bins
+      const auto& bv = *I.in.betavariations;
+      for (int64_t p = 0; p < nproc_; ++p) {
+        const double n0 = I.in.norm[b * nproc_ + p];
+        if (!(n0 > 0.0) || kappa[p] == 0.0) continue;
+        const double w = kappa[p] * pre_N[p] / n0;
+        for (int64_t j : betavar_sources_) {
+          const double c = bv[(b * nbins_ + j) * nproc_ + p];
+          const int64_t f = j * nproc_ + p;
+          if (c == 0.0 || bbmask_[f]) continue;
+          r += (w * c * std::sqrt(kstat_[f])) * source_jac.row(source_index[j] * nproc_ + p).transpose();
+        }
+      }
+    }
     J.row(b - first) = r.transpose();
   }
   if (through_beta && I.coupled && first < nbins_) {
@@ -1615,26 +1931,19 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
   MatrixXd J = MatrixXd::Zero(nb * P, n);
   const int64_t bw = eng.beta_width();
   VectorXd coupled_beta;
-  if (mode == BetaMode::profiled && has_bb() && I.coupled && first < nbins_) coupled_beta = profiled_beta(xi);
+  if (mode == BetaMode::profiled && has_bb() && I.coupled && (first < nbins_ || betavar_)) coupled_beta = profiled_beta(xi);
   int64_t maxe = 0;
   for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
   Scratch sc;
   sc.resize(std::max<int64_t>(maxe, 1), 1, 1, 0);
   std::vector<double> beta(std::max<int64_t>(bw, 1));
+  VectorXd delta;
+  if (betavar_ && last > nbins_) delta = eng.beta_variation_shifts(mode, coupled_beta);
   for (int64_t b = first; b < last; ++b) {
     const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
     eng.yields(b, sc, 0);
-    const bool use_beta = has_bb() && mode != BetaMode::none;
-    if (use_beta) {
-      if (mode == BetaMode::stored || b >= nbins_) {
-        const VectorXd& src = mode == BetaMode::stored ? beta_stored_ : beta0_;
-        for (int64_t j = 0; j < bw; ++j) beta[j] = src[b * bw + j];
-      } else if (I.coupled) {
-        for (int64_t j = 0; j < bw; ++j) beta[j] = coupled_beta[b * bw + j];
-      } else {
-        eng.profile_bin(b, sc, 0, 0, false, true, beta.data());
-      }
-    }
+    const bool use_beta = eng.postfit_bin_beta(b, mode, coupled_beta, sc, beta.data());
+    if (use_beta && betavar_ && b >= nbins_) eng.apply_beta_variations(b, delta, sc, nullptr);
     double A = 0.0;
     VectorXd JA = VectorXd::Zero(n);
     for (int64_t e = e0; e < e1; ++e) {
@@ -1671,6 +1980,70 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
     }
   }
   return J;
+}
+
+MatrixXd CpuShardEvaluator::beta_yield_partials(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode) {
+  if (first < 0 || last < first || last > nbinsfull_)
+    throw Error(fmt::format("beta_yield_partials: bin range [{}, {}) outside the {} bins", first, last, nbinsfull_));
+  const int64_t nb = last - first, P = nproc_;
+  MatrixXd D = MatrixXd::Zero(nb, bb_entries());
+  if (!has_bb()) return D;
+  if (mode == BetaMode::none) mode = BetaMode::stored;
+  cpu_detail::Engine eng(*this, *impl_);
+  eng.prepare_point(xi, nullptr);
+  Impl& I = *impl_;
+  VectorXd coupled_beta;
+  if (mode == BetaMode::profiled && I.coupled && (first < nbins_ || betavar_)) coupled_beta = profiled_beta(xi);
+  int64_t maxe = 1;
+  for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, I.bin_ptr[b + 1] - I.bin_ptr[b]);
+  Scratch sc;
+  sc.resize(maxe, 1, 1, 0);
+  std::vector<double> beta(std::max<int64_t>(eng.beta_width(), 1)), pre_N(P);
+  VectorXd delta;
+  if (betavar_ && last > nbins_) delta = eng.beta_variation_shifts(mode, coupled_beta);
+  for (int64_t b = first; b < last; ++b) {
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    eng.yields(b, sc, 0);
+    eng.postfit_bin_beta(b, mode, coupled_beta, sc, beta.data());
+    const bool varied = betavar_ && b >= nbins_;
+    if (varied) {
+      for (int64_t p = 0; p < P; ++p) pre_N[p] = sc.N[p];
+      eng.apply_beta_variations(b, delta, sc, nullptr);
+    }
+    double A = 0.0;
+    for (int64_t e = e0; e < e1; ++e)
+      if (eng.active(e)) A += sc.N[e - e0];
+    auto row = D.row(b - first);
+    if (bb_ == BBKind::normal_additive) {
+      if (!bb_full_) {
+        row[b] = sqrt_sigma2_[b] * (legacy_sumw_ || A > 0.0 ? 1.0 : A);
+      } else {
+        for (int64_t p = 0; p < P; ++p) row[b * P + p] = sqrt_sigma2_[b * P + p];
+      }
+      continue;
+    }
+    if (!bb_full_) {
+      if (!bbmask_[b]) row[b] = A;
+      continue;
+    }
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t f = I.entry_flat[e];
+      if (!bbmask_[f]) row[f] += sc.N[e - e0];
+    }
+    if (!varied) continue;
+    const auto& bv = *I.in.betavariations;
+    for (int64_t p = 0; p < P; ++p) {
+      const double n0 = I.in.norm[b * P + p];
+      if (!(n0 > 0.0)) continue;
+      const double mu = bbmask_[b * P + p] ? 1.0 : beta[p];
+      for (int64_t j : betavar_sources_) {
+        const int64_t f = j * P + p;
+        const double c = bv[(b * nbins_ + j) * P + p];
+        if (c != 0.0 && !bbmask_[f]) row[f] += mu * pre_N[p] / n0 * c * std::sqrt(kstat_[f]);
+      }
+    }
+  }
+  return D;
 }
 
 double CpuShardEvaluator::full_nll_constant() const {

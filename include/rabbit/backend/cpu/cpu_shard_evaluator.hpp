@@ -69,6 +69,13 @@ class CpuShardEvaluator : public ShardEvaluator {
   /// fixed at the value of `mode` (profiled β: the total derivative through β̂ is only in yield_jacobian).
   Eigen::MatrixXd process_yield_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode);
 
+  /// ∂ν_b/∂β_e [nb × bb_entries()] of the per-bin yields of [first, last) with respect to the BB
+  /// entries at the β of `mode` (rabbit's `pdexpdbeta`): the entry's own factor and, with beta
+  /// variations (§4.2.4), the masked-channel bins' dependence on the observed entries' β.
+  Eigen::MatrixXd beta_yield_partials(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode);
+  /// Whether hbetavariations act on the full evaluations (BB full, gamma or normal-multiplicative).
+  bool beta_variations_active() const { return betavar_; }
+
   /// The full NLL of the shard's bins (§5.1–5.3 full forms, --fullNll) = value + the constants of
   /// full_nll_constant(); the last shard also carries the masked-channel BB constants.
   double full_value(const Eigen::VectorXd& xi);
@@ -97,6 +104,8 @@ class CpuShardEvaluator : public ShardEvaluator {
   bool any_zero_var_ = false;
   bool regularized_ = false;       // an observable (SVD) regulariser is configured
   Eigen::VectorXd rho_;            // normal-type pre-scaling ρ_p
+  bool betavar_ = false;           // hbetavariations applied to full evaluations (§4.2.4)
+  std::vector<int64_t> betavar_sources_;  // observed bins with a non-zero hbetavariations column
 
   std::unique_ptr<Impl> impl_;
 };
