@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "rabbit/backend/cuda/cuda_shard.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 
@@ -57,8 +58,35 @@ CpuShardEvaluator& Fitter::postfit_shard() {
                model_->input->nbins, shards_.front()->device());
     postfit_cpu_ = std::make_unique<CpuShardEvaluator>(model_, 0, model_->input->nbins, postfit_threads_);
     postfit_cpu_->set_observed(nobs_, varnobs_);
+    if (beta0_.size()) postfit_cpu_->set_beta_centres(beta0_);
+    if (stored_beta_.size()) postfit_cpu_->set_stored_beta(stored_beta_);
   }
   return *postfit_cpu_;
+}
+
+void Fitter::set_beta_centres(const Eigen::VectorXd& beta0) {
+  // Check every shard can take them before changing any.
+  for (const auto& s : shards_)
+    if (!dynamic_cast<CpuShardEvaluator*>(s.get()) && !dynamic_cast<ShardBetaCentres*>(s.get()))
+      throw OptionError(fmt::format("BB centres (toys with --toysSystRandomize frequentist) cannot be set on the shard "
+                                    "on {}; use --backend cpu",
+                                    s->device()));
+  for (const auto& s : shards_) {
+    if (auto* cpu = dynamic_cast<CpuShardEvaluator*>(s.get()))
+      cpu->set_beta_centres(beta0);
+    else
+      dynamic_cast<ShardBetaCentres*>(s.get())->set_beta_centres(beta0);
+  }
+  beta0_ = beta0;
+  stored_beta_.resize(0);  // CpuShardEvaluator::set_beta_centres resets the stored β to β⁰
+  if (postfit_cpu_) postfit_cpu_->set_beta_centres(beta0);
+}
+
+void Fitter::set_stored_beta(const Eigen::VectorXd& beta) {
+  for (const auto& s : shards_)
+    if (auto* cpu = dynamic_cast<CpuShardEvaluator*>(s.get())) cpu->set_stored_beta(beta);
+  stored_beta_ = beta;
+  if (postfit_cpu_) postfit_cpu_->set_stored_beta(beta);
 }
 
 double Fitter::value(const Eigen::VectorXd& x) {

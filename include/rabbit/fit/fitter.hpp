@@ -62,6 +62,14 @@ class Fitter : public Objective {
   /// are its own (defaults until set): they describe the same model as the GPU shards only while
   /// those keep their default β⁰, i.e. everywhere except toys that randomise β⁰.
   CpuShardEvaluator& postfit_shard();
+  /// Toys: new BB centres β⁰ (CpuShardEvaluator's layout over all B_f entries) for every shard
+  /// (CPU shards, CUDA shards through ShardBetaCentres) and the postfit shard, also one built later.
+  /// OptionError from a shard that cannot represent them (naming the option and --backend cpu).
+  void set_beta_centres(const Eigen::VectorXd& beta0);
+  /// Toys: the stored β of the CPU shards and the postfit shard (yields with BetaMode::stored; the
+  /// profiled NLL of every shard does not read it).
+  void set_stored_beta(const Eigen::VectorXd& beta);
+
   /// Threads of the postfit CPU shard built for non-CPU fits (0: all cores).
   void set_postfit_threads(int threads) { postfit_threads_ = threads; }
 
@@ -81,6 +89,7 @@ class Fitter : public Objective {
   std::shared_ptr<const DenseLinalg> linalg_;
   std::unique_ptr<CpuShardEvaluator> postfit_cpu_;  // only for fits whose first shard is not a CPU shard
   int postfit_threads_ = 0;
+  Eigen::VectorXd beta0_, stored_beta_;  // set by set_beta_centres / set_stored_beta (empty: defaults)
 };
 
 }  // namespace rabbit

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "rabbit/backend/cuda/bin_math.hpp"
+#include "rabbit/backend/cuda/cuda_shard.hpp"
 #include "rabbit/backend/cuda/pipeline_elements.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model.hpp"
@@ -130,7 +131,7 @@ class Buffer {
 };
 
 template <class Ops>
-class ShardPipeline : public ShardEvaluator {
+class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
   template <class T>
   using Buf = Buffer<Ops, T>;
 
@@ -169,6 +170,7 @@ class ShardPipeline : public ShardEvaluator {
     HostShardData h = slice(in);
     nbins_ = h.nbins;
     nentries_ = h.nentries;
+    masked_host_ = h.masked;
 
     ops_->select();
     const uint64_t need = shard_bytes(*model_, begin, end);
@@ -227,6 +229,27 @@ class ShardPipeline : public ShardEvaluator {
     nobs_.upload(n, "copying observed data");
     varnobs_.upload(v, "copying observed data");
     lognobs_.upload(ln, "copying observed data");
+  }
+
+  void set_beta_centres(const Eigen::VectorXd& beta0) override {
+    if (cfg_.bb == bm::kNoBB) return;
+    const FitInputData& in = *model_->input;
+    const int64_t per_bin = cfg_.bb == bm::kFull ? nproc_ : 1;
+    if (beta0.size() != in.nbinsfull * per_bin)
+      throw Error(fmt::format("BB centres have {} entries, expected {}", beta0.size(), in.nbinsfull * per_bin));
+    std::vector<double> slice(beta0.data() + begin_ * per_bin, beta0.data() + end_ * per_bin);
+    // likelihood.md §6.8.3 item 3: on masked full-mode entries rabbit's closed forms use β⁰ N where
+    // the yields use N; the CPU backend differentiates that composite, this pipeline does not.
+    if (cfg_.bb == bm::kFull && cfg_.type != bm::kNormalAdd)
+      for (size_t i = 0; i < slice.size(); ++i)
+        if (masked_host_[i] && slice[i] != 1.0)
+          throw OptionError(fmt::format(
+              "the CUDA backend does not support BB centres beta0 != 1 on masked full-mode entries (bin {}, "
+              "process {}: beta0 = {}), as randomised by frequentist toys with --binByBinStatMode full; use "
+              "--backend cpu",
+              begin_ + static_cast<int64_t>(i) / nproc_, static_cast<int64_t>(i) % nproc_, slice[i]));
+    ops_->select();
+    beta0_.upload(slice, "copying beta0");
   }
 
   double value(const Eigen::VectorXd& xi) override {
@@ -538,6 +561,7 @@ class ShardPipeline : public ShardEvaluator {
   bool log_normal_ = true, symmetric_ = false, sparse_ = false;
   bm::BinConfig cfg_;
   std::vector<double> rho_;
+  std::vector<unsigned char> masked_host_;
 
   // per-point host state
   Eigen::VectorXd pi_, theta_, rates_, h_, h1_, h2_, wproc_;

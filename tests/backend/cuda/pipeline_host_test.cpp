@@ -245,6 +245,86 @@ TEST(PipelineHost, PostfitShardOfANonCpuFitMatchesTheCpuFit) {
   EXPECT_LE(rel(post.profiled_beta(xi), emu.profiled_beta(x)), 1e-10);
 }
 
+// Frequentist toys move the BB centres β⁰: Fitter::set_beta_centres reaches the emulated CUDA shards
+// (and the postfit shard), which then agree with the CPU shard to 1e-10 again; masked full-mode
+// entries keep β⁰ = 1 here (see the refusal below).
+TEST(PipelineHost, NewBetaCentresAgreeWithCpuShard) {
+  for (BBMode mode : {BBMode::lite, BBMode::full})
+    for (BBType type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive}) {
+      SCOPED_TRACE(std::string(mode == BBMode::lite ? "lite " : "full ") + std::to_string(static_cast<int>(type)));
+      ShardConfig cfg;
+      cfg.bb_mode = mode;
+      cfg.bb_type = type;
+      auto in = make_test_input(cfg);
+      for (int64_t b = 0; b < in->data_obs.size(); ++b)
+        if (in->data_obs[b] == 0.0) in->data_obs[b] = 3.0;  // §6.8.3 item 5 stays out of the comparison
+      auto model = make_test_model(in, cfg);
+      const int64_t B = model->input->nbins, n = model->parameters.size();
+      const Eigen::VectorXd x = testing::test_point(*model);
+      std::vector<std::unique_ptr<ShardEvaluator>> cpu_shards;
+      cpu_shards.push_back(make_cpu_shard(model, 0, B, 1));
+      Fitter cpu(model, std::move(cpu_shards));
+      std::vector<std::unique_ptr<ShardEvaluator>> shards;
+      shards.push_back(host_shard(model, 0, 2));
+      shards.push_back(host_shard(model, 2, B));
+      MultiDeviceFitter emu(model, std::move(shards));
+
+      auto& c = static_cast<CpuShardEvaluator&>(*cpu.shards().front());
+      Eigen::VectorXd beta0 = c.default_beta_centres();
+      for (int64_t i = 0; i < beta0.size(); ++i)
+        if (!c.bb_mask()[i]) beta0[i] += (type == BBType::normal_additive ? 0.4 : 0.25) * std::sin(1.0 + 0.7 * i);
+      const double f_default = emu.value(x);
+      cpu.set_beta_centres(beta0);
+      emu.set_beta_centres(beta0);
+      Eigen::MatrixXd V(n, 2);
+      for (int64_t i = 0; i < n; ++i) V(i, 0) = std::cos(0.3 + i), V(i, 1) = std::sin(0.2 * i);
+      Eigen::VectorXd g1, g2;
+      Eigen::MatrixXd hv1, hv2, h1, h2;
+      const double f1 = cpu.value_grad_hvp(x, V, g1, hv1), f2 = emu.value_grad_hvp(x, V, g2, hv2);
+      EXPECT_GT(std::abs(f2 - f_default), 1e-6);  // the centres did change the NLL
+      EXPECT_NEAR(f2, f1, 1e-10 * std::max(1.0, std::abs(f1)));
+      EXPECT_LE(rel(g2, g1), 1e-10);
+      EXPECT_LE(rel(hv2, hv1), 1e-10);
+      cpu.value_grad_hess(x, g1, h1, true);
+      emu.value_grad_hess(x, g2, h2, true);
+      EXPECT_LE(rel(h2, h1), 1e-10);
+      EXPECT_LE(rel(emu.profiled_beta(x), cpu.profiled_beta(x)), 1e-10);
+      EXPECT_LE(rel(emu.postfit_shard().beta_centres(), beta0), 0.0);
+    }
+}
+
+// likelihood.md §6.8.3 item 3: β⁰ ≠ 1 on a masked full-mode entry is where the CPU backend follows
+// rabbit's closed form and the pipeline would not; it is refused before the fit.
+TEST(PipelineHost, RefusesBetaCentresOnMaskedFullEntries) {
+  ShardConfig cfg;
+  cfg.bb_mode = BBMode::full;
+  auto model = make_test_model(make_test_input(cfg), cfg);
+  const int64_t B = model->input->nbins;
+  std::vector<std::unique_ptr<ShardEvaluator>> shards;
+  shards.push_back(host_shard(model, 0, B));
+  Fitter emu(model, std::move(shards));
+  CpuShardEvaluator ref(model, 0, B, 1);
+  Eigen::VectorXd beta0 = ref.default_beta_centres();
+  int64_t masked = -1;
+  for (int64_t i = 0; i < B * model->input->nproc && masked < 0; ++i)
+    if (ref.bb_mask()[i]) masked = i;
+  ASSERT_GE(masked, 0);
+  beta0[masked] = 1.3;
+  try {
+    emu.set_beta_centres(beta0);
+    FAIL() << "expected OptionError";
+  } catch (const OptionError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("masked full-mode"), std::string::npos) << m;
+    EXPECT_NE(m.find("--backend cpu"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  // Masked channels (bins >= nbins) are never part of a shard: any β⁰ there is fine.
+  beta0[masked] = 1.0;
+  beta0[beta0.size() - 1] = 1.3;
+  EXPECT_NO_THROW(emu.set_beta_centres(beta0));
+}
+
 TEST(PipelineHost, RefusesCovarianceFits) {
   ShardConfig cfg;
   cfg.likelihood = DataLikelihood::covariance;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/shard_evaluator.hpp"
 
@@ -23,6 +25,17 @@ struct CudaDeviceEntry {
 /// The visible CUDA devices; empty with *failure set (one line) when the runtime reports none or
 /// cannot start ("CUDA driver version is insufficient", "no CUDA-capable device").
 std::vector<CudaDeviceEntry> cuda_visible_devices(std::string* failure);
+
+/// What a non-CPU shard offers beyond ShardEvaluator for toys: new BB centres β⁰ (frequentist toys
+/// randomise them). Implemented by the CUDA shard pipeline; Fitter::set_beta_centres reaches it.
+class ShardBetaCentres {
+ public:
+  virtual ~ShardBetaCentres() = default;
+  /// β⁰ over all B_f entries in CpuShardEvaluator's layout (lite: one per bin, full: per (bin,
+  /// process), masked channels included); the shard keeps its observed slice. Throws OptionError for
+  /// values the shard would treat differently from the CPU backend.
+  virtual void set_beta_centres(const Eigen::VectorXd& beta0) = 0;
+};
 
 /// A shard over observed bins [bin_begin, bin_end) on CUDA device `ordinal`. Only the slice of
 /// the host-resident tensors is copied to the device. Estimates the device memory first and
