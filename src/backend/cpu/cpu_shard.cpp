@@ -1369,6 +1369,73 @@ struct Engine {
     return Jt;
   }
 
+  // Covariance fit, normal-multiplicative, lite: gradient and Hessian of F(x) = ½ rᵀC⁻¹r + Σ_unmasked
+  // ½k(β̂ − β⁰)² in x = [A; Z] (2B) with β̂ = 𝔄⁻¹𝔟, 𝔄 = D'C⁻¹D' + diag(k), 𝔟 = D'C⁻¹(n − Z) + k∘β⁰,
+  // D' = diag(A'), differentiated literally as rabbit's autodiff does (masked bins solved as free and
+  // then replaced by β⁰; A' = 1 with zero derivative for A ≤ 0). With L_β the partial gradient in β
+  // (0 at a true profile): ∇F = L_x + Qᵀ L_β, Q = ∂β̂/∂x, and the Hessian adds to the Gauss-Newton
+  // and mixed terms the adjoint term λᵀ ∂²β̂ (λ = 𝔄⁻¹ L_β). Returns ∇F; H into Hx.
+  VectorXd lite_multiplicative_exact(int64_t B, const VectorXd& xval, const VectorXd& g, const MatrixXd& R,
+                                     const Eigen::PartialPivLU<MatrixXd>& lu, const VectorXd& Ap,
+                                     const VectorXd& bhat, MatrixXd& Hx) const {
+    const MatrixXd& Ci = I.cov_inv;
+    const VectorXd A = xval.head(B), Z = xval.tail(B);
+    const int64_t nv = 2 * B;
+    VectorXd delta(B), kfree = VectorXd::Zero(B), freeb = VectorXd::Zero(B);
+    for (int64_t b = 0; b < B; ++b) {
+      delta[b] = A[b] > 0.0 ? 1.0 : 0.0;
+      if (!s.bbmask_[b]) {
+        freeb[b] = 1.0;
+        kfree[b] = s.kstat_[b];
+      }
+    }
+    // partial derivatives with β independent (β of masked bins enters nothing)
+    VectorXd Lbeta(B);
+    for (int64_t b = 0; b < B; ++b)
+      Lbeta[b] = freeb[b] * (g[b] * A[b] + s.kstat_[b] * (bhat[b] - s.beta0_[b]));
+    const VectorXd Lx = R.transpose() * g;
+    MatrixXd DA = MatrixXd::Zero(B, B);  // ∂ν/∂β
+    for (int64_t b = 0; b < B; ++b) DA(b, b) = freeb[b] * A[b];
+    MatrixXd Lxb = R.transpose() * Ci * DA;  // nv × B
+    for (int64_t b = 0; b < B; ++b) Lxb(b, b) += freeb[b] * g[b];
+    MatrixXd Lbb = DA * Ci * DA;
+    Lbb.diagonal() += kfree;
+    // Q = ∂β̂/∂x = 𝔄⁻¹ [diag(δ∘w) − D'C⁻¹diag(δ∘β̂) , −D'C⁻¹], w = C⁻¹(n − Z − D'β̂)
+    const VectorXd w = Ci * (s.nobs_ - Z - Ap.cwiseProduct(bhat));
+    MatrixXd rhs(B, nv);
+    const MatrixXd DCi = Ap.asDiagonal() * Ci;
+    rhs.leftCols(B) = -(DCi * (delta.cwiseProduct(bhat)).asDiagonal());
+    rhs.leftCols(B).diagonal() += delta.cwiseProduct(w);
+    rhs.rightCols(B) = -DCi;
+    const MatrixXd Q = lu.solve(rhs);
+    const VectorXd grad = Lx + Q.transpose() * Lbeta;
+    const MatrixXd LxbQ = Lxb * Q;
+    Hx = R.transpose() * Ci * R + LxbQ + LxbQ.transpose() + Q.transpose() * Lbb * Q;
+    // adjoint term Σ_j L_β_j ∂²β̂_j/∂x∂x = λᵀ(𝔟'' − 𝔄'Q − (𝔄'Q)ᵀ − 𝔄''β̂), 𝔄 symmetric
+    const VectorXd lambda = lu.transpose().solve(Lbeta);
+    if (lambda.cwiseAbs().maxCoeff() > 0.0) {
+      const MatrixXd CQ = Ci * Ap.asDiagonal() * Q;          // C⁻¹D'Q  (B × nv)
+      const VectorXd cl = Ci * Ap.cwiseProduct(lambda);      // C⁻¹D'λ
+      MatrixXd Y = MatrixXd::Zero(nv, nv);                    // rows A_i: λᵀ 𝔄_{A_i} Q
+      for (int64_t i = 0; i < B; ++i)
+        if (delta[i] != 0.0) Y.row(i) = lambda[i] * CQ.row(i) + cl[i] * Q.row(i);
+      MatrixXd T = -(Y + Y.transpose());
+      for (int64_t i = 0; i < B; ++i) {
+        if (delta[i] == 0.0) continue;
+        for (int64_t j = 0; j < B; ++j) {
+          // 𝔟_{A_i Z_j} = −δ_i e_i C⁻¹_ij
+          T(i, B + j) -= lambda[i] * Ci(i, j);
+          T(B + j, i) -= lambda[i] * Ci(i, j);
+          // 𝔄_{A_i A_j} β̂ = δ_iδ_j (e_i C⁻¹_ij β̂_j + e_j C⁻¹_ji β̂_i)
+          if (delta[j] != 0.0) T(i, j) -= Ci(i, j) * (lambda[i] * bhat[j] + lambda[j] * bhat[i]);
+        }
+      }
+      Hx += T;
+    }
+    Hx = 0.5 * (Hx + Hx.transpose()).eval();
+    return grad;
+  }
+
   void run_coupled(Request& req, std::vector<Accum>& accs, int T, bool derivs) {
     const int64_t k = pt.k;
     const int64_t B = s.nbins_;  // coupled shards cover all observed bins
@@ -1421,6 +1488,8 @@ struct Engine {
     }
     // normal-multiplicative (likelihood.md §4.4 covariance table): general linear solves
     VectorXd xval;  // the coupled variables' values (A/Z per bin, or N per (bin, process))
+    Eigen::PartialPivLU<MatrixXd> lite_mult_lu;  // lite: the solve of rabbit's closed form, its A', all β̂
+    VectorXd lite_mult_Ap, lite_mult_beta;
     std::vector<int64_t> free_index;  // β entries that are free (unmasked)
     if (mult) {
       xval = VectorXd::Zero(nvar);
@@ -1436,7 +1505,10 @@ struct Engine {
         const VectorXd kv = s.kstat_.head(B);
         MatrixXd mat = Ap.asDiagonal() * Ci * Ap.asDiagonal();
         mat.diagonal() += kv;
-        beta_b = mat.partialPivLu().solve(Ap.cwiseProduct(Ci * (nobs - Z)) + kv.cwiseProduct(s.beta0_.head(B)));
+        lite_mult_lu.compute(mat);
+        lite_mult_Ap = Ap;
+        beta_b = lite_mult_lu.solve(Ap.cwiseProduct(Ci * (nobs - Z)) + kv.cwiseProduct(s.beta0_.head(B)));
+        lite_mult_beta = beta_b;
         for (int64_t b = 0; b < B; ++b) {
           if (s.bbmask_[b]) {
             beta_b[b] = s.beta0_[b];
@@ -1484,6 +1556,7 @@ struct Engine {
     if (!derivs) return;
     // Ψ over the coupled variables
     MatrixXd Wmat;
+    VectorXd gradx;  // ∂F/∂x when it is not the envelope g∘μ
     if (!mult) {
       Wmat = (s.bb_ == BBKind::normal_additive && req.profile) ? I.cov_profiled_weight : I.cov_inv;
     } else {
@@ -1493,7 +1566,11 @@ struct Engine {
         for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) R(b, col[e] * B + b) = mu[e];
       Wmat = R.transpose() * Ci * R;
       const int64_t nbeta = static_cast<int64_t>(free_index.size());
-      if (req.profile && nbeta > 0) {
+      if (req.profile && !s.bb_full_) {
+        // rabbit's derivatives of its own closed form (covers the BB-masked bins solved as free and
+        // A' = 1 for A ≤ 0, where β̂ is not the profile, §6.8.3 item 2)
+        gradx = lite_multiplicative_exact(B, xval, g, R, lite_mult_lu, lite_mult_Ap, lite_mult_beta, Wmat);
+      } else if (req.profile && nbeta > 0) {
         MatrixXd D = MatrixXd::Zero(B, nbeta), G = MatrixXd::Zero(nvar, nbeta);
         VectorXd c2(nbeta);
         for (int64_t j = 0; j < nbeta; ++j) {
@@ -1519,7 +1596,7 @@ struct Engine {
     }
     for (int64_t b = 0; b < B; ++b)
       for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
-        sc.phi[e] = g[b] * mu[e];
+        sc.phi[e] = gradx.size() ? gradx[col[e] * B + b] : g[b] * mu[e];
         for (int a = 0; a < nc; ++a) sc.U[e * nc + a] = 0.0;
         sc.U[e * nc + col[e]] = 1.0;
         sc.d[e] = 0.0;

@@ -152,6 +152,12 @@ std::vector<ShardConfig> all_configs() {
     out.push_back(c);
     c.sparse = true;
     out.push_back(c);
+    // lite with a BB-masked bin: rabbit's solve treats it as free (§6.8.3 item 2), differentiated literally
+    c.bb_masked_bin = true;
+    out.push_back(c);
+    c.sparse = false;
+    c.zero_variance_process = false;
+    out.push_back(c);
   }
   // sparse, symmetric, normal type with BB; Mixture; non-linear param model; --minBBKstat
   for (auto type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive})
@@ -343,5 +349,24 @@ TEST(CpuShard, CovarianceFitCannotBeSharded) {
   }
 }
 
+}  // namespace
+}  // namespace rabbit::testing
+
+namespace rabbit::testing {
+namespace {
+// Covariance fit, normal-multiplicative lite, at a negative signal strength: bin 2 has only the signal
+// as active process (bkg1 absent, bkg2 without MC statistics), so A_2 < 0 and rabbit uses A' = 1 (§6.8.3
+// items 1, 2); the derivatives are those of the literal closed form.
+TEST(CpuShard, CovarianceLiteMultiplicativeWithNegativeActiveSum) {
+  ShardConfig c;
+  c.likelihood = DataLikelihood::covariance;
+  c.bb_type = BBType::normal_multiplicative;
+  c.zero_variance_process = true;
+  auto in = make_test_input(c);
+  auto model = make_test_model(in, c);
+  VectorXd xi = test_point(*model);
+  xi[0] = -0.3;
+  check_model(model, xi);
+}
 }  // namespace
 }  // namespace rabbit::testing
