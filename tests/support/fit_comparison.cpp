@@ -51,6 +51,10 @@ ReferenceRun run_reference_case(const Json& reference, const fs::path& tensor_di
   run.exit_code = r.exit_code;
   run.output = r.output;
   run.result_file = out_dir / "fit.hdf5";
+  // A recorded --postfix renames it (fit_POSTFIX.hdf5): then take the one result file there.
+  if (!fs::exists(run.result_file) && fs::is_directory(out_dir))
+    for (const auto& e : fs::directory_iterator(out_dir))
+      if (e.path().extension() == ".hdf5") run.result_file = e.path();
   return run;
 }
 

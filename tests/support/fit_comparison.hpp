@@ -68,7 +68,8 @@ DeviationSummary compare_fit_result(const std::string& case_name, const Json& ex
 std::string format_summary(const DeviationSummary& summary);
 
 /// Our rabbit_fit run on a reference case: its tensor (`tensor_dir`/"tensor") with its "args",
-/// writing `out_dir`/fit.hdf5 (our -o/--outname come last and win over recorded ones).
+/// writing `out_dir`/fit.hdf5 (our -o/--outname come last and win over recorded ones; with a
+/// recorded --postfix, the .hdf5 file rabbit_fit wrote there).
 struct ReferenceRun {
   std::string command;
   int exit_code = -1;
