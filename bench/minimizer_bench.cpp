@@ -109,7 +109,10 @@ int main(int argc, char** argv) {
                   wall / std::max<int64_t>(1, r.iterations));
       if (r.factorizations > 0)
         std::printf(", %.2f factorizations per solve", static_cast<double>(r.factorizations) / r.subproblem_solves);
-      if (r.nhvp > 0) std::printf(", %.1f HVPs per solve", static_cast<double>(r.nhvp) / r.subproblem_solves);
+      // trust-exact's "HVPs" are the dense products of its Lanczos start (both runs).
+      if (r.nhvp > 0)
+        std::printf(r.factorizations > 0 ? ", %.1f Lanczos products per solve" : ", %.1f HVPs per solve",
+                    static_cast<double>(r.nhvp) / r.subproblem_solves);
       std::printf(" (%lld solves, %lld dense Hessians)\n", static_cast<long long>(r.subproblem_solves),
                   static_cast<long long>(r.nhess));
     }

@@ -424,7 +424,7 @@ SubproblemStep ExactSubproblem::solve(double radius) {
           break;
         }
         lambda_lb = lambda;
-        lambda = std::min(lambda_new, lambda_ub);
+        lambda = lambda_new;
       }
     } else if (info == 0) {
       // ‖g‖ ≈ 0: only negative curvature can give a decrease.
