@@ -6,7 +6,7 @@
 
 #include <Eigen/Cholesky>
 
-#include "backend/cpu/shard_test_helpers.hpp"
+#include "support/model_fixtures.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/error.hpp"
@@ -21,6 +21,9 @@ namespace {
 using testing::make_test_input;
 using testing::make_test_model;
 using testing::ShardConfig;
+using fixtures::cpu_shards_at;
+using fixtures::rel_diff;
+using fixtures::single_cpu_fitter;
 
 struct Case {
   std::string name;
@@ -65,23 +68,6 @@ std::vector<Case> cases() {
   return out;
 }
 
-std::unique_ptr<Fitter> single_device(std::shared_ptr<Model> model) {
-  std::vector<std::unique_ptr<ShardEvaluator>> shards;
-  shards.push_back(make_cpu_shard(model, 0, model->input->nbins, 1));
-  return std::make_unique<Fitter>(std::move(model), std::move(shards));
-}
-
-std::unique_ptr<Fitter> explicit_shards(std::shared_ptr<Model> model, const std::vector<int64_t>& edges) {
-  std::vector<std::unique_ptr<ShardEvaluator>> shards;
-  for (size_t s = 0; s + 1 < edges.size(); ++s) shards.push_back(make_cpu_shard(model, edges[s], edges[s + 1], 1));
-  return std::make_unique<MultiDeviceFitter>(std::move(model), std::move(shards));
-}
-
-double max_rel_diff(const Eigen::MatrixXd& a, const Eigen::MatrixXd& ref) {
-  if (a.rows() != ref.rows() || a.cols() != ref.cols()) return INFINITY;
-  if (ref.size() == 0) return 0.0;
-  return (a - ref).cwiseAbs().maxCoeff() / std::max(1.0, ref.cwiseAbs().maxCoeff());
-}
 
 void expect_agree(Fitter& sharded, Fitter& single, const Eigen::VectorXd& x, const std::string& what) {
   SCOPED_TRACE(what);
@@ -96,15 +82,15 @@ void expect_agree(Fitter& sharded, Fitter& single, const Eigen::VectorXd& x, con
   ASSERT_TRUE(std::isfinite(f1));
   EXPECT_NEAR(f2, f1, 1e-12 * std::max(1.0, std::abs(f1)));
   EXPECT_NEAR(sharded.value(x), single.value(x), 1e-12 * std::max(1.0, std::abs(f1)));
-  EXPECT_LE(max_rel_diff(g2, g1), 1e-12);
-  EXPECT_LE(max_rel_diff(hv2, hv1), 1e-12);
+  EXPECT_LE(rel_diff(g2, g1), 1e-12);
+  EXPECT_LE(rel_diff(hv2, hv1), 1e-12);
   for (bool profile : {true, false}) {
     single.value_grad_hess(x, g1, h1, profile);
     sharded.value_grad_hess(x, g2, h2, profile);
-    EXPECT_LE(max_rel_diff(h2, h1), 1e-12) << "profile " << profile;
-    EXPECT_LE(max_rel_diff(h2, h2.transpose()), 1e-12) << "symmetry, profile " << profile;
+    EXPECT_LE(rel_diff(h2, h1), 1e-12) << "profile " << profile;
+    EXPECT_LE(rel_diff(h2, h2.transpose()), 1e-12) << "symmetry, profile " << profile;
   }
-  EXPECT_LE(max_rel_diff(sharded.profiled_beta(x), single.profiled_beta(x)), 1e-12);
+  EXPECT_LE(rel_diff(sharded.profiled_beta(x), single.profiled_beta(x)), 1e-12);
 }
 
 class ShardedCpuTest : public ::testing::TestWithParam<Case> {};
@@ -112,7 +98,7 @@ class ShardedCpuTest : public ::testing::TestWithParam<Case> {};
 TEST_P(ShardedCpuTest, AgreesWithSingleDevice) {
   const ShardConfig& cfg = GetParam().cfg;
   auto model = make_test_model(make_test_input(cfg), cfg);
-  auto single = single_device(model);
+  auto single = single_cpu_fitter(model);
   const Eigen::VectorXd x = testing::test_point(*model);
   for (int n : {1, 2, 3, 7}) {
     FitterOptions fo;
@@ -127,7 +113,7 @@ TEST_P(ShardedCpuTest, AgreesWithSingleDevice) {
     expect_agree(*sharded, *single, x, std::to_string(n) + " shard(s)");
   }
   // Uneven and empty shards.
-  auto uneven = explicit_shards(model, {0, 0, 1, 5, 5, model->input->nbins});
+  auto uneven = cpu_shards_at(model, {0, 0, 1, 5, 5, model->input->nbins});
   expect_agree(*uneven, *single, x, "uneven shards [0,0) [0,1) [1,5) [5,5) [5,6)");
 
   // New observed data reaches every shard.
@@ -174,7 +160,7 @@ TEST(ShardedCpu, ParameterOnlyPenaltyShiftsBothEqually) {
   fo.n_devices = 3;
   fo.backend = Backend::cpu;
   auto s_plain = make_fitter(plain, fo), s_pen = make_fitter(penalised, fo);
-  auto d_plain = single_device(plain), d_pen = single_device(penalised);
+  auto d_plain = single_cpu_fitter(plain), d_pen = single_cpu_fitter(penalised);
   const double shift_sharded = s_pen->value(x) - s_plain->value(x);
   const double shift_single = d_pen->value(x) - d_plain->value(x);
   EXPECT_GT(shift_single, 0.0);
@@ -215,7 +201,7 @@ TEST(ShardedCpu, FullFitsAgreeWithSingleDevice) {
     auto model = make_test_model(make_test_input(cfg), cfg);
     for (const std::string method : {"trust-krylov", "trust-ncg", "trust-exact"}) {
       SCOPED_TRACE(method + (sparse ? " sparse" : " dense"));
-      auto single = single_device(model);
+      auto single = single_cpu_fitter(model);
       const FitSummary ref = fit(*single, method);
       EXPECT_LT(ref.edm, 1e-4);
       for (int n : {2, 3}) {
@@ -227,7 +213,7 @@ TEST(ShardedCpu, FullFitsAgreeWithSingleDevice) {
         EXPECT_LT(s.edm, 1e-4);
         EXPECT_NEAR(s.nll, ref.nll, 1e-9);
         EXPECT_LE((s.x - ref.x).cwiseAbs().maxCoeff(), 1e-7);
-        EXPECT_LE(max_rel_diff(s.sigma, ref.sigma), 1e-6);
+        EXPECT_LE(rel_diff(s.sigma, ref.sigma), 1e-6);
       }
     }
   }

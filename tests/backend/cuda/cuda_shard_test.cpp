@@ -3,7 +3,6 @@
 // Compiled in every build; skips with a message when the build has no CUDA or no GPU is visible.
 #include <gtest/gtest.h>
 
-#include "backend/cpu/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
@@ -13,6 +12,7 @@
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
 #include "rabbit/minimize/minimizer.hpp"
+#include "support/model_fixtures.hpp"
 
 namespace rabbit {
 namespace {
@@ -20,13 +20,9 @@ namespace {
 using testing::make_test_input;
 using testing::make_test_model;
 using testing::ShardConfig;
-
-#define RABBIT_REQUIRE_GPU()                                                                       \
-  do {                                                                                             \
-    if (!built_with_cuda()) GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)"; \
-    std::string why;                                                                               \
-    if (visible_gpus(&why).empty()) GTEST_SKIP() << "no GPU visible: " << why;                     \
-  } while (0)
+using fixtures::regular_model;
+using fixtures::rel_diff;
+using fixtures::single_cpu_fitter;
 
 struct Case {
   std::string name;
@@ -68,47 +64,22 @@ std::vector<Case> cases() {
   return out;
 }
 
-// The normal BB types take a spurious root in empty Poisson bins (likelihood.md §6.8.3 item 5),
-// where the CPU shard differentiates rabbit's closed form and the CUDA shard uses the Schur form;
-// the comparison uses data without empty bins so that both describe the same function.
-std::shared_ptr<Model> model_for(const ShardConfig& cfg) {
-  auto in = make_test_input(cfg);
-  for (int64_t b = 0; b < in->data_obs.size(); ++b)
-    if (in->data_obs[b] == 0.0) in->data_obs[b] = 3.0;
-  return make_test_model(in, cfg);
-}
-
-double rel(const Eigen::MatrixXd& a, const Eigen::MatrixXd& ref) {
-  if (a.rows() != ref.rows() || a.cols() != ref.cols()) return INFINITY;
-  if (ref.size() == 0) return 0.0;
-  return (a - ref).cwiseAbs().maxCoeff() / std::max(1.0, ref.cwiseAbs().maxCoeff());
-}
-
 #ifdef RABBIT_HAVE_CUDA
 std::unique_ptr<Fitter> cuda_fitter(std::shared_ptr<Model> model, int nshards) {
-  FitterOptions fo;
-  fo.n_devices = nshards;
   const auto ranges = partition_bins(*model->input, nshards);
   std::vector<std::unique_ptr<ShardEvaluator>> shards;
   for (const auto& [a, b] : ranges) shards.push_back(make_cuda_shard(model, a, b, 0));
-  if (nshards == 1) return std::make_unique<Fitter>(model, std::move(shards));
-  return std::make_unique<MultiDeviceFitter>(model, std::move(shards));
+  return fixtures::fitter_over(model, std::move(shards));
 }
 #endif
-
-std::unique_ptr<Fitter> cpu_fitter(std::shared_ptr<Model> model) {
-  std::vector<std::unique_ptr<ShardEvaluator>> shards;
-  shards.push_back(make_cpu_shard(model, 0, model->input->nbins, 1));
-  return std::make_unique<Fitter>(model, std::move(shards));
-}
 
 class CudaShardTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CudaShardTest, AgreesWithCpu) {
   RABBIT_REQUIRE_GPU();
 #ifdef RABBIT_HAVE_CUDA
-  auto model = model_for(GetParam().cfg);
-  auto cpu = cpu_fitter(model);
+  auto model = regular_model(GetParam().cfg);
+  auto cpu = single_cpu_fitter(model);
   const Eigen::VectorXd x = testing::test_point(*model);
   const int64_t n = cpu->size();
   Eigen::MatrixXd V(n, 4);
@@ -123,14 +94,14 @@ TEST_P(CudaShardTest, AgreesWithCpu) {
     const double f2 = gpu->value_grad_hvp(x, V, g2, hv2);
     EXPECT_NEAR(f2, f1, 1e-10 * std::max(1.0, std::abs(f1)));
     EXPECT_NEAR(gpu->value(x), f1, 1e-10 * std::max(1.0, std::abs(f1)));
-    EXPECT_LE(rel(g2, g1), 1e-10);
-    EXPECT_LE(rel(hv2, hv1), 1e-10);
+    EXPECT_LE(rel_diff(g2, g1), 1e-10);
+    EXPECT_LE(rel_diff(hv2, hv1), 1e-10);
     for (bool profile : {true, false}) {
       cpu->value_grad_hess(x, g1, h1, profile);
       gpu->value_grad_hess(x, g2, h2, profile);
-      EXPECT_LE(rel(h2, h1), 1e-10) << "profile " << profile;
+      EXPECT_LE(rel_diff(h2, h1), 1e-10) << "profile " << profile;
     }
-    EXPECT_LE(rel(gpu->profiled_beta(x), cpu->profiled_beta(x)), 1e-10);
+    EXPECT_LE(rel_diff(gpu->profiled_beta(x), cpu->profiled_beta(x)), 1e-10);
   }
 #endif
 }
@@ -142,9 +113,9 @@ TEST(CudaShard, FullFitAgreesWithCpu) {
   RABBIT_REQUIRE_GPU();
 #ifdef RABBIT_HAVE_CUDA
   ShardConfig cfg;
-  auto model = model_for(cfg);
+  auto model = regular_model(cfg);
   MinimizerOptions mo;
-  auto cpu = cpu_fitter(model);
+  auto cpu = single_cpu_fitter(model);
   const MinimizerResult ref = minimize(*cpu, model->parameters.x_default, mo);
   for (int shards : {1, 2}) {
     auto gpu = cuda_fitter(model, shards);
@@ -158,7 +129,7 @@ TEST(CudaShard, FullFitAgreesWithCpu) {
 TEST(CudaShard, MakeFitterPlacesShardsOnTheGpu) {
   RABBIT_REQUIRE_GPU();
   ShardConfig cfg;
-  auto model = model_for(cfg);
+  auto model = regular_model(cfg);
   FitterOptions fo;
   fo.n_devices = 2;
   fo.backend = Backend::cuda;
@@ -175,12 +146,12 @@ TEST(CudaShard, MakeFitterPlacesShardsOnTheGpu) {
 TEST(CudaShard, PostfitShardOfACudaFitMatchesTheCpuFit) {
   RABBIT_REQUIRE_GPU();
   ShardConfig cfg;
-  auto model = model_for(cfg);
+  auto model = regular_model(cfg);
   FitterOptions fo;
   fo.n_devices = 2;
   fo.backend = Backend::cuda;
   auto gpu = make_fitter(model, fo);
-  auto cpu = cpu_fitter(model);
+  auto cpu = single_cpu_fitter(model);
   Eigen::VectorXd nobs = model->input->data_obs;
   for (int64_t b = 0; b < nobs.size(); ++b) nobs[b] += 1.0 + 0.5 * b;
   gpu->set_observed(nobs, Eigen::VectorXd());
@@ -192,15 +163,15 @@ TEST(CudaShard, PostfitShardOfACudaFitMatchesTheCpuFit) {
   using Mode = CpuShardEvaluator::BetaMode;
   cpu->postfit_shard().expected_yields(xi, 0, nbf, Mode::profiled, &y1);
   gpu->postfit_shard().expected_yields(xi, 0, nbf, Mode::profiled, &y2);
-  EXPECT_LE(rel(y2, y1), 1e-12);
-  EXPECT_LE(rel(gpu->postfit_shard().profiled_beta(xi), gpu->profiled_beta(x)), 1e-10);
+  EXPECT_LE(rel_diff(y2, y1), 1e-12);
+  EXPECT_LE(rel_diff(gpu->postfit_shard().profiled_beta(xi), gpu->profiled_beta(x)), 1e-10);
 }
 
 TEST(CudaShard, MissingDeviceIsOneResourceErrorLine) {
   if (!built_with_cuda()) GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)";
 #ifdef RABBIT_HAVE_CUDA
   ShardConfig cfg;
-  auto model = model_for(cfg);
+  auto model = regular_model(cfg);
   try {
     make_cuda_shard(model, 0, model->input->nbins, 4096);
     FAIL() << "expected ResourceError";

@@ -10,6 +10,7 @@
 #include <Eigen/QR>
 
 #include "rabbit/core/error.hpp"
+#include "support/model_fixtures.hpp"
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/minimize/dense_linalg.hpp"
 #include "rabbit/minimize/subproblem.hpp"
@@ -21,12 +22,6 @@
 namespace rabbit {
 namespace {
 
-#define RABBIT_REQUIRE_GPU()                                                                       \
-  do {                                                                                             \
-    if (!built_with_cuda()) GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)"; \
-    std::string why;                                                                               \
-    if (visible_gpus(&why).empty()) GTEST_SKIP() << "no GPU visible: " << why;                     \
-  } while (0)
 
 #ifdef RABBIT_HAVE_CUDA
 

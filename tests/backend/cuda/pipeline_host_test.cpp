@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "../../../src/backend/cuda/shard_pipeline.hpp"
-#include "backend/cpu/shard_test_helpers.hpp"
+#include "support/model_fixtures.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/fit/make_fitter.hpp"
@@ -23,6 +23,7 @@ using pipeline::EntryArrays;
 using testing::make_test_input;
 using testing::make_test_model;
 using testing::ShardConfig;
+using fixtures::rel_diff;
 
 struct HostOps {
   int64_t live_buffers = 0;
@@ -147,11 +148,6 @@ std::vector<Case> cases() {
   return out;
 }
 
-double rel(const Eigen::MatrixXd& a, const Eigen::MatrixXd& ref) {
-  if (a.rows() != ref.rows() || a.cols() != ref.cols()) return INFINITY;
-  if (ref.size() == 0) return 0.0;
-  return (a - ref).cwiseAbs().maxCoeff() / std::max(1.0, ref.cwiseAbs().maxCoeff());
-}
 
 class PipelineHostTest : public ::testing::TestWithParam<Case> {};
 
@@ -160,9 +156,7 @@ TEST_P(PipelineHostTest, AgreesWithCpuShard) {
   auto in = make_test_input(cs.cfg);
   // Normal BB types in empty Poisson bins: the CPU shard differentiates rabbit's spurious root
   // (likelihood.md §6.8.3 item 5); the pipeline uses the Schur form. Compare on regular data.
-  if (!cs.keep_empty_bins)
-    for (int64_t b = 0; b < in->data_obs.size(); ++b)
-      if (in->data_obs[b] == 0.0) in->data_obs[b] = 3.0;
+  if (!cs.keep_empty_bins) fixtures::fill_empty_bins(*in);
   auto model = make_test_model(in, cs.cfg);
   const Eigen::VectorXd x = testing::test_point(*model);
   const int64_t n = model->parameters.size(), B = model->input->nbins;
@@ -186,14 +180,14 @@ TEST_P(PipelineHostTest, AgreesWithCpuShard) {
                                                       : std::make_unique<MultiDeviceFitter>(model, std::move(shards));
     const double f2 = emu->value_grad_hvp(x, V, g2, hv2);
     EXPECT_NEAR(f2, f1, 1e-10 * std::max(1.0, std::abs(f1)));
-    EXPECT_LE(rel(g2, g1), 1e-10);
-    EXPECT_LE(rel(hv2, hv1), 1e-10);
+    EXPECT_LE(rel_diff(g2, g1), 1e-10);
+    EXPECT_LE(rel_diff(hv2, hv1), 1e-10);
     for (bool profile : {true, false}) {
       cpu.value_grad_hess(x, g1, h1, profile);
       emu->value_grad_hess(x, g2, h2, profile);
-      EXPECT_LE(rel(h2, h1), 1e-10) << "profile " << profile;
+      EXPECT_LE(rel_diff(h2, h1), 1e-10) << "profile " << profile;
     }
-    EXPECT_LE(rel(emu->profiled_beta(x), cpu.profiled_beta(x)), 1e-10);
+    EXPECT_LE(rel_diff(emu->profiled_beta(x), cpu.profiled_beta(x)), 1e-10);
   }
 }
 
@@ -238,11 +232,11 @@ TEST(PipelineHost, PostfitShardOfANonCpuFitMatchesTheCpuFit) {
     Eigen::MatrixXd p1, p2;
     cpu.postfit_shard().expected_yields(xi, 0, nbf, mode, &y1, &p1);
     post.expected_yields(xi, 0, nbf, mode, &y2, &p2);
-    EXPECT_LE(rel(y2, y1), 1e-12);
-    EXPECT_LE(rel(p2, p1), 1e-12);
-    EXPECT_LE(rel(post.yield_jacobian(xi, 0, nbf, mode), cpu.postfit_shard().yield_jacobian(xi, 0, nbf, mode)), 1e-12);
+    EXPECT_LE(rel_diff(y2, y1), 1e-12);
+    EXPECT_LE(rel_diff(p2, p1), 1e-12);
+    EXPECT_LE(rel_diff(post.yield_jacobian(xi, 0, nbf, mode), cpu.postfit_shard().yield_jacobian(xi, 0, nbf, mode)), 1e-12);
   }
-  EXPECT_LE(rel(post.profiled_beta(xi), emu.profiled_beta(x)), 1e-10);
+  EXPECT_LE(rel_diff(post.profiled_beta(xi), emu.profiled_beta(x)), 1e-10);
 }
 
 // Frequentist toys move the BB centres β⁰: Fitter::set_beta_centres reaches the emulated CUDA shards
@@ -256,8 +250,7 @@ TEST(PipelineHost, NewBetaCentresAgreeWithCpuShard) {
       cfg.bb_mode = mode;
       cfg.bb_type = type;
       auto in = make_test_input(cfg);
-      for (int64_t b = 0; b < in->data_obs.size(); ++b)
-        if (in->data_obs[b] == 0.0) in->data_obs[b] = 3.0;  // §6.8.3 item 5 stays out of the comparison
+      fixtures::fill_empty_bins(*in);  // §6.8.3 item 5 stays out of the comparison
       auto model = make_test_model(in, cfg);
       const int64_t B = model->input->nbins, n = model->parameters.size();
       const Eigen::VectorXd x = testing::test_point(*model);
@@ -283,13 +276,13 @@ TEST(PipelineHost, NewBetaCentresAgreeWithCpuShard) {
       const double f1 = cpu.value_grad_hvp(x, V, g1, hv1), f2 = emu.value_grad_hvp(x, V, g2, hv2);
       EXPECT_GT(std::abs(f2 - f_default), 1e-6);  // the centres did change the NLL
       EXPECT_NEAR(f2, f1, 1e-10 * std::max(1.0, std::abs(f1)));
-      EXPECT_LE(rel(g2, g1), 1e-10);
-      EXPECT_LE(rel(hv2, hv1), 1e-10);
+      EXPECT_LE(rel_diff(g2, g1), 1e-10);
+      EXPECT_LE(rel_diff(hv2, hv1), 1e-10);
       cpu.value_grad_hess(x, g1, h1, true);
       emu.value_grad_hess(x, g2, h2, true);
-      EXPECT_LE(rel(h2, h1), 1e-10);
-      EXPECT_LE(rel(emu.profiled_beta(x), cpu.profiled_beta(x)), 1e-10);
-      EXPECT_LE(rel(emu.postfit_shard().beta_centres(), beta0), 0.0);
+      EXPECT_LE(rel_diff(h2, h1), 1e-10);
+      EXPECT_LE(rel_diff(emu.profiled_beta(x), cpu.profiled_beta(x)), 1e-10);
+      EXPECT_LE(rel_diff(emu.postfit_shard().beta_centres(), beta0), 0.0);
     }
 }
 

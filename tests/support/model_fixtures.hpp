@@ -1,0 +1,86 @@
+#pragma once
+// Fitter-level fixtures shared by the CUDA backend tests (tests/backend/cuda) and the sharding
+// tests (tests/fit): the in-memory test models come from the CPU shard's helpers
+// (backend/cpu/shard_test_helpers.hpp); this header adds what the sharded / GPU comparisons need
+// on top — fitters over given shards, the comparison metric, data without empty bins, and the
+// GPU-skip guard.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "backend/cpu/shard_test_helpers.hpp"
+#include "rabbit/backend/cpu/cpu_shard.hpp"
+#include "rabbit/fit/devices.hpp"
+#include "rabbit/fit/fitter.hpp"
+#include "rabbit/fit/multi_device_fitter.hpp"
+
+/// Skips the test with a message when the build has no CUDA or no GPU is visible.
+#define RABBIT_REQUIRE_GPU()                                                                         \
+  do {                                                                                               \
+    if (!::rabbit::built_with_cuda()) GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)"; \
+    std::string rabbit_no_gpu_reason;                                                                \
+    if (::rabbit::visible_gpus(&rabbit_no_gpu_reason).empty())                                       \
+      GTEST_SKIP() << "no GPU visible: " << rabbit_no_gpu_reason;                                    \
+  } while (0)
+
+namespace rabbit::fixtures {
+
+/// max |a − ref| / max(1, max |ref|); +inf on a shape mismatch, 0 for empty matrices.
+inline double rel_diff(const Eigen::MatrixXd& a, const Eigen::MatrixXd& ref) {
+  if (a.rows() != ref.rows() || a.cols() != ref.cols()) return INFINITY;
+  if (ref.size() == 0) return 0.0;
+  return (a - ref).cwiseAbs().maxCoeff() / std::max(1.0, ref.cwiseAbs().maxCoeff());
+}
+
+/// Replaces empty observed bins by 3 events. The normal BB types in empty Poisson bins take rabbit's
+/// spurious root (likelihood.md §6.8.3 item 5), where the CPU backend differentiates the closed form
+/// and the CUDA backend uses the envelope/Schur forms; comparisons between them use regular data.
+inline void fill_empty_bins(FitInputData& input) {
+  for (int64_t b = 0; b < input.data_obs.size(); ++b)
+    if (input.data_obs[b] == 0.0) input.data_obs[b] = 3.0;
+}
+
+/// The test model of `cfg` on data without empty bins.
+inline std::shared_ptr<Model> regular_model(const testing::ShardConfig& cfg) {
+  auto in = testing::make_test_input(cfg);
+  fill_empty_bins(*in);
+  return testing::make_test_model(in, cfg);
+}
+
+/// Fitter over the given shards: a plain Fitter for one, a MultiDeviceFitter for several.
+inline std::unique_ptr<Fitter> fitter_over(std::shared_ptr<Model> model,
+                                           std::vector<std::unique_ptr<ShardEvaluator>> shards) {
+  if (shards.size() == 1) return std::make_unique<Fitter>(std::move(model), std::move(shards));
+  return std::make_unique<MultiDeviceFitter>(std::move(model), std::move(shards));
+}
+
+/// One CPU shard over all observed bins (the reference of every comparison).
+inline std::unique_ptr<Fitter> single_cpu_fitter(std::shared_ptr<Model> model, int threads = 1) {
+  std::vector<std::unique_ptr<ShardEvaluator>> shards;
+  shards.push_back(make_cpu_shard(model, 0, model->input->nbins, threads));
+  return std::make_unique<Fitter>(std::move(model), std::move(shards));
+}
+
+/// CPU shards over [edges[s], edges[s+1]) (edges from 0 to nbins; repeated edges give empty shards),
+/// always a MultiDeviceFitter.
+inline std::unique_ptr<Fitter> cpu_shards_at(std::shared_ptr<Model> model, const std::vector<int64_t>& edges) {
+  std::vector<std::unique_ptr<ShardEvaluator>> shards;
+  for (size_t s = 0; s + 1 < edges.size(); ++s) shards.push_back(make_cpu_shard(model, edges[s], edges[s + 1], 1));
+  return std::make_unique<MultiDeviceFitter>(std::move(model), std::move(shards));
+}
+
+/// k deterministic, dense HVP directions of length n.
+inline Eigen::MatrixXd test_directions(int64_t n, int k) {
+  Eigen::MatrixXd V(n, k);
+  for (int64_t i = 0; i < n; ++i)
+    for (int j = 0; j < k; ++j) V(i, j) = std::cos(0.3 + i * 0.9 + j * 0.4);
+  return V;
+}
+
+}  // namespace rabbit::fixtures
