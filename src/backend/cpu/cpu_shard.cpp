@@ -1436,6 +1436,37 @@ struct Engine {
     return grad;
   }
 
+  // Covariance fit, normal-additive lite (per-process sumw2): F(ν⁰, A) = ½ rᵀC⁻¹r + ½|β̂ − β⁰|² with
+  // β̂ = 𝔏⁻¹(s∘C⁻¹(n − ν⁰) + β⁰) (𝔏 = diag(s)C⁻¹diag(s) + I) and ν = ν⁰ + s∘f∘β̂, f_b = 1 for A_b > 0
+  // and A_b otherwise (rabbit's A' = 1), differentiated literally in x = [ν⁰; A] (2B; the A_b
+  // variables act only where A_b ≤ 0). profile = false: β̂ held fixed. Returns ∇F; the Hessian into Hx.
+  VectorXd additive_lite_exact(int64_t B, const VectorXd& g, const VectorXd& bhat, const VectorXd& A,
+                               const VectorXd& special, bool profile, MatrixXd& Hx) const {
+    const MatrixXd& Ci = I.cov_inv;
+    const VectorXd sv = s.sqrt_sigma2_.head(B);
+    VectorXd f = VectorXd::Ones(B);
+    for (int64_t b = 0; b < B; ++b)
+      if (special[b] != 0.0) f[b] = A[b];
+    const VectorXd sbA = special.cwiseProduct(sv).cwiseProduct(bhat);  // ∂ν_b/∂A_b
+    MatrixXd Rb = MatrixXd::Zero(B, B);                                   // −∂β̂/∂ν⁰
+    if (profile) Rb = I.additive_lu.solve(MatrixXd(sv.asDiagonal() * Ci));
+    const MatrixXd Gm = MatrixXd::Identity(B, B) - sv.cwiseProduct(f).asDiagonal() * Rb;  // ∂ν/∂ν⁰
+    const MatrixXd CiGm = Ci * Gm;
+    VectorXd grad(2 * B);
+    grad.head(B) = Gm.transpose() * g;
+    if (profile) grad.head(B) -= Rb.transpose() * (bhat - s.beta0_.head(B));
+    grad.tail(B) = sbA.cwiseProduct(g);
+    Hx.resize(2 * B, 2 * B);
+    Hx.topLeftCorner(B, B) = Gm.transpose() * CiGm;
+    if (profile) Hx.topLeftCorner(B, B) += Rb.transpose() * Rb;
+    MatrixXd HAn = sbA.asDiagonal() * CiGm;  // ∂²F/∂A_b∂ν⁰_j
+    if (profile) HAn -= (special.cwiseProduct(sv).cwiseProduct(g)).asDiagonal() * Rb;
+    Hx.bottomLeftCorner(B, B) = HAn;
+    Hx.topRightCorner(B, B) = HAn.transpose();
+    Hx.bottomRightCorner(B, B) = sbA.asDiagonal() * Ci * sbA.asDiagonal();
+    return grad;
+  }
+
   void run_coupled(Request& req, std::vector<Accum>& accs, int T, bool derivs) {
     const int64_t k = pt.k;
     const int64_t B = s.nbins_;  // coupled shards cover all observed bins
@@ -1443,7 +1474,9 @@ struct Engine {
     const bool mult = s.bb_ == BBKind::normal_multiplicative;
     // coupled variables: v = a·B + b with a = 0 (ν⁰), a ∈ {active, zero-variance} (lite mult.),
     // or a = process (full mult.)
-    const int nc = !mult ? 1 : (s.bb_full_ ? static_cast<int>(P) : 2);
+    // normal-additive lite: variables [ν⁰; A] (ν = ν⁰ + sβA/A' depends on A itself where A ≤ 0)
+    const bool additive_lite = s.bb_ == BBKind::normal_additive && !s.bb_full_ && !s.legacy_sumw_;
+    const int nc = !mult ? (additive_lite ? 2 : 1) : (s.bb_full_ ? static_cast<int>(P) : 2);
     const int64_t nvar = nc * B;
     Scratch sc;
     sc.resize(E, B, nc, k);
@@ -1458,18 +1491,27 @@ struct Engine {
     double Lb = 0.0;
     // per-entry multiplicative factor μ̃ (mult.), variable column a of each entry
     std::vector<double> mu(E, 1.0);
-    std::vector<int> col(E, 0);
+    std::vector<int> col(E, 0), col2(E, -1);  // col2: a second variable of the entry (normal-additive lite)
+    VectorXd additive_A, additive_special;     // normal-additive lite: A_b, [A_b ≤ 0]
     if (s.bb_ == BBKind::normal_additive) {
       if (!s.bb_full_) {
         const VectorXd sv = s.sqrt_sigma2_.head(B);
         const VectorXd rhs = sv.cwiseProduct(Ci * (nobs - nu0)) + s.beta0_.head(B);
         beta_b = I.additive_lu.solve(rhs);
+        additive_A = VectorXd::Zero(B);
+        additive_special = VectorXd::Zero(B);
         for (int64_t b = 0; b < B; ++b) {
           double A = 0.0;
           for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e)
             if (active(e)) A += sc.N[e];
           const double f = s.legacy_sumw_ ? 1.0 : (A > 0.0 ? 1.0 : A);
           nu[b] = nu0[b] + sv[b] * beta_b[b] * f;
+          additive_A[b] = A;
+          if (additive_lite && !(A > 0.0)) {
+            additive_special[b] = 1.0;
+            for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e)
+              if (active(e)) col2[e] = 1;
+          }
         }
         Lb = 0.5 * (beta_b - s.beta0_.head(B)).squaredNorm();
       } else {
@@ -1557,7 +1599,9 @@ struct Engine {
     // Ψ over the coupled variables
     MatrixXd Wmat;
     VectorXd gradx;  // ∂F/∂x when it is not the envelope g∘μ
-    if (!mult) {
+    if (additive_lite) {
+      gradx = additive_lite_exact(B, g, beta_b, additive_A, additive_special, req.profile, Wmat);
+    } else if (!mult) {
       Wmat = (s.bb_ == BBKind::normal_additive && req.profile) ? I.cov_profiled_weight : I.cov_inv;
     } else {
       // R (B × nvar): ∂ν/∂x at fixed β; D (B × nβ): ∂ν/∂β; G (nvar × nβ): g_b where x is scaled by β_j
@@ -1599,6 +1643,10 @@ struct Engine {
         sc.phi[e] = gradx.size() ? gradx[col[e] * B + b] : g[b] * mu[e];
         for (int a = 0; a < nc; ++a) sc.U[e * nc + a] = 0.0;
         sc.U[e * nc + col[e]] = 1.0;
+        if (col2[e] >= 0) {
+          sc.phi[e] += gradx[col2[e] * B + b];
+          sc.U[e * nc + col2[e]] = 1.0;
+        }
         sc.d[e] = 0.0;
       }
     std::vector<double> zbuf;
@@ -1606,7 +1654,10 @@ struct Engine {
       MatrixXd tb = MatrixXd::Zero(nvar, k);
       for (int64_t b = 0; b < B; ++b)
         for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e)
-          for (int64_t j = 0; j < k; ++j) tb(col[e] * B + b, j) += sc.dN[e * k + j];
+          for (int64_t j = 0; j < k; ++j) {
+            tb(col[e] * B + b, j) += sc.dN[e * k + j];
+            if (col2[e] >= 0) tb(col2[e] * B + b, j) += sc.dN[e * k + j];
+          }
       const MatrixXd zc = Wmat * tb;
       zbuf.assign(B * k * nc, 0.0);
       for (int64_t b = 0; b < B; ++b)
@@ -1627,9 +1678,13 @@ struct Engine {
       for (int64_t b = 0; b < B; ++b)
         for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
           const int p = I.entry_proc[e];
-          const int64_t v = col[e] * B + b;
-          if (M > 0) J.col(v).head(M) += sc.a[e] * pt.jr.row(p).transpose();
-          I.row_E_axpy(e, sc.c[e], pt.hp.data(), J.col(v).data() + M);
+          for (int which = 0; which < 2; ++which) {
+            const int a = which == 0 ? col[e] : col2[e];
+            if (a < 0) continue;
+            const int64_t v = a * B + b;
+            if (M > 0) J.col(v).head(M) += sc.a[e] * pt.jr.row(p).transpose();
+            I.row_E_axpy(e, sc.c[e], pt.hp.data(), J.col(v).data() + M);
+          }
         }
       accs[0].HJ.noalias() += J * (Wmat * J.transpose());
     }

@@ -368,5 +368,17 @@ TEST(CpuShard, CovarianceLiteMultiplicativeWithNegativeActiveSum) {
   xi[0] = -0.3;
   check_model(model, xi);
 }
+// The same bin with normal-additive lite: ν_2 = ν⁰_2 + s β̂ A_2 (A' = 1), literal closed form.
+TEST(CpuShard, CovarianceLiteAdditiveWithNegativeActiveSum) {
+  ShardConfig c;
+  c.likelihood = DataLikelihood::covariance;
+  c.bb_type = BBType::normal_additive;
+  c.zero_variance_process = true;
+  auto in = make_test_input(c);
+  auto model = make_test_model(in, c);
+  VectorXd xi = test_point(*model);
+  xi[0] = -0.3;
+  check_model(model, xi);
+}
 }  // namespace
 }  // namespace rabbit::testing
