@@ -568,6 +568,8 @@ TEST(RabbitFit, PreconditionerDoesNotChangeTheFit) {
                "--preconditionBlockThreshold 0.01 -v 4"},
         {"spectral", "--precondition --preconditionParams '.*' --preconditionTransform spectral "
                      "--preconditionRidge 1e-6 -v 4"},
+        // "slopes" and "norm" are systematic groups (8 and 1 members), "sig" a parameter name.
+        {"groups", "--precondition --preconditionParams slopes norm sig --preconditionBlocks expressions"},
     };
     for (const auto& [tag, args] : variants) {
       SCOPED_TRACE(tag);
@@ -575,6 +577,9 @@ TEST(RabbitFit, PreconditionerDoesNotChangeTheFit) {
       r = run_fit(base + " --minimizerMethod " + method + " " + args + " -p " + postfix);
       ASSERT_EQ(r.code, 0) << r.output;
       EXPECT_NE(r.output.find("Preconditioned"), std::string::npos) << r.output;  // it was really applied
+      if (tag == "groups") {
+        EXPECT_NE(r.output.find("Preconditioned 3 of 3 block(s), 10 parameters"), std::string::npos) << r.output;
+      }
       ResultReader f((dir / ("fitresults_" + postfix + ".hdf5")).string());
       EXPECT_NEAR(f.scalar("results/nllvalreduced"), ref.scalar("results/nllvalreduced"), 1e-8);
       const auto parms = f.hist("results/parms");
