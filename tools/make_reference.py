@@ -66,6 +66,19 @@ CASES = {
         "sparse_blosc2.hdf5",
         DATA + ALL_OUT + ["--binByBinStatMode", "full", "--binByBinStatType", "normal-additive"] + SPARSE,
     ),
+    # hbetavariations (likelihood.md §4.2.4): masked-channel yields follow the observed BB parameters.
+    # The JSONs wait in tests/reference/pending/ until src/postfit/histograms.cpp adds the masked
+    # bins' cross terms of rabbit's pdexpdbeta (CpuShardEvaluator::beta_yield_partials). No global
+    # impacts with gamma: upstream fails there ("Tried to take gradients ... of a variable without
+    # handle data", its Newton loop).
+    "bb_full_gamma_beta_variations": (
+        "beta_variations.hdf5",
+        DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--binByBinStatMode", "full", "--binByBinStatType", "gamma"],
+    ),
+    "bb_full_normal_mult_beta_variations": (
+        "beta_variations.hdf5",
+        DATA + ALL_OUT + ["--binByBinStatMode", "full", "--binByBinStatType", "normal-multiplicative"],
+    ),
     "no_bbb": ("dense.hdf5", DATA + ALL_OUT + ["--noBinByBinStat"]),
     # chi2 and covariance likelihoods
     "chisq": ("dense.hdf5", DATA + ALL_OUT + ["--chisqFit"]),
