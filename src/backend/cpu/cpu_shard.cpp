@@ -453,6 +453,10 @@ void CpuShardEvaluator::set_beta_centres(const VectorXd& beta0) {
   log_beta0_.resize(beta0.size());
   for (int64_t i = 0; i < beta0.size(); ++i) log_beta0_[i] = beta0[i] > 0.0 ? std::log(beta0[i]) : 0.0;
   beta_stored_ = beta0_;
+  gamma_masked_centres_ = false;
+  if (bb_ == BBKind::gamma && bb_full_)
+    for (int64_t i = 0; i < beta0.size(); ++i)
+      gamma_masked_centres_ = gamma_masked_centres_ || (bbmask_[i] && beta0[i] != 1.0);
   if (impl_) ++impl_->generation;
 }
 
@@ -535,6 +539,9 @@ struct Engine {
     if (s.bb_ == BBKind::none || !s.bb_full_) return s.any_zero_var_ ? 2 : 1;
     if (s.bb_ == BBKind::normal_additive) return 1;
     if (s.bb_ == BBKind::normal_multiplicative && profile) return 4;
+    // gamma with masked centres ≠ 1: those bins carry the dense Hessian of rabbit's composite over
+    // all their entries (U = identity)
+    if (s.bb_ == BBKind::gamma && profile && s.gamma_masked_centres_) return static_cast<int>(std::max<int64_t>(P, 1));
     return 1;
   }
 
@@ -765,6 +772,8 @@ struct Engine {
     }
     std::vector<double> beta(ne);
     for (int64_t e = e0; e < e1; ++e) beta[e - e0] = s.beta0_[I.entry_flat[e]];
+    double u_converged = 0.0, Xthr_used = 0.0;
+    (void)Xthr_used;
     if (any_free) {
       const double Xthr = chisq ? nn - v * minratio : nn / minratio;
       // F'(X), F''(X) of the reduced objective along the β(X) curve
@@ -804,6 +813,7 @@ struct Engine {
         F2 = l2 * nut1 * nut1 + l1 * nut2 + c2sum;
       };
       double u = 0.0, edm = std::numeric_limits<double>::infinity();
+      Xthr_used = Xthr;
       for (int it = 0; it < 50 && edm > 1e-10; ++it) {
         const double eu = std::exp(u);
         double F1, F2;
@@ -813,6 +823,7 @@ struct Engine {
         u -= std::min(std::max(g / hs, -1.0), 1.0);
         edm = 0.5 * g * g / hs;
       }
+      u_converged = u;
       {
         const double eu = std::exp(u);
         double F1, F2;
@@ -842,7 +853,25 @@ struct Engine {
     }
     sc.nu[bslot] = nu;
     const double F = cpu::data_term(nu, o, s.likelihood_) + Lb;
-    if (derivs) {
+    bool special = false;  // a masked entry with β⁰ ≠ 1: rabbit's Newton ν̃ ≠ the bin's ν (§6.8.3 item 3)
+    if (derivs && profile && any_free && sc.ncol >= ne)
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t f = I.entry_flat[e];
+        special = special || (s.bbmask_[f] && s.beta0_[f] != 1.0);
+      }
+    const int nc = sc.ncol;
+    if (derivs && special) {
+      const cpu::DynHyperDual Fh = gamma_full_literal(b, sc, slot, u_converged);
+      for (int64_t a = 0; a < ne; ++a) {
+        const int64_t i = slot + a;
+        sc.phi[i] = Fh.g[a];
+        sc.d[i] = 0.0;
+        for (int c = 0; c < nc; ++c) sc.U[i * nc + c] = c == a ? 1.0 : 0.0;
+      }
+      double* Mb = &sc.M[bslot * nc * nc];
+      for (int a = 0; a < nc; ++a)
+        for (int c = 0; c < nc; ++c) Mb[a * nc + c] = (a < ne && c < ne) ? Fh.h(a, c) : 0.0;
+    } else if (derivs) {
       const double g = data_first(nu, o, s.likelihood_), q = data_second(nu, o, s.likelihood_);
       double t = 0.0;
       for (int64_t e = e0; e < e1; ++e) {
@@ -853,10 +882,13 @@ struct Engine {
         double chat = 0.0;
         if (!masked && profile && s.beta0_[f] > 0.0) chat = mu * mu / (s.kstat_[f] * s.beta0_[f]);
         t += chat * sc.N[i] * sc.N[i];
-        sc.U[i] = mu - g * chat * sc.N[i];
+        for (int c = 0; c < nc; ++c) sc.U[i * nc + c] = 0.0;
+        sc.U[i * nc] = mu - g * chat * sc.N[i];
         sc.d[i] = -g * g * chat;
       }
-      sc.M[bslot] = q / (1.0 + q * t);
+      double* Mb = &sc.M[bslot * nc * nc];
+      for (int c = 0; c < nc * nc; ++c) Mb[c] = 0.0;
+      Mb[0] = q / (1.0 + q * t);
       sc.aux[bslot] = 1.0 / (1.0 + q * t);
     }
     if (beta_out)
@@ -864,6 +896,22 @@ struct Engine {
     if (beta_out)
       for (int64_t e = e0; e < e1; ++e) beta_out[I.entry_flat[e] - b * P] = beta[e - e0];
     return F;
+  }
+
+  // gamma + full, rabbit's composite of one bin (bin_profile.hpp) on dynamic hyper-duals over the
+  // bin's entries, at the converged Newton point u0.
+  cpu::DynHyperDual gamma_full_literal(int64_t b, const Scratch& sc, int64_t slot, double u0) const {
+    using D = cpu::DynHyperDual;
+    const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
+    const int K = static_cast<int>(e1 - e0);
+    std::vector<D> N(K);
+    std::vector<cpu::GammaFullEntry> entries(K);
+    for (int a = 0; a < K; ++a) {
+      N[a] = D::variable(sc.N[slot + a], a, K);
+      const int64_t f = I.entry_flat[e0 + a];
+      entries[a] = {s.kstat_[f], s.beta0_[f], s.log_beta0_[f], static_cast<bool>(s.bbmask_[f])};
+    }
+    return cpu::gamma_full_bin_composite(N.data(), entries.data(), K, observation(b), s.likelihood_, u0);
   }
 
   // Profile of one (uncoupled) bin; returns its objective. beta_out: lite 1, full P values.
@@ -909,7 +957,13 @@ struct Engine {
     }
     if (k > 0) {
       // t = Uᵀ δN per column, z = U (M t) + d δN
-      double t[kMaxCols];
+      double tbuf[kMaxCols];
+      std::vector<double> tvec;
+      double* t = tbuf;
+      if (nc > kMaxCols) {
+        tvec.resize(nc);
+        t = tvec.data();
+      }
       std::vector<double> zb(k * nc);
       if (!zcoupled) {
         const double* Mb = &sc.M[bslot * nc * nc];

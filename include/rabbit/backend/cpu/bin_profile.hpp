@@ -9,6 +9,7 @@
 
 namespace rabbit::cpu {
 
+using std::exp;
 using std::log;
 using std::sqrt;
 
@@ -166,6 +167,97 @@ T full_additive_bin_objective(const T& nu0, double V, double W0, const BinObserv
   if (rho_out) *rho_out = rho;
   if (nu_out) *nu_out = nu;
   return data_term(nu, obs, lik) + 0.5 * (rho * rho) * V;
+}
+
+/// BB state of one full-mode gamma entry.
+struct GammaFullEntry {
+  double k = 1.0, beta0 = 1.0, log_beta0 = 0.0;
+  bool masked = false;
+};
+
+/// gamma + full (§4.4): rabbit's composite for one bin as a function of its entries' yields N, at
+/// the converged Newton point u0 (held constant, as rabbit's stop_gradient does): one differentiable
+/// Newton step u* = u0 − f'(u0)/max(f''(u0), 1e-8) with the threshold X_thr(N) (through the argmin
+/// entry), X* = X_thr + e^{u*}, β_p = kβ⁰/d_p(X*, N_p), and ℓ(ν) + Σ c(β) with ν = Σ_unmasked βN +
+/// Σ_masked N. Its derivatives are rabbit's; they differ from the envelope/Schur forms only when a
+/// masked entry has β⁰ ≠ 1 (the Newton objective ν̃ carries β⁰N for it, ν does not; §6.8.3 item 3).
+template <class T>
+T gamma_full_bin_composite(const T* N, const GammaFullEntry* e, int K, const BinObservation& obs,
+                           DataLikelihood lik, double u0) {
+  const bool chisq = lik == DataLikelihood::chisq;
+  const double nn = obs.n, v = obs.v;
+  const T zero = N[0] * 0.0;
+  T minratio = zero;
+  bool any = false;
+  for (int a = 0; a < K; ++a) {
+    if (e[a].masked) continue;
+    const T r = chisq ? e[a].k / N[a] : 1.0 + e[a].k / N[a];
+    if (!any || value_of(r) < value_of(minratio)) minratio = r;
+    any = true;
+  }
+  const T Xthr = chisq ? nn - v * minratio : nn / minratio;
+  auto beta_of = [&](const T& X, int a, T* b1, T* b2) {
+    const double k = e[a].k, b0 = e[a].beta0;
+    const T dd = chisq ? k + (X - nn) / v * N[a] : (1.0 - nn / X) * N[a] + k;
+    if (b1) {
+      const T d1 = chisq ? N[a] / v : nn * N[a] / (X * X);
+      const T d2 = chisq ? zero : -2.0 * nn * N[a] / (X * X * X);
+      const T dd2 = dd * dd;
+      *b1 = -k * b0 * d1 / dd2;
+      *b2 = -k * b0 * (d2 / dd2 - 2.0 * d1 * d1 / (dd2 * dd));
+    }
+    return k * b0 / dd;
+  };
+  // F'(X), F''(X) of the Newton objective along β(X) (masked entries: β⁰N in ν̃)
+  auto derivatives = [&](const T& X, T& F1, T& F2) {
+    T nut = zero, nut1 = zero, nut2 = zero, c1 = zero, c2 = zero;
+    for (int a = 0; a < K; ++a) {
+      if (e[a].masked) {
+        nut = nut + e[a].beta0 * N[a];
+        continue;
+      }
+      const double k = e[a].k, b0 = e[a].beta0;
+      T bt1 = zero, bt2 = zero;
+      const T bt = beta_of(X, a, &bt1, &bt2);
+      nut = nut + bt * N[a];
+      nut1 = nut1 + bt1 * N[a];
+      nut2 = nut2 + bt2 * N[a];
+      const T cp = b0 > 0.0 ? k - k * b0 / bt : zero + k;
+      const T cpp = b0 > 0.0 ? k * b0 / (bt * bt) : zero;
+      c1 = c1 + cp * bt1;
+      c2 = c2 + cpp * bt1 * bt1 + cp * bt2;
+    }
+    T l1 = zero, l2 = zero;
+    if (chisq) {
+      l1 = (nut - nn) / v;
+      l2 = zero + 1.0 / v;
+    } else if (nn != 0.0) {
+      l1 = 1.0 - nn / nut;
+      l2 = nn / (nut * nut);
+    } else {
+      l1 = zero + 1.0;
+    }
+    F1 = l1 * nut1 + c1;
+    F2 = l2 * nut1 * nut1 + l1 * nut2 + c2;
+  };
+  const double eu = std::exp(u0);
+  T F1 = zero, F2 = zero;
+  derivatives(Xthr + eu, F1, F2);
+  const T g = F1 * eu, h = F2 * (eu * eu) + F1 * eu;
+  const T hs = value_of(h) > 1e-8 ? h : zero + 1e-8;
+  const T ustar = u0 - g / hs;
+  const T X = Xthr + exp(ustar);
+  T nu = zero, Lb = zero;
+  for (int a = 0; a < K; ++a) {
+    if (e[a].masked) {
+      nu = nu + N[a];
+      continue;
+    }
+    const T bt = beta_of(X, a, nullptr, nullptr);
+    nu = nu + bt * N[a];
+    Lb = Lb + gamma_constraint(bt, e[a].k, e[a].beta0, e[a].log_beta0);
+  }
+  return data_term(nu, obs, lik) + Lb;
 }
 
 }  // namespace rabbit::cpu

@@ -104,6 +104,7 @@ class CpuShardEvaluator : public ShardEvaluator {
   bool any_zero_var_ = false;
   bool regularized_ = false;       // an observable (SVD) regulariser is configured
   Eigen::VectorXd rho_;            // normal-type pre-scaling ρ_p
+  bool gamma_masked_centres_ = false;  // gamma full: a masked entry with β⁰ ≠ 1 (toys), §6.8.3 item 3
   bool betavar_ = false;           // hbetavariations applied to full evaluations (§4.2.4)
   std::vector<int64_t> betavar_sources_;  // observed bins with a non-zero hbetavariations column
 
