@@ -79,6 +79,11 @@ CASES = {
         "beta_variations.hdf5",
         DATA + ALL_OUT + ["--binByBinStatMode", "full", "--binByBinStatType", "normal-multiplicative"],
     ),
+    # covariance fit with a BB-masked bin: rabbit's lite normal-multiplicative solve treats it as free
+    "covariance_nmult_lite_bb_masked": (
+        "covariance_bb_masked.hdf5",
+        DATA + ["--doImpacts", "--globalImpacts", "--covarianceFit", "--binByBinStatType", "normal-multiplicative"],
+    ),
     "no_bbb": ("dense.hdf5", DATA + ALL_OUT + ["--noBinByBinStat"]),
     # chi2 and covariance likelihoods
     "chisq": ("dense.hdf5", DATA + ALL_OUT + ["--chisqFit"]),
