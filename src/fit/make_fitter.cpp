@@ -11,6 +11,7 @@
 #include "rabbit/core/logging.hpp"
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
+#include "rabbit/model/regularizer.hpp"
 
 #ifdef RABBIT_HAVE_CUDA
 #include "rabbit/backend/cuda/cuda_shard.hpp"
@@ -127,7 +128,16 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
   // Devices: chosen before any CUDA context exists; only the chosen ordinals are ever touched.
   std::vector<GpuInfo> gpus;
   bool use_cuda = false;
-  if (options.backend != Backend::cpu) {
+  // What the CUDA shard refuses (shard_pipeline.hpp): with --backend auto such a fit runs on the CPU.
+  std::string cuda_unsupported;
+  if (model->options.likelihood == DataLikelihood::covariance)
+    cuda_unsupported = "--covarianceFit";
+  else if (!model->regularizers.empty() && needs_observables(*model))
+    cuda_unsupported = "-r/--regularization on predicted yields";
+  if (options.backend == Backend::automatic && built_with_cuda() && !cuda_unsupported.empty() &&
+      options.devices.empty()) {
+    log().info("{} is not supported by the CUDA backend: the fit runs on the CPU", cuda_unsupported);
+  } else if (options.backend != Backend::cpu) {
     if (!built_with_cuda()) {
       if (options.backend == Backend::cuda)
         throw ResourceError("--backend cuda: this build has no CUDA backend (configure with -DRABBIT_CUDA=ON)");

@@ -29,6 +29,7 @@
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/param_model.hpp"
+#include "rabbit/model/regularizer.hpp"
 #include "rabbit/model/shard_evaluator.hpp"
 
 namespace rabbit::pipeline {
@@ -141,6 +142,10 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
     const FitInputData& in = *model_->input;
     if (model_->options.likelihood == DataLikelihood::covariance)
       throw OptionError("--covarianceFit is not supported by the CUDA backend; use --backend cpu");
+    // The SVD regulariser reads the predicted yields of all bins (masked channels included), which
+    // only the CPU shard evaluates; silently dropping its penalty would change the fit.
+    if (!model_->regularizers.empty() && needs_observables(*model_))
+      throw OptionError("-r/--regularization on predicted yields is not supported by the CUDA backend; use --backend cpu");
     if (begin < 0 || end < begin || end > in.nbins)
       throw Error(fmt::format("CUDA shard range [{}, {}) outside the {} observed bins", begin, end, in.nbins));
     nproc_ = static_cast<int>(in.nproc);

@@ -167,6 +167,21 @@ TEST(CudaShard, PostfitShardOfACudaFitMatchesTheCpuFit) {
   EXPECT_LE(rel_diff(gpu->postfit_shard().profiled_beta(xi), gpu->profiled_beta(x)), 1e-10);
 }
 
+// What the CUDA shard refuses runs on the CPU under --backend auto, and is refused in one line under
+// --backend cuda.
+TEST(CudaShard, AutoBackendRunsUnsupportedModelsOnTheCpu) {
+  RABBIT_REQUIRE_GPU();
+  ShardConfig cfg;
+  cfg.likelihood = DataLikelihood::covariance;
+  cfg.bb_type = BBType::normal_additive;
+  auto model = make_test_model(make_test_input(cfg), cfg);
+  auto fitter = make_fitter(model, FitterOptions());
+  EXPECT_EQ(fitter->shards().front()->device(), "cpu");
+  FitterOptions fo;
+  fo.backend = Backend::cuda;
+  EXPECT_THROW(make_fitter(model, fo), OptionError);
+}
+
 TEST(CudaShard, MissingDeviceIsOneResourceErrorLine) {
   if (!built_with_cuda()) GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)";
 #ifdef RABBIT_HAVE_CUDA

@@ -14,6 +14,7 @@
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
+#include "rabbit/model/regularizer.hpp"
 
 namespace rabbit {
 namespace {
@@ -316,6 +317,41 @@ TEST(PipelineHost, RefusesBetaCentresOnMaskedFullEntries) {
   beta0[masked] = 1.0;
   beta0[beta0.size() - 1] = 1.3;
   EXPECT_NO_THROW(emu.set_beta_centres(beta0));
+}
+
+TEST(PipelineHost, RefusesObservableRegularizers) {
+  ShardConfig cfg;
+  auto in = make_test_input(cfg);
+  ChannelInfo obs, masked;
+  obs.name = "obs";
+  obs.start = 0;
+  obs.stop = 6;
+  masked.name = "masked";
+  masked.masked = true;
+  masked.start = 6;
+  masked.stop = 9;
+  AxisInfo ax;
+  ax.kind = "regular";
+  ax.name = "x";
+  ax.size = 6;
+  obs.axes = {ax};
+  ax.size = 3;
+  masked.axes = {ax};
+  in->channels = {obs, masked};
+  in->has_meta = true;
+  auto model = make_test_model(in, cfg);
+  RegularizationSpec spec;
+  spec.name = "SVD";
+  spec.mapping = {"Select", "masked"};
+  model->regularizers = make_regularizers(*in, {spec});
+  try {
+    host_shard(model, 0, model->input->nbins);
+    FAIL() << "expected OptionError";
+  } catch (const OptionError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("-r/--regularization"), std::string::npos) << m;
+    EXPECT_NE(m.find("--backend cpu"), std::string::npos) << m;
+  }
 }
 
 TEST(PipelineHost, RefusesCovarianceFits) {
