@@ -159,6 +159,13 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
       Hinv = H.inverse();
     }
   }
+  // Beta variations: ∂ν_b/∂β_e (rabbit's pdexpdbeta) couples masked bins to observed entries.
+  MatrixXd betavar_partials;
+  if (bb && shard.beta_variations_active()) betavar_partials = shard.beta_yield_partials(xi, 0, nbf, mode);
+  auto entry_row_sum = [&](int64_t e) -> double {
+    const int64_t b = e / P, p = e % P;
+    return bbr.c(e) + dd(b) * bbr.dN(b, p) * bbr.dN.row(b).sum();
+  };
   // Full mode: u_e² / (row sum of H_ββ over the bin's entries), H_ββ = diag(c) + ℓ''_b u uᵀ.
   auto bb_full_entry_var = [&](int64_t b, int64_t p) -> double {
     const double u = bbr.dN(b, p);
@@ -198,6 +205,15 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
         if (u != 0.0 && bbr.c(bbr.entry(b, p)) > 0.0) s += u * u / bbr.c(bbr.entry(b, p));
       }
       return s / (1.0 + dd(b) * s);
+    }
+    if (betavar_partials.size() && b >= nobs) {
+      for (int64_t e = 0; e < betavar_partials.cols(); ++e) {
+        const double u = betavar_partials(b, e);
+        if (u == 0.0) continue;
+        const double row = entry_row_sum(e);
+        if (row > 0.0) s += u * u / row;
+      }
+      return s;
     }
     for (int64_t p = 0; p < P; ++p) s += bb_full_entry_var(b, p);
     return s;
