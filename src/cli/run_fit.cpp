@@ -110,8 +110,7 @@ class Run {
   void run_one(int64_t fit, const std::string& group_name, const VectorXd& values, const VectorXd& variances,
                const std::string& pseudodata);
   VectorXd minimize_full(const VectorXd& x0, bool log_iterations, MinimizerResult* result);
-  void throw_toy(const VectorXd& values, const VectorXd& variances, const std::vector<CpuShardEvaluator*>& cpus,
-                 VectorXd& nobs, VectorXd& varnobs);
+  void throw_toy(const VectorXd& values, const VectorXd& variances, VectorXd& nobs, VectorXd& varnobs);
   VectorXd profile_minimize(Objective& obj, const std::vector<int64_t>& floating, const VectorXd& x);
   PreconditionerOptions preconditioner_for(postfit::RestrictedObjective& sub, const std::vector<int64_t>& floating,
                                            bool on_fitter, bool log_selection) const;
@@ -131,7 +130,7 @@ class Run {
   Axis shared(const std::string& id) const { return shared_axes_.at(id); }
   VectorXd xi(const VectorXd& x, VectorXd* d1 = nullptr) const;
   std::vector<int64_t> scan_indices(const std::vector<std::string>& names, const char* option) const;
-  CpuShardEvaluator& cpu(const char* what) const;
+  CpuShardEvaluator& cpu() const;
 
   const FitOptions& o_;
   std::shared_ptr<FitInputData> input_;
@@ -143,6 +142,7 @@ class Run {
   bool bb_on_ = false;
   bool bb_full_ = false;
   MinimizerOptions min_options_;
+  bool beta_state_changed_ = false;  // a toy moved β⁰ or the stored β away from the defaults
   h5::Handle mappings_;            // mapping dict of the current fit
   h5::Handle base_mapping_;        // its BaseMapping group
   h5::Handle base_channels_;
@@ -151,11 +151,9 @@ class Run {
   std::mt19937_64 rng_;
 };
 
-CpuShardEvaluator& Run::cpu(const char* what) const {
-  auto* c = dynamic_cast<CpuShardEvaluator*>(fitter_->shards().front().get());
-  if (!c) throw OptionError(fmt::format("{} needs the CPU backend in this release", what));
-  return *c;
-}
+// The yields API for postfit work: the first shard of a CPU fit, a host-side CPU shard over all
+// bins for CUDA fits (Fitter::postfit_shard keeps its data and BB state in step with the fit).
+CpuShardEvaluator& Run::cpu() const { return fitter_->postfit_shard(); }
 
 VectorXd Run::xi(const VectorXd& x, VectorXd* d1) const {
   VectorXd out, t1, t2;
@@ -241,6 +239,7 @@ void Run::load() {
   min_options_.stall_rel_tol = o_.stall_rel_tol;
   min_options_.max_restarts = static_cast<int>(o_.max_restarts);
   min_options_.hvp_batch = o_.hvp_batch;
+  min_options_.linalg = &fitter_->dense_linalg();  // cuSOLVER when the fit runs on a GPU
   PreconditionerOptions& pc = min_options_.precondition;
   pc.enabled = o_.precondition;
   pc.blocks = o_.precondition_blocks;
@@ -521,7 +520,7 @@ void Run::write_impacts(hid_t group, const VectorXd& x, const MatrixXd& cov, con
   VectorXd bb_sq;
   MatrixXd bb_proc_sq;
   if (bb_on_) {
-    auto& c = cpu("--globalImpacts with bin-by-bin statistics");
+    auto& c = cpu();
     const VectorXd beta_hat = fitter_->profiled_beta(x);
     const VectorXd& k = c.bb_kstat();
     const VectorXd& beta0 = c.beta_centres();
@@ -565,7 +564,7 @@ void Run::write_impacts(hid_t group, const VectorXd& x, const MatrixXd& cov, con
   }
   if (o_.gaussian_global_impacts) {
     // §4.5: stat² = (J w)ᵀ W V_n W (J w) with w = C e_r, J the profiled yield Jacobian (x-space).
-    auto& c = cpu("--gaussianGlobalImpacts");
+    auto& c = cpu();
     VectorXd d1;
     VectorXd xis = xi(x, &d1);
     MatrixXd J = c.yield_jacobian(xis, 0, input_->nbins, CpuShardEvaluator::BetaMode::profiled) * d1.asDiagonal();
@@ -732,7 +731,7 @@ void Run::save_observed_hists(hid_t group, const VectorXd& nobs, const VectorXd&
 
 void Run::save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool prefit) {
   mapping_group(group);
-  auto& c = cpu("--saveHists");
+  auto& c = cpu();
   log().info("Save inclusive histogram for BaseMapping");
   postfit::HistogramRequest req;
   // --noPostfitProfileBB: the postfit histograms are evaluated like the prefit ones (β not
@@ -825,10 +824,9 @@ void Run::save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool p
 
 // One toy (likelihood.md §8.4): randomise the constraint centres / BB centres (or the generating
 // parameters), take the expectation (or the observed data) as the mean, throw the counts.
-void Run::throw_toy(const VectorXd& values, const VectorXd& variances, const std::vector<CpuShardEvaluator*>& cpus,
-                    VectorXd& nobs, VectorXd& varnobs) {
+void Run::throw_toy(const VectorXd& values, const VectorXd& variances, VectorXd& nobs, VectorXd& varnobs) {
   auto& ps = model_->parameters;
-  auto& c = cpu("toys");
+  auto& c = cpu();
   std::normal_distribution<double> gauss(0.0, 1.0);
   const DataLikelihood lik = model_->options.likelihood;
   if (lik == DataLikelihood::covariance && o_.toys_data_randomize == "poisson")
@@ -863,9 +861,10 @@ void Run::throw_toy(const VectorXd& values, const VectorXd& variances, const std
       }
     }
     if (o_.toys_syst_randomize == "frequentist")
-      for (auto* s : cpus) s->set_beta_centres(beta0);
+      fitter_->set_beta_centres(beta0);
     else
-      for (auto* s : cpus) s->set_stored_beta(beta);
+      fitter_->set_stored_beta(beta);
+    beta_state_changed_ = true;
   }
   VectorXd central;
   if (o_.toys_data_mode == "expected") c.expected_yields(xi(xgen), 0, input_->nbins, CpuShardEvaluator::BetaMode::stored, &central);
@@ -894,7 +893,7 @@ void Run::throw_toy(const VectorXd& values, const VectorXd& variances, const std
   }
   if (lik == DataLikelihood::poisson) varnobs = VectorXd();
   // The fit starts from the defaults with β at its (possibly thrown) centre.
-  for (auto* s : cpus) s->set_stored_beta(s->beta_centres());
+  if (beta_state_changed_) fitter_->set_stored_beta(c.beta_centres());
 }
 
 void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& values, const VectorXd& variances,
@@ -905,18 +904,16 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
   const bool blinded = fit == 0 || (fit >= 1 && o_.toys_data_mode == "observed");
   VectorXd x = ps.x_default;
 
-  // defaultassign: β⁰ (and the stored β) back to their defaults on every shard.
-  std::vector<CpuShardEvaluator*> cpus;
-  for (const auto& s : fitter_->shards())
-    if (auto* c = dynamic_cast<CpuShardEvaluator*>(s.get())) {
-      c->set_beta_centres(c->default_beta_centres());
-      cpus.push_back(c);
-    }
+  // defaultassign: β⁰ (and the stored β) back to their defaults on every shard after a toy moved them.
+  if (beta_state_changed_) {
+    fitter_->set_beta_centres(cpu().default_beta_centres());
+    beta_state_changed_ = false;
+  }
 
   VectorXd nobs, varnobs;
   const bool chi2_like = model_->options.likelihood != DataLikelihood::poisson;
   if (fit == -1) {
-    auto& c = cpu("the Asimov fit (-t -1)");
+    auto& c = cpu();
     c.expected_yields(xi(x), 0, input_->nbins, CpuShardEvaluator::BetaMode::stored, &nobs);
     if (chi2_like) varnobs = nobs;
   } else if (fit == 0) {
@@ -924,7 +921,7 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
     // DECISIONS.md: the chi2 fits use the input's variances when it provides them, else n.
     if (chi2_like) varnobs = variances.size() ? variances : nobs;
   } else {
-    throw_toy(values, variances, cpus, nobs, varnobs);
+    throw_toy(values, variances, nobs, varnobs);
   }
   check_observed(*model_, nobs, group_name);
   fitter_->set_observed(nobs, varnobs);
@@ -988,10 +985,15 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
       double full = constraint_full_nll_constant(ps) + (fitter_->value(x) - 0.0);
       // The shards' data and BB constants: full_value − value per shard.
       VectorXd xis = xi(x);
-      for (const auto& s : fitter_->shards()) {
-        auto* cs = dynamic_cast<CpuShardEvaluator*>(s.get());
-        if (!cs) throw OptionError("--fullNll needs the CPU backend in this release");
-        full += cs->full_value(xis) - cs->value(xis);
+      bool all_cpu = true;
+      for (const auto& s : fitter_->shards()) all_cpu = all_cpu && dynamic_cast<CpuShardEvaluator*>(s.get());
+      if (all_cpu) {
+        for (const auto& s : fitter_->shards()) {
+          auto& cs = dynamic_cast<CpuShardEvaluator&>(*s);
+          full += cs.full_value(xis) - cs.value(xis);
+        }
+      } else {
+        full += cpu().full_value(xis) - cpu().value(xis);  // the same constants over all bins, on the host
       }
       log().info("2*deltaNLL(full): {}", py_float(full));
       result::write_scalar(g, "nllvalfull", full);

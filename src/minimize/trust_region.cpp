@@ -68,7 +68,8 @@ void run_trust_region(Objective& objective, const Eigen::VectorXd& x0, Minimizer
       ++out.nfev;
       ++out.ngev;
       ++out.nhess;
-      return std::make_unique<ExactSubproblem>(f, std::move(g), std::move(H));
+      return std::make_unique<ExactSubproblem>(f, std::move(g), std::move(H),
+                                               options.linalg ? *options.linalg : default_linalg());
     }
     const double f = objective.value_grad(x, g);
     ++out.nfev;

@@ -11,6 +11,7 @@
 
 #include <Eigen/Core>
 
+#include "rabbit/minimize/dense_linalg.hpp"
 #include "rabbit/minimize/objective.hpp"
 #include "rabbit/minimize/preconditioner.hpp"
 
@@ -51,6 +52,8 @@ struct MinimizerOptions {
   int64_t cg_maxiter = -1;              ///< internal: CG cap (n) / GLTR basis cap (min(n, 1000))
   int64_t hvp_batch = -1;               ///< --hvpBatch for dense Hessians; ≤ 0 keeps the objective's
   PreconditionerOptions precondition;   ///< --precondition*
+  /// Dense factorizations of trust-exact (cuSOLVER for CUDA fits); null: default_linalg(). Not owned.
+  const DenseLinalg* linalg = nullptr;
   /// Called once per outer iteration; an exception thrown here propagates out of minimize().
   std::function<void(const IterationInfo&)> callback;
 };
