@@ -62,8 +62,8 @@ const std::vector<Spec>& specs() {
        {"automatic", "gamma", "normal-additive", "normal-multiplicative"}, R::implemented, "constraint pdf of beta"},
       {"--binByBinStatMode", "binByBinStatMode", K::scalar, T::str, "\"lite\"", {"lite", "full"}, R::implemented,
        "one beta per bin (lite) or per bin and process (full)"},
-      {"--minBBKstat", "minBBKstat", K::scalar, T::real, "0.0", {}, R::refused,
-       "mask BB entries with kstat below this value [not implemented yet]"},
+      {"--minBBKstat", "minBBKstat", K::scalar, T::real, "0.0", {}, R::implemented,
+       "also mask (fix at beta0) the BB entries whose kstat = sumw^2/sumw2 is below this value"},
       // C. fit and minimizer
       {"--minimizerMethod", "minimizerMethod", K::scalar, T::str, "\"trust-krylov\"",
        {"trust-krylov", "trust-exact", "BFGS", "L-BFGS-B", "CG", "trust-ncg", "dogleg", "tf-trust-krylov",
@@ -95,8 +95,9 @@ const std::vector<Spec>& specs() {
       // D. blinding, constraint centres, frozen parameters
       {"--unblind", "unblind", K::list_star, T::str, "[]", {}, R::implemented,
        "[EXPR...]: unblind the matching POIs and NOIs; bare unblinds all"},
-      {"--blindingGroup", "blindingGroup", K::list_star, T::str, "[]", {}, R::refused,
-       "EXPR...: parameters matching one expression share a blinding offset [not implemented yet]"},
+      {"--blindingGroup", "blindingGroup", K::list_star, T::str, "[]", {}, R::implemented,
+       "EXPR...: parameters matching one expression share a blinding offset seeded by the expression (first match "
+       "wins); matching --unblind too aborts"},
       {"--setConstraintMinimum", "setConstraintMinimum", K::append_pair, T::str, "[]", {}, R::implemented,
        "NAME VALUE: constraint centre theta0 of a nuisance (repeatable)"},
       {"--freezeParameters", "freezeParameters", K::list_plus, T::str, "[]", {}, R::implemented,
@@ -541,6 +542,9 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
                                                : BBType::automatic;
   }
   if (auto* v = last("binByBinStatMode")) m.bb_mode = v->at(0) == "full" ? BBMode::full : BBMode::lite;
+  real("minBBKstat", m.min_bb_kstat);
+  if (!(m.min_bb_kstat >= 0.0) || std::isnan(m.min_bb_kstat))
+    throw OptionError(fmt::format("argument --minBBKstat: must be >= 0, got {}", m.min_bb_kstat));
   if (covfit && m.bin_by_bin_stat && m.bb_type == BBType::gamma)
     throw OptionError("--covarianceFit with bin-by-bin statistics requires --binByBinStatType normal-additive, "
                       "normal-multiplicative or automatic");
@@ -570,6 +574,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
     m.unblind = nonempty(*v);
     if (m.unblind.empty()) m.unblind = {".*"};
   }
+  if (auto* v = last("blindingGroup")) m.blinding_groups = nonempty(*v);
   for (const auto& p : parsed.occurrences["setConstraintMinimum"])
     m.set_constraint_minimum.emplace_back(p.at(0), to_real("setConstraintMinimum", p.at(1)));
   if (auto* v = last("freezeParameters")) m.freeze_parameters = *v;

@@ -204,3 +204,15 @@ TEST(Options, PreconditionerOptions) {
                            "preconditionFrom", "preconditionRidge", "preconditionTransform"})
     EXPECT_EQ(std::find(refused.begin(), refused.end(), name), refused.end()) << name;
 }
+
+TEST(Options, MinBBKstatAndBlindingGroup) {
+  auto o = parse({"in.hdf5", "--minBBKstat", "2.5", "--blindingGroup", "slope_.*", "sig", "--unblind", "norm"});
+  EXPECT_DOUBLE_EQ(o.model.min_bb_kstat, 2.5);
+  EXPECT_EQ(o.model.blinding_groups, std::vector<std::string>({"slope_.*", "sig"}));
+  EXPECT_EQ(o.model.unblind, std::vector<std::string>({"norm"}));
+  EXPECT_NE(o.args_json.find("\"minBBKstat\": 2.5"), std::string::npos) << o.args_json;
+  auto d = parse({"in.hdf5"});
+  EXPECT_EQ(d.model.min_bb_kstat, 0.0);
+  EXPECT_TRUE(d.model.blinding_groups.empty());
+  EXPECT_EQ(error_of({"in.hdf5", "--minBBKstat", "-1"}), "argument --minBBKstat: must be >= 0, got -1");
+}

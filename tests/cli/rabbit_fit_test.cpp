@@ -600,3 +600,121 @@ TEST(RabbitFit, PreconditionerDoesNotChangeTheFit) {
   }
   EXPECT_FALSE(fs::exists(dir / "fitresults_bad.hdf5"));
 }
+
+namespace {
+
+// Two processes with MC-stat variances: bins 0 and 1 have few effective MC events (kstat ≈ 2 and
+// 4); the others have kstat ≥ 100. zero_low_kstat writes sumw2 = 0 there instead (masked by §4.1).
+std::string write_bb_tensor(const fs::path& dir, bool zero_low_kstat) {
+  rabbit::TensorWriter w(rabbit::SystematicType::log_normal);
+  w.add_channel("ch0", {rabbit::axis::regular(6, 0, 6, "x")});
+  w.add_data("ch0", {118, 96, 104, 110, 85, 63});
+  std::vector<double> sig_var = {12.5, 25.0, 0.2, 0.3, 0.2, 0.1};
+  std::vector<double> bkg_var = {5000.0, 2000.0, 40.0, 30.0, 20.0, 10.0};
+  if (zero_low_kstat) sig_var[0] = sig_var[1] = bkg_var[0] = bkg_var[1] = 0.0;
+  w.add_process("ch0", "sig", kSig, true, sig_var);
+  w.add_process("ch0", "bkg", kBkg, false, bkg_var);
+  rabbit::SystematicOptions all;
+  all.groups = std::vector<std::string>{"all"};
+  w.add_norm_systematic("lumi", {"sig", "bkg"}, "ch0", {1.05}, all);
+  const std::string path = (dir / (zero_low_kstat ? "bb_zeroed.hdf5" : "bb.hdf5")).string();
+  w.write(path);
+  return path;
+}
+
+}  // namespace
+
+TEST(RabbitFit, MinBBKstatMasksLowStatisticsEntries) {
+  // kstat of bins 0/1: (5+100)²/5012.5 ≈ 2.2 and (10+90)²/2025 ≈ 4.9; bins 2..5 have kstat > 100.
+  // --minBBKstat 10 fixes those two β at β⁰ = 1, exactly as zero sumw2 does (likelihood.md §4.1).
+  auto dir = rabbit::test::scratch_dir("cli_minbbkstat");
+  const std::string full = write_bb_tensor(dir, false), zeroed = write_bb_tensor(dir, true);
+  const std::string common = " -t 0 --unblind -o " + dir.string();
+  auto r = run_fit(full + common + " -p default");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_fit(full + common + " --minBBKstat 10 -p masked");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_fit(zeroed + common + " -p zeroed");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_fit(full + common + " --minBBKstat 1 -p low");  // below every kstat: nothing masked
+  ASSERT_EQ(r.code, 0) << r.output;
+  ResultReader fd((dir / "fitresults_default.hdf5").string()), fm((dir / "fitresults_masked.hdf5").string()),
+      fz((dir / "fitresults_zeroed.hdf5").string()), fl((dir / "fitresults_low.hdf5").string());
+  const auto pd = fd.hist("results/parms"), pm = fm.hist("results/parms"), pz = fz.hist("results/parms"),
+             pl = fl.hist("results/parms");
+  ASSERT_EQ(pm.values.size(), pz.values.size());
+  for (size_t i = 0; i < pm.values.size(); ++i) {
+    EXPECT_NEAR(pm.values[i], pz.values[i], 1e-6 * std::sqrt(pz.variances[i])) << i;
+    EXPECT_LT(rel_diff(pm.variances[i], pz.variances[i]), 1e-6) << i;
+    EXPECT_EQ(pl.values[i], pd.values[i]) << i;
+  }
+  EXPECT_NEAR(fm.scalar("results/nllvalreduced"), fz.scalar("results/nllvalreduced"), 1e-8);
+  // Masking changes the fit: the POI moves by a visible fraction of its uncertainty.
+  EXPECT_GT(std::abs(pm.values[0] - pd.values[0]), 1e-3 * std::sqrt(pd.variances[0]));
+  EXPECT_GT(std::abs(fm.scalar("results/nllvalreduced") - fd.scalar("results/nllvalreduced")), 1e-6);
+}
+
+TEST(RabbitFit, BlindingGroupsShareOneOffset) {
+  // The example's NOIs slope_signal and slope_signal_ch0: the blinded x is x_true − o, so the
+  // difference to an unblinded fit is the offset; one group gives both the same offset.
+  auto dir = rabbit::test::scratch_dir("cli_blinding_group");
+  const std::string base = example() + " -t 0 -o " + dir.string();
+  auto r = run_fit(base + " --unblind -p unblinded");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_fit(base + " -p blinded");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_fit(base + " --blindingGroup 'slope_signal.*' -p grouped");
+  ASSERT_EQ(r.code, 0) << r.output;
+  ResultReader fu((dir / "fitresults_unblinded.hdf5").string()), fb((dir / "fitresults_blinded.hdf5").string()),
+      fg((dir / "fitresults_grouped.hdf5").string());
+  const auto pu = fu.hist("results/parms"), pb = fb.hist("results/parms"), pg = fg.hist("results/parms");
+  const auto& names = pu.axis_labels.at(0);
+  const auto index = [&](const std::string& n) {
+    return static_cast<size_t>(std::find(names.begin(), names.end(), n) - names.begin());
+  };
+  const size_t a = index("slope_signal"), b = index("slope_signal_ch0");
+  ASSERT_LT(a, names.size());
+  ASSERT_LT(b, names.size());
+  const double tol = 1e-4;
+  const double oa_plain = pu.values[a] - pb.values[a], ob_plain = pu.values[b] - pb.values[b];
+  const double oa_group = pu.values[a] - pg.values[a], ob_group = pu.values[b] - pg.values[b];
+  EXPECT_GT(std::abs(oa_plain - ob_plain), 0.1);  // separate seeds: different offsets
+  EXPECT_NEAR(oa_group, ob_group, tol);           // one group seed: one offset
+  EXPECT_GT(std::abs(oa_group - oa_plain), 0.1);  // and not the per-name one
+  EXPECT_NEAR(fg.scalar("results/nllvalreduced"), fu.scalar("results/nllvalreduced"), 1e-8);
+  EXPECT_NEAR(fb.scalar("results/nllvalreduced"), fu.scalar("results/nllvalreduced"), 1e-8);
+
+  r = run_fit(base + " --unblind slope_signal --blindingGroup 'slope_signal.*' -p both");
+  EXPECT_EQ(r.code, 2) << r.output;
+  // The model is built (and the log written) before the check: the error is the one last line.
+  const auto last_line = r.output.substr(r.output.rfind('\n', r.output.size() - 2) + 1);
+  EXPECT_EQ(last_line.rfind("rabbit_fit: error: --unblind and --blindingGroup both match: slope_signal (group "
+                            "'slope_signal.*')", 0),
+            0u)
+      << r.output;
+  EXPECT_EQ(std::count(last_line.begin(), last_line.end(), '\n'), 1) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "fitresults_both.hdf5"));
+}
+
+TEST(RabbitFit, GaussNewtonPreconditionerLeavesTheObservedDataAlone) {
+  // The Gauss-Newton reference matrix is built by swapping in Asimov data; the stored NLL is
+  // evaluated after the fit with whatever the fitter holds, so it must be the data's NLL at x̂.
+  auto dir = rabbit::test::scratch_dir("cli_precondition_gn_data");
+  auto r = run_fit(example() + " -t -1 0 --unblind --precondition --preconditionParams '.*' --preconditionFrom "
+                               "gaussnewton -o " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("Preconditioned"), std::string::npos) << r.output;
+  ResultReader f((dir / "fitresults.hdf5").string());
+  const auto parms = f.hist("results/parms");
+  auto input = std::make_shared<rabbit::FitInputData>(rabbit::read_fit_input(example()));
+  auto model = rabbit::build_model(input, rabbit::ModelOptions{});
+  auto fitter = rabbit::make_fitter(model, rabbit::FitterOptions{});
+  fitter->set_observed(input->data_obs, Eigen::VectorXd());
+  Eigen::VectorXd x = Eigen::Map<const Eigen::VectorXd>(parms.values.data(), static_cast<Eigen::Index>(parms.values.size()));
+  EXPECT_LT(rel_diff(fitter->value(x), f.scalar("results/nllvalreduced")), 1e-12);
+  // And the minimum is the plain fit's.
+  r = run_fit(example() + " -t 0 --unblind -o " + dir.string() + " -p plain");
+  ASSERT_EQ(r.code, 0) << r.output;
+  ResultReader p((dir / "fitresults_plain.hdf5").string());
+  EXPECT_NEAR(p.scalar("results/nllvalreduced"), f.scalar("results/nllvalreduced"), 1e-8);
+}
