@@ -220,6 +220,28 @@ inline std::shared_ptr<FitInputData> make_test_input(const ShardConfig& c) {
 }
 
 /// Dense twin of a sparse input (zero-filled), for dense-vs-sparse comparisons.
+/// Channel metadata of make_test_input's layout: "obs" (bins 0–5) and "masked" (bins 6–8), each one
+/// regular axis "x", as a regulariser's Select mapping needs them.
+inline void set_obs_and_masked_channels(FitInputData& in) {
+  ChannelInfo obs, masked;
+  obs.name = "obs";
+  obs.start = 0;
+  obs.stop = 6;
+  masked.name = "masked";
+  masked.masked = true;
+  masked.start = 6;
+  masked.stop = 9;
+  AxisInfo ax;
+  ax.kind = "regular";
+  ax.name = "x";
+  ax.size = 6;
+  obs.axes = {ax};
+  ax.size = 3;
+  masked.axes = {ax};
+  in.channels = {obs, masked};
+  in.has_meta = true;
+}
+
 inline std::shared_ptr<FitInputData> densify(const FitInputData& sp) {
   auto in = std::make_shared<FitInputData>(sp);
   const int64_t P = sp.nproc, W = sp.logk_width();

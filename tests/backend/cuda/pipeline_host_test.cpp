@@ -322,23 +322,7 @@ TEST(PipelineHost, RefusesBetaCentresOnMaskedFullEntries) {
 TEST(PipelineHost, RefusesObservableRegularizers) {
   ShardConfig cfg;
   auto in = make_test_input(cfg);
-  ChannelInfo obs, masked;
-  obs.name = "obs";
-  obs.start = 0;
-  obs.stop = 6;
-  masked.name = "masked";
-  masked.masked = true;
-  masked.start = 6;
-  masked.stop = 9;
-  AxisInfo ax;
-  ax.kind = "regular";
-  ax.name = "x";
-  ax.size = 6;
-  obs.axes = {ax};
-  ax.size = 3;
-  masked.axes = {ax};
-  in->channels = {obs, masked};
-  in->has_meta = true;
+  set_obs_and_masked_channels(*in);
   auto model = make_test_model(in, cfg);
   RegularizationSpec spec;
   spec.name = "SVD";
