@@ -187,8 +187,9 @@ const std::vector<Spec>& specs() {
        R::implemented, "randomization of the toy counts"},
       {"--toysDataMode", "toysDataMode", K::scalar, T::str, "\"expected\"", {"expected", "observed"},
        R::implemented, "toy mean: expectation or observed data"},
-      {"--toysRandomizeParameters", "toysRandomizeParameters", K::flag, T::str, "false", {}, R::refused,
-       "randomize the toy fit start values [not implemented yet]"},
+      {"--toysRandomizeParameters", "toysRandomizeParameters", K::flag, T::str, "false", {}, R::implemented,
+       "start each toy fit at x ~ N(x0, prefit sigma) (frozen parameters kept) with the stored beta ~ "
+       "N(beta0, sqrt(sumw2))"},
       {"--seed", "seed", K::scalar, T::integer, "123456789", {}, R::implemented, "random seed"},
       // I. regularization
       {"-r,--regularization", "regularization", K::append, T::str, "[]", {}, R::refused,
@@ -618,6 +619,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   str("toysSystRandomize", o.toys_syst_randomize);
   str("toysDataRandomize", o.toys_data_randomize);
   str("toysDataMode", o.toys_data_mode);
+  o.toys_randomize_parameters = flag("toysRandomizeParameters");
   integer("seed", o.seed);
   // L.
   integer("maxRestarts", o.max_restarts);

@@ -111,6 +111,7 @@ class Run {
                const std::string& pseudodata);
   VectorXd minimize_full(const VectorXd& x0, bool log_iterations, MinimizerResult* result);
   void throw_toy(const VectorXd& values, const VectorXd& variances, VectorXd& nobs, VectorXd& varnobs);
+  void randomize_start(VectorXd& x);
   VectorXd profile_minimize(Objective& obj, const std::vector<int64_t>& floating, const VectorXd& x);
   PreconditionerOptions preconditioner_for(postfit::RestrictedObjective& sub, const std::vector<int64_t>& floating,
                                            bool on_fitter, bool log_selection) const;
@@ -149,6 +150,8 @@ class Run {
   std::vector<h5::Handle> channel_groups_;
   std::map<std::string, Axis> shared_axes_;
   std::mt19937_64 rng_;
+  // --toysRandomizeParameters draws from its own stream, so the toys' data do not depend on it.
+  std::mt19937_64 start_rng_;
 };
 
 // The yields API for postfit work: the first shard of a CPU fit, a host-side CPU shard over all
@@ -896,6 +899,32 @@ void Run::throw_toy(const VectorXd& values, const VectorXd& variances, VectorXd&
   if (beta_state_changed_) fitter_->set_stored_beta(c.beta_centres());
 }
 
+// --toysRandomizeParameters (likelihood.md §8.4 step 5): x ~ N(x, sqrt(var_prefit)) where the
+// prefit variance is positive, and the stored beta ~ N(beta0, sqrt(sigma2_beta)) with the absolute
+// sumw2 for every BB type, as upstream. Frozen parameters keep their value: they are not fitted.
+void Run::randomize_start(VectorXd& x) {
+  auto& ps = model_->parameters;
+  std::normal_distribution<double> gauss(0.0, 1.0);
+  const VectorXd var = prefit_variances(*model_);
+  for (int64_t i = 0; i < ps.size(); ++i)
+    if (var(i) > 0.0 && !ps.frozen[i]) x(i) += std::sqrt(var(i)) * gauss(start_rng_);
+  auto& c = cpu();
+  if (!c.has_bb()) return;
+  const int64_t ne = c.bb_entries(), np = input_->nproc;
+  VectorXd beta = c.beta_centres();
+  for (int64_t e = 0; e < ne; ++e) {
+    double sigma2 = 0.0;
+    if (bb_full_ || input_->sumw_per_bin) {
+      sigma2 = input_->sumw2[e];
+    } else {
+      for (int64_t p = 0; p < np; ++p) sigma2 += input_->sumw2[e * np + p];
+    }
+    beta(e) += std::sqrt(std::max(sigma2, 0.0)) * gauss(start_rng_);
+  }
+  fitter_->set_stored_beta(beta);
+  beta_state_changed_ = true;
+}
+
 void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& values, const VectorXd& variances,
                   const std::string& pseudodata) {
   auto t_start = Clock::now();
@@ -922,6 +951,7 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
     if (chi2_like) varnobs = variances.size() ? variances : nobs;
   } else {
     throw_toy(values, variances, nobs, varnobs);
+    if (o_.toys_randomize_parameters) randomize_start(x);
   }
   check_observed(*model_, nobs, group_name);
   fitter_->set_observed(nobs, varnobs);
@@ -1060,6 +1090,10 @@ void Run::execute() {
     datasets.push_back({"", input_->data_obs, input_->data_var ? *input_->data_var : VectorXd()});
   }
   rng_.seed(static_cast<uint64_t>(o_.seed));
+  {
+    std::seed_seq start_seed{static_cast<uint64_t>(o_.seed), uint64_t{0x5eed0001}};
+    start_rng_.seed(start_seed);
+  }
   std::vector<int64_t> fits;
   for (auto t : o_.toys) {
     if (t <= 0) fits.push_back(t);

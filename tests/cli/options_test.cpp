@@ -216,3 +216,8 @@ TEST(Options, MinBBKstatAndBlindingGroup) {
   EXPECT_TRUE(d.model.blinding_groups.empty());
   EXPECT_EQ(error_of({"in.hdf5", "--minBBKstat", "-1"}), "argument --minBBKstat: must be >= 0, got -1");
 }
+
+TEST(Options, ToysRandomizeParameters) {
+  EXPECT_FALSE(parse({"in.hdf5"}).toys_randomize_parameters);
+  EXPECT_TRUE(parse({"in.hdf5", "-t", "2", "--toysRandomizeParameters"}).toys_randomize_parameters);
+}

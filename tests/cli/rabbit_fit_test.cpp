@@ -718,3 +718,43 @@ TEST(RabbitFit, GaussNewtonPreconditionerLeavesTheObservedDataAlone) {
   ResultReader p((dir / "fitresults_plain.hdf5").string());
   EXPECT_NEAR(p.scalar("results/nllvalreduced"), f.scalar("results/nllvalreduced"), 1e-8);
 }
+
+TEST(RabbitFit, ToysRandomizeParametersStartElsewhereAndEndAtTheSameMinimum) {
+  auto dir = rabbit::test::scratch_dir("cli_toys_randomize_parameters");
+  const std::string base = example() + " -t 3 --seed 11 -o " + dir.string();
+  auto r = run_fit(base + " -p plain");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_fit(base + " --toysRandomizeParameters -p rnd1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_fit(base + " --toysRandomizeParameters -p rnd2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  ResultReader fp((dir / "fitresults_plain.hdf5").string()), f1((dir / "fitresults_rnd1.hdf5").string()),
+      f2((dir / "fitresults_rnd2.hdf5").string());
+  for (int k = 1; k <= 3; ++k) {
+    SCOPED_TRACE(k);
+    const std::string g = "results_toy" + std::to_string(k);
+    // Deterministic for a seed.
+    EXPECT_EQ(f1.hist(g + "/parms_prefit").values, f2.hist(g + "/parms_prefit").values);
+    EXPECT_EQ(f1.hist(g + "/parms").values, f2.hist(g + "/parms").values);
+    // The start (parms_prefit) moved away from the defaults in every parameter with a prefit width...
+    const auto start = f1.hist(g + "/parms_prefit"), defaults = fp.hist(g + "/parms_prefit");
+    int moved = 0, with_width = 0;
+    for (size_t i = 0; i < start.values.size(); ++i) {
+      if (defaults.variances[i] > 0.0) {
+        ++with_width;
+        moved += start.values[i] != defaults.values[i];
+      } else {
+        EXPECT_EQ(start.values[i], defaults.values[i]) << i;  // POI, unconstrained: no prefit width
+      }
+    }
+    EXPECT_EQ(with_width, 10);
+    EXPECT_EQ(moved, with_width);
+    // ...the toy data are the same (own random stream), so the fit ends at the same minimum.
+    EXPECT_NEAR(f1.scalar(g + "/nllvalreduced"), fp.scalar(g + "/nllvalreduced"), 1e-8);
+    const auto a = f1.hist(g + "/parms"), b = fp.hist(g + "/parms");
+    for (size_t i = 0; i < a.values.size(); ++i)  // mu = x^2: the POI may end at -x
+      EXPECT_NEAR(i == 0 ? std::abs(a.values[i]) : a.values[i], i == 0 ? std::abs(b.values[i]) : b.values[i],
+                  1e-3 * std::sqrt(b.variances[i]))
+          << i;
+  }
+}
