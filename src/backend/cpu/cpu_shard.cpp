@@ -1157,11 +1157,14 @@ struct Engine {
   MatrixXd full_beta_sensitivity(int64_t b, Scratch& sc) const {
     MatrixXd G = MatrixXd::Zero(P, P);
     const BinObservation o = observation(b);
+    // per-process yields (sparse bins hold only their stored entries)
+    std::vector<double> Nd(P, 0.0);
+    for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) Nd[I.entry_proc[e]] = sc.N[e - I.bin_ptr[b]];
     if (s.bb_ == BBKind::normal_multiplicative) {
       double S_ = 0.0, Tu = 0.0, Tm = 0.0, Mm = 0.0;
       for (int64_t p = 0; p < P; ++p) {
         const int64_t f = b * P + p;
-        const double N = sc.N[p];
+        const double N = Nd[p];
         if (s.bbmask_[f]) {
           Tm += s.beta0_[f] * N;
           Mm += N;
@@ -1178,12 +1181,12 @@ struct Engine {
       for (int64_t q = 0; q < P; ++q) {
         const int64_t f = b * P + q;
         drho[q] = s.bbmask_[f] ? rho.g[2] * s.beta0_[f] + rho.g[3]
-                               : rho.g[0] * 2.0 * sc.N[q] / s.kstat_[f] + rho.g[1] * s.beta0_[f];
+                               : rho.g[0] * 2.0 * Nd[q] / s.kstat_[f] + rho.g[1] * s.beta0_[f];
       }
       for (int64_t p = 0; p < P; ++p) {
         const int64_t f = b * P + p;
         if (s.bbmask_[f]) continue;
-        G.row(p) = (sc.N[p] / s.kstat_[f]) * drho.transpose();
+        G.row(p) = (Nd[p] / s.kstat_[f]) * drho.transpose();
         G(p, p) += rho.v / s.kstat_[f];
       }
       return G;
@@ -1196,7 +1199,7 @@ struct Engine {
     for (int64_t p = 0; p < P; ++p) {
       const int64_t f = b * P + p;
       mu[p] = s.bbmask_[f] ? s.beta0_[f] : beta[p];
-      nut += mu[p] * sc.N[p];
+      nut += mu[p] * Nd[p];
       if (!s.bbmask_[f] && s.beta0_[f] > 0.0) free.push_back(p);
     }
     if (free.empty()) return G;
@@ -1205,9 +1208,9 @@ struct Engine {
     MatrixXd H(nf, nf), F(nf, P);
     for (int64_t i = 0; i < nf; ++i) {
       const int64_t p = free[i], f = b * P + p;
-      for (int64_t j = 0; j < nf; ++j) H(i, j) = l2 * sc.N[p] * sc.N[free[j]];
+      for (int64_t j = 0; j < nf; ++j) H(i, j) = l2 * Nd[p] * Nd[free[j]];
       H(i, i) += s.kstat_[f] * s.beta0_[f] / (beta[p] * beta[p]);
-      for (int64_t q = 0; q < P; ++q) F(i, q) = l2 * sc.N[p] * mu[q];
+      for (int64_t q = 0; q < P; ++q) F(i, q) = l2 * Nd[p] * mu[q];
       F(i, p) += l1;
     }
     const MatrixXd D = -H.partialPivLu().solve(F);
@@ -2027,11 +2030,33 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
           kappa[e - e0] = bbmask_[f] ? beta0_[f] * hnu.g[2] + hnu.g[3]
                                      : 2.0 * N / kstat_[f] * hnu.g[0] + beta0_[f] * hnu.g[1];
         }
-      } else {  // gamma full: dν/dN_p = w_p / (1 + q t)
-        sc.ncol = 1;
-        eng.full_gamma_profile(b, sc, 0, 0, true, true, nullptr);
-        for (int64_t e = e0; e < e1; ++e) kappa[e - e0] = sc.U[e - e0] * sc.aux[0];
-        sc.ncol = 4;
+      } else {
+        bool masked_off_one = false;  // §6.8.3 item 3: the Newton objective's ν̃ ≠ the bin's ν
+        for (int64_t e = e0; e < e1; ++e) {
+          const int64_t f = I.entry_flat[e];
+          masked_off_one = masked_off_one || (bbmask_[f] && beta0_[f] != 1.0);
+        }
+        if (!masked_off_one) {  // gamma full: dν/dN_p = w_p / (1 + q t)
+          sc.ncol = 1;
+          eng.full_gamma_profile(b, sc, 0, 0, true, true, nullptr);
+          for (int64_t e = e0; e < e1; ++e) kappa[e - e0] = sc.U[e - e0] * sc.aux[0];
+          sc.ncol = 4;
+        } else {
+          // ν = Σ_unmasked β̂_p N_p + Σ_masked N_p with dβ̂/dN of the Newton solution (implicit function;
+          // rabbit's one differentiable Newton step from the converged point has the same first
+          // derivative up to O(f'(u0))): dν/dN_q = μ_q + Σ_unmasked N_p ∂β̂_p/∂N_q.
+          const MatrixXd G = eng.full_beta_sensitivity(b, sc);
+          std::vector<double> bh(nproc_);
+          eng.profile_bin(b, sc, 0, 0, false, true, bh.data());
+          VectorXd Nu = VectorXd::Zero(nproc_);
+          for (int64_t e = e0; e < e1; ++e)
+            if (!bbmask_[I.entry_flat[e]]) Nu[I.entry_proc[e]] = sc.N[e - e0];
+          const VectorXd dnu = G.transpose() * Nu;
+          for (int64_t e = e0; e < e1; ++e) {
+            const int q = I.entry_proc[e];
+            kappa[e - e0] = (bbmask_[I.entry_flat[e]] ? 1.0 : bh[q]) + dnu[q];
+          }
+        }
       }
     } else if (through_beta && observed && I.coupled) {
       for (int64_t e = e0; e < e1; ++e) kappa[e - e0] = 1.0;  // mixed below
@@ -2089,9 +2114,35 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
     const int64_t B = nbins_;
     const MatrixXd Id = MatrixXd::Identity(B, B);
     MatrixXd mix;
+    MatrixXd active_term;  // normal-additive lite, A_b ≤ 0: ∂ν_b/∂A_b · ∂A_b/∂ξ (B × n)
     if (bb_ == BBKind::normal_additive && !bb_full_) {
+      // ν = ν⁰ + s∘f∘β̂ with f_b = A_b where A_b ≤ 0 (rabbit's A' = 1) and 1 elsewhere; β̂ depends on
+      // ν⁰ only, so dν/dξ = (I − diag(s∘f)𝔏⁻¹diag(s)C⁻¹) dν⁰/dξ + diag([A ≤ 0] s∘β̂) dA/dξ.
       const VectorXd sv = sqrt_sigma2_.head(B);
-      mix = Id - sv.asDiagonal() * I.additive_lu.solve(MatrixXd(sv.asDiagonal() * I.cov_inv));
+      VectorXd f = VectorXd::Ones(B);
+      if (!legacy_sumw_) {
+        active_term = MatrixXd::Zero(B, n);
+        Scratch so;
+        int64_t maxo = 1;
+        for (int64_t b = 0; b < B; ++b) maxo = std::max(maxo, I.bin_ptr[b + 1] - I.bin_ptr[b]);
+        so.resize(maxo, 1, 1, 0);
+        for (int64_t b = 0; b < B; ++b) {
+          eng.yields(b, so, 0);
+          double A = 0.0;
+          VectorXd JA = VectorXd::Zero(n);
+          for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
+            if (!eng.active(e)) continue;
+            const int64_t i = e - I.bin_ptr[b];
+            A += so.N[i];
+            add_row(e, so.a[i], JA.data());
+            I.row_E_axpy(e, so.c[i], eng.pt.hp.data(), JA.data() + M);
+          }
+          if (A > 0.0) continue;
+          f[b] = A;
+          active_term.row(b) = (sv[b] * coupled_beta[b]) * JA.transpose();
+        }
+      }
+      mix = Id - sv.cwiseProduct(f).asDiagonal() * I.additive_lu.solve(MatrixXd(sv.asDiagonal() * I.cov_inv));
     } else if (bb_ == BBKind::normal_additive) {
       const MatrixXd dT = -I.additive_lu.solve(MatrixXd(I.additive_V.asDiagonal() * I.cov_inv));
       mix = Id - I.additive_V.asDiagonal() * I.cov_inv * (dT + Id);
@@ -2100,7 +2151,8 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
     }
     // all observed rows at fixed β are needed for the mixing
     MatrixXd J0all = yield_jacobian(xi, 0, B, BetaMode::none);
-    const MatrixXd Jobs = mix * J0all;
+    MatrixXd Jobs = mix * J0all;
+    if (active_term.size()) Jobs += active_term;
     for (int64_t b = first; b < std::min(last, B); ++b) J.row(b - first) = Jobs.row(b);
   }
   return J;
@@ -2173,8 +2225,8 @@ MatrixXd CpuShardEvaluator::beta_yield_partials(const VectorXd& xi, int64_t firs
     throw Error(fmt::format("beta_yield_partials: bin range [{}, {}) outside the {} bins", first, last, nbinsfull_));
   const int64_t nb = last - first, P = nproc_;
   MatrixXd D = MatrixXd::Zero(nb, bb_entries());
-  if (!has_bb()) return D;
-  if (mode == BetaMode::none) mode = BetaMode::stored;
+  // BetaMode::none: the yields are ν⁰, β is not a variable of them.
+  if (!has_bb() || mode == BetaMode::none) return D;
   cpu_detail::Engine eng(*this, *impl_);
   eng.prepare_point(xi, nullptr);
   Impl& I = *impl_;
