@@ -200,10 +200,11 @@ const std::vector<Spec>& specs() {
       {"--lCurveOptimize", "lCurveOptimize", K::flag, T::str, "false", {}, R::refused,
        "tau of maximum curvature [not implemented yet]"},
       // J. external postfit
-      {"--externalPostfit", "externalPostfit", K::scalar, T::str, "null", {}, R::refused,
-       "load x (and cov) from a result file [not implemented yet]"},
-      {"--externalPostfitResult", "externalPostfitResult", K::scalar, T::str, "null", {}, R::refused,
-       "result key in that file [not implemented yet]"},
+      {"--externalPostfit", "externalPostfit", K::scalar, T::str, "null", {}, R::implemented,
+       "FILE: start every fit at the x (and use the cov) stored there for the parameters of the same name; a "
+       "result file of rabbit_fit or a plain file with datasets x, parms and optionally cov"},
+      {"--externalPostfitResult", "externalPostfitResult", K::scalar, T::str, "null", {}, R::implemented,
+       "KEY: the result group results_KEY of the --externalPostfit file (default: results, else results_asimov)"},
       // K. TensorFlow-specific
       {"--eager", "eager", K::flag, T::str, "false", {}, R::ignored, "TensorFlow eager mode: ignored"},
       {"--hvpMethod", "hvpMethod", K::scalar, T::str, "\"revrev\"", {"fwdrev", "revrev"}, R::ignored,
@@ -621,6 +622,11 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   str("toysDataMode", o.toys_data_mode);
   o.toys_randomize_parameters = flag("toysRandomizeParameters");
   integer("seed", o.seed);
+  // J.
+  if (auto* v = last("externalPostfit")) o.external_postfit = v->at(0);
+  if (auto* v = last("externalPostfitResult")) o.external_postfit_result = v->at(0);
+  if (o.external_postfit_result && !o.external_postfit)
+    throw OptionError("--externalPostfitResult needs --externalPostfit");
   // L.
   integer("maxRestarts", o.max_restarts);
   real("stallRelTol", o.stall_rel_tol);

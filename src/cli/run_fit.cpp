@@ -21,6 +21,7 @@
 #include "rabbit/core/logging.hpp"
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/io/fit_input_data.hpp"
+#include "rabbit/io/hdf5_reader.hpp"
 #include "rabbit/minimize/minimizer.hpp"
 #include "rabbit/model/global_terms.hpp"
 #include "rabbit/model/model.hpp"
@@ -96,6 +97,55 @@ Axis channel_axis(const AxisInfo& a) {
   return out;
 }
 
+// --externalPostfit (cli-and-output.md §3, likelihood.md §8.1): parameter names, values and,
+// when the file has one, their covariance.
+struct ExternalPostfit {
+  std::vector<std::string> names;
+  VectorXd x;
+  MatrixXd cov;  // empty when the file has none
+};
+
+ExternalPostfit read_external_postfit(const std::string& path, const std::optional<std::string>& key) {
+  ExternalPostfit ext;
+  bool plain = false;
+  {
+    h5::Reader reader(path);
+    plain = reader.is_dataset("x") && reader.is_dataset("parms");
+    if (plain) {
+      ext.names = reader.read_strings("parms");
+      const auto xs = reader.read_doubles(reader.info("x"));
+      ext.x = Eigen::Map<const VectorXd>(xs.data(), static_cast<Eigen::Index>(xs.size()));
+      if (reader.is_dataset("cov")) {
+        const auto info = reader.info("cov");
+        const auto n = static_cast<int64_t>(xs.size());
+        if (info.rank() != 2 || info.shape[0] != n || info.shape[1] != n)
+          reader.fail("cov", fmt::format("shape {} does not match x [{}]", info.shape_string(), n));
+        const auto cs = reader.read_doubles(info);
+        ext.cov = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(cs.data(), n, n);
+      }
+      if (key) log().warn("--externalPostfitResult is ignored for the plain file {}", path);
+    }
+  }
+  if (!plain) {
+    result::ResultReader reader(path);
+    const std::string group = reader.pick_result(key);
+    const auto parms = reader.hist(group + "/parms");
+    if (parms.axis_labels.empty()) throw InputError(fmt::format("{}: {}/parms has no parameter names", path, group));
+    ext.names = parms.axis_labels[0];
+    ext.x = Eigen::Map<const VectorXd>(parms.values.data(), static_cast<Eigen::Index>(parms.values.size()));
+    if (reader.exists(group + "/cov")) {
+      const auto c = reader.hist(group + "/cov");
+      const auto n = ext.x.size();
+      if (static_cast<Eigen::Index>(c.values.size()) != n * n)
+        throw InputError(fmt::format("{}: {}/cov has {} values for {} parameters", path, group, c.values.size(), n));
+      ext.cov = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(c.values.data(), n, n);
+    }
+  }
+  if (static_cast<Eigen::Index>(ext.names.size()) != ext.x.size())
+    throw InputError(fmt::format("{}: {} parameter names for {} values", path, ext.names.size(), ext.x.size()));
+  return ext;
+}
+
 class Run {
  public:
   explicit Run(const FitOptions& o) : o_(o) {}
@@ -152,6 +202,9 @@ class Run {
   std::mt19937_64 rng_;
   // --toysRandomizeParameters draws from its own stream, so the toys' data do not depend on it.
   std::mt19937_64 start_rng_;
+  // --externalPostfit: for each model parameter, its index in the file (-1: not there).
+  std::optional<ExternalPostfit> external_;
+  std::vector<int64_t> external_index_;
 };
 
 // The yields API for postfit work: the first shard of a CPU fit, a host-side CPU shard over all
@@ -193,6 +246,30 @@ void Run::load() {
     if (t == 0 || (t >= 1 && o_.toys_data_mode == "observed")) any_blinded = true;
   mo.blinding_active = any_blinded && !o_.prefit_only;
   model_ = build_model(input_, mo);
+  if (o_.external_postfit) {
+    external_ = read_external_postfit(*o_.external_postfit, o_.external_postfit_result);
+    const auto& names = model_->parameters.names;
+    external_index_.assign(names.size(), -1);
+    std::map<std::string, int64_t> in_file;
+    for (size_t j = 0; j < external_->names.size(); ++j) in_file.emplace(external_->names[j], static_cast<int64_t>(j));
+    int64_t common = 0;
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto it = in_file.find(names[i]);
+      if (it != in_file.end()) {
+        external_index_[i] = it->second;
+        ++common;
+      }
+    }
+    if (common == 0)
+      throw InputError(fmt::format("{}: --externalPostfit shares no parameter name with this fit", *o_.external_postfit));
+    bool unfitted = o_.no_fit;  // the Asimov fit is never minimised either
+    for (auto t : o_.toys) unfitted = unfitted || t == -1;
+    if (external_->cov.size() && unfitted && (o_.do_impacts || o_.global_impacts || o_.gaussian_global_impacts))
+      throw OptionError("--externalPostfit with a covariance replaces the Hessian of unfitted results (--noFit, "
+                        "-t -1), which impacts need: drop the impact options or fit");
+    log().info("External postfit {}: {} of {} parameters loaded{}", *o_.external_postfit, common, names.size(),
+               external_->cov.size() ? " with their covariance" : "");
+  }
 
   FitterOptions fo;
   fo.n_devices = static_cast<int>(o_.n_devices);
@@ -979,6 +1056,24 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
   auto cpp = result::create_group(g, "_cpp", "");
   if (!o_.prefit_only) {
     ps.blinding_enabled = blinded && ps.blinding_available;
+    // --externalPostfit: the loaded values are the start point (and, without a fit, the result).
+    bool external_cov = false;
+    MatrixXd cov_external;
+    if (external_) {
+      cov_external = prefit_cov;
+      for (int64_t i = 0; i < ps.size(); ++i) {
+        const int64_t j = external_index_[i];
+        if (j < 0) continue;
+        x(i) = external_->x(j);
+        if (external_->cov.size() == 0) continue;
+        for (int64_t k = 0; k < ps.size(); ++k) {
+          const int64_t l = external_index_[k];
+          if (l >= 0) cov_external(i, k) = external_->cov(j, l);
+          else if (k != i) cov_external(i, k) = cov_external(k, i) = 0.0;
+        }
+      }
+      external_cov = external_->cov.size() > 0 && !dofit;
+    }
     if (dofit) {
       MinimizerResult mr;
       x = minimize_full(x, true, &mr);
@@ -1001,7 +1096,15 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
     VectorXd var;
     MatrixXd cov = prefit_cov;
     bool have_cov = false;
-    postfit_uncertainties(g, x, var, cov, have_cov);
+    if (external_cov) {
+      // likelihood.md §8.1: no fit and a loaded covariance: the Hessian step is skipped.
+      cov = cov_external;
+      have_cov = true;
+      var = cov.diagonal();
+      result::write_hist(g, "cov", {shared("parms_x"), shared("parms_y")}, cov.data(), nullptr);
+    } else {
+      postfit_uncertainties(g, x, var, cov, have_cov);
+    }
     const double nll = fitter_->value(x);
     const int64_t ndfsat = input_->nbins - ps.npoi - ps.npou - input_->nsystnoconstraint;
     log().info("Saturated chi2:");

@@ -221,3 +221,11 @@ TEST(Options, ToysRandomizeParameters) {
   EXPECT_FALSE(parse({"in.hdf5"}).toys_randomize_parameters);
   EXPECT_TRUE(parse({"in.hdf5", "-t", "2", "--toysRandomizeParameters"}).toys_randomize_parameters);
 }
+
+TEST(Options, ExternalPostfit) {
+  auto o = parse({"in.hdf5", "--externalPostfit", "fit.hdf5", "--externalPostfitResult", "asimov"});
+  EXPECT_EQ(o.external_postfit, std::optional<std::string>("fit.hdf5"));
+  EXPECT_EQ(o.external_postfit_result, std::optional<std::string>("asimov"));
+  EXPECT_FALSE(parse({"in.hdf5"}).external_postfit.has_value());
+  EXPECT_EQ(error_of({"in.hdf5", "--externalPostfitResult", "asimov"}), "--externalPostfitResult needs --externalPostfit");
+}

@@ -79,6 +79,10 @@ struct FitOptions {
   bool toys_randomize_parameters = false;
   int64_t seed = 123456789;
 
+  // ---- J. external postfit: x (and cov) loaded from a result file or a plain x/parms/cov file
+  std::optional<std::string> external_postfit;
+  std::optional<std::string> external_postfit_result;
+
   // ---- L. restarts, multi-device
   int64_t max_restarts = -1;
   double stall_rel_tol = 0.0;
