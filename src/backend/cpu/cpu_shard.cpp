@@ -1929,6 +1929,96 @@ void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64
   }
 }
 
+namespace {
+
+// Covariance fit, normal-multiplicative: dν/dξ [B × n] of the observed bins' yields through rabbit's
+// closed-form β̂ (differentiated literally, as its autodiff does; masked bins/entries unscaled).
+// Lite, x = [A; Z]: ν_b = Z_b + A_b β̂_b (unmasked) or A_b + Z_b, β̂ = 𝔄⁻¹𝔟 with 𝔄 = D'C⁻¹D' + diag(k),
+// 𝔟 = D'C⁻¹(n − Z) + k∘β⁰, D' = diag(A'), ∂β̂/∂x = Q as in lite_multiplicative_exact.
+// Full: ν_b = Tu_b + M_b − S_b u_b, u = C⁻¹(ν̂ − n), 𝔐ν̂ = diag(S)C⁻¹n + Tu + Tm, 𝔐 = diag(S)C⁻¹ + I, so
+// dν = dTu + dM − u∘dS − S∘K(dTu + dTm − u∘dS) with K = C⁻¹𝔐⁻¹ (S = Σ_unmasked N²/k, Tu/Tm = Σ β⁰N over
+// unmasked/masked entries, M = Σ_masked N).
+template <class Engine, class AddRow>
+MatrixXd coupled_multiplicative_jacobian(const CpuShardEvaluator& s, Engine& eng, const AddRow& add_row,
+                                         int64_t B, int64_t P, int64_t M, int64_t n, bool full,
+                                         const std::vector<uint8_t>& mask, const VectorXd& kstat,
+                                         const VectorXd& beta0, const VectorXd& nobs, const MatrixXd& Ci) {
+  auto& I = eng.I;
+  (void)s;
+  Scratch so;
+  int64_t maxo = 1;
+  for (int64_t b = 0; b < B; ++b) maxo = std::max(maxo, I.bin_ptr[b + 1] - I.bin_ptr[b]);
+  so.resize(maxo, 1, 1, 0);
+  // per-bin sums and their Jacobian rows: lite (A, Z); full (S, Tu, Tm, M)
+  const int nsum = full ? 4 : 2;
+  std::vector<VectorXd> val(nsum, VectorXd::Zero(B));
+  std::vector<MatrixXd> jac(nsum, MatrixXd::Zero(B, n));
+  VectorXd r(n);
+  for (int64_t b = 0; b < B; ++b) {
+    eng.yields(b, so, 0);
+    for (int64_t e = I.bin_ptr[b]; e < I.bin_ptr[b + 1]; ++e) {
+      const int64_t i = e - I.bin_ptr[b], f = I.entry_flat[e];
+      const double N = so.N[i];
+      r.setZero();
+      add_row(e, so.a[i], r.data());
+      I.row_E_axpy(e, so.c[i], eng.pt.hp.data(), r.data() + M);
+      auto add = [&](int which, double value, double weight) {
+        val[which][b] += value;
+        jac[which].row(b) += weight * r.transpose();
+      };
+      if (!full) {
+        add(eng.active(e) ? 0 : 1, N, 1.0);
+      } else if (mask[f]) {
+        add(2, beta0[f] * N, beta0[f]);
+        add(3, N, 1.0);
+      } else {
+        add(0, N * N / kstat[f], 2.0 * N / kstat[f]);
+        add(1, beta0[f] * N, beta0[f]);
+      }
+    }
+  }
+  (void)P;
+  const MatrixXd Id = MatrixXd::Identity(B, B);
+  if (!full) {
+    const VectorXd& A = val[0];
+    const VectorXd& Z = val[1];
+    VectorXd Ap = A, delta = VectorXd::Zero(B), k = kstat.head(B);
+    for (int64_t b = 0; b < B; ++b) {
+      if (A[b] > 0.0) delta[b] = 1.0;
+      else Ap[b] = 1.0;
+    }
+    MatrixXd mat = Ap.asDiagonal() * Ci * Ap.asDiagonal();
+    mat.diagonal() += k;
+    const Eigen::PartialPivLU<MatrixXd> lu(mat);
+    const VectorXd bhat = lu.solve(Ap.cwiseProduct(Ci * (nobs - Z)) + k.cwiseProduct(beta0.head(B)));
+    const VectorXd w = Ci * (nobs - Z - Ap.cwiseProduct(bhat));
+    const MatrixXd DCi = Ap.asDiagonal() * Ci;
+    MatrixXd QA = -(DCi * delta.cwiseProduct(bhat).asDiagonal());
+    QA.diagonal() += delta.cwiseProduct(w);
+    QA = lu.solve(QA);                 // ∂β̂/∂A
+    const MatrixXd QZ = lu.solve(-DCi);  // ∂β̂/∂Z
+    MatrixXd dA = Id, dZ = Id;
+    for (int64_t b = 0; b < B; ++b) {
+      if (mask[b]) continue;
+      dA(b, b) = bhat[b];
+      dA.row(b) += A[b] * QA.row(b);
+      dZ.row(b) += A[b] * QZ.row(b);
+    }
+    return dA * jac[0] + dZ * jac[1];
+  }
+  const VectorXd& S = val[0];
+  MatrixXd mat = S.asDiagonal() * Ci;
+  mat.diagonal().array() += 1.0;
+  const Eigen::PartialPivLU<MatrixXd> lu(mat);
+  const VectorXd nuhat = lu.solve(S.cwiseProduct(Ci * nobs) + val[1] + val[2]);
+  const VectorXd u = Ci * (nuhat - nobs);
+  const MatrixXd SK = S.asDiagonal() * Ci * lu.solve(Id);  // diag(S) C⁻¹ 𝔐⁻¹
+  const MatrixXd dS = -MatrixXd(u.asDiagonal()) + SK * u.asDiagonal();
+  return dS * jac[0] + (Id - SK) * jac[1] - SK * jac[2] + jac[3];
+}
+
+}  // namespace
+
 MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode) {
   if (first < 0 || last < first || last > nbinsfull_)
     throw Error(fmt::format("yield_jacobian: bin range [{}, {}) outside the {} bins", first, last, nbinsfull_));
@@ -1938,10 +2028,6 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
   const int64_t nb = last - first, M = nparams_, n = nx_;
   MatrixXd J = MatrixXd::Zero(nb, n);
   const bool through_beta = mode == BetaMode::profiled && has_bb();
-  if (through_beta && I.coupled && bb_ == BBKind::normal_multiplicative && first < nbins_)
-    throw OptionError(
-        "postfit yield Jacobians through the profiled beta are not implemented for --covarianceFit with "
-        "normal-multiplicative bin-by-bin statistics");
   if (through_beta && I.coupled && betavar_ && last > nbins_)
     throw OptionError(
         "postfit yield Jacobians of masked channels with beta variations (hbetavariations) are not implemented for "
@@ -2146,13 +2232,17 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
     } else if (bb_ == BBKind::normal_additive) {
       const MatrixXd dT = -I.additive_lu.solve(MatrixXd(I.additive_V.asDiagonal() * I.cov_inv));
       mix = Id - I.additive_V.asDiagonal() * I.cov_inv * (dT + Id);
-    } else {
-      mix = Id;
     }
-    // all observed rows at fixed β are needed for the mixing
-    MatrixXd J0all = yield_jacobian(xi, 0, B, BetaMode::none);
-    MatrixXd Jobs = mix * J0all;
-    if (active_term.size()) Jobs += active_term;
+    MatrixXd Jobs;
+    if (bb_ == BBKind::normal_multiplicative) {
+      Jobs = coupled_multiplicative_jacobian(*this, eng, add_row, B, nproc_, M, n, bb_full_, bbmask_, kstat_, beta0_,
+                                             nobs_, I.cov_inv);
+    } else {
+      // all observed rows at fixed β are needed for the mixing
+      MatrixXd J0all = yield_jacobian(xi, 0, B, BetaMode::none);
+      Jobs = mix * J0all;
+      if (active_term.size()) Jobs += active_term;
+    }
     for (int64_t b = first; b < std::min(last, B); ++b) J.row(b - first) = Jobs.row(b);
   }
   return J;

@@ -80,6 +80,36 @@ TEST(PostfitJacobian, CovarianceAdditive) {
   }
 }
 
+// Covariance fit, normal-multiplicative: rabbit's closed forms differentiated literally (lite: the
+// BB-masked bin 4 solved as free and then unscaled; A_2 < 0 at signal strength −0.3; full: masked
+// entries with β⁰ ≠ 1 as after a toy).
+TEST(PostfitJacobian, CovarianceMultiplicative) {
+  for (auto mode : {BBMode::lite, BBMode::full})
+    for (bool corner : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "mode " << int(mode) << " corner " << corner);
+      ShardConfig c;
+      c.likelihood = DataLikelihood::covariance;
+      c.bb_type = BBType::normal_multiplicative;
+      c.bb_mode = mode;
+      auto in = make_test_input(c);
+      auto model = make_test_model(in, c);
+      CpuShardEvaluator shard(model, 0, in->nbins, 1);
+      VectorXd xi = test_point(*model);
+      if (corner && mode == BBMode::lite) {
+        xi[0] = -0.3;
+        MatrixXd N;
+        shard.expected_yields(xi, 0, in->nbins, Mode::none, nullptr, &N);
+        ASSERT_LT(N(2, 0) + N(2, 1), 0.0);
+      }
+      if (corner && mode == BBMode::full) {
+        VectorXd b0 = shard.beta_centres();
+        for (int64_t i = 0; i < b0.size(); ++i) b0[i] = 1.0 + 0.15 * std::sin(0.7 * i + 0.3);
+        shard.set_beta_centres(b0);
+      }
+      expect_profiled_jacobian_matches_fd(shard, xi, in->nbinsfull);
+    }
+}
+
 // BetaMode::none: yields are ν⁰, β is no variable of them, so ∂ν/∂β = 0 (stored β gives the factors).
 TEST(PostfitJacobian, BetaPartialsOfModeNoneAreZero) {
   for (auto mode : {BBMode::lite, BBMode::full})
