@@ -63,7 +63,8 @@ class CpuShardEvaluator : public ShardEvaluator {
   void expected_yields(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
                        Eigen::VectorXd* per_bin, Eigen::MatrixXd* per_process = nullptr);
   /// Dense Jacobian ∂ν_b/∂ξ [nb × n] of the per-bin yields of [first, last). With profiled β the
-  /// derivative goes through β̂(ξ) (as rabbit's autodiff does); other modes hold β fixed.
+  /// derivative goes through β̂(ξ) (as rabbit's autodiff does, covariance fits included); other modes
+  /// hold β fixed.
   Eigen::MatrixXd yield_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode);
   /// Dense Jacobian ∂Ñ_bp/∂ξ [(nb·nproc) × n] of the per-process yields (row b·nproc + p), β held
   /// fixed at the value of `mode` (profiled β: the total derivative through β̂ is only in yield_jacobian).
@@ -72,6 +73,7 @@ class CpuShardEvaluator : public ShardEvaluator {
   /// ∂ν_b/∂β_e [nb × bb_entries()] of the per-bin yields of [first, last) with respect to the BB
   /// entries at the β of `mode` (rabbit's `pdexpdbeta`): the entry's own factor and, with beta
   /// variations (§4.2.4), the masked-channel bins' dependence on the observed entries' β.
+  /// BetaMode::none (yields ν⁰, β no variable of them) gives zero partials.
   Eigen::MatrixXd beta_yield_partials(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode);
   /// Whether hbetavariations act on the full evaluations (BB full, gamma or normal-multiplicative).
   bool beta_variations_active() const { return betavar_; }
