@@ -1900,7 +1900,10 @@ void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64
     double A = 0.0;
     for (int64_t e = e0; e < e1; ++e)
       if (eng.active(e)) A += sc.N[e - e0];
-    const double Asafe = A > 0.0 ? A : 1.0;
+    // lite normal-additive: the bin's s·β is distributed in proportion to N/A (A' = 1 where A ≤ 0,
+    // so there the addition is s·β·A); legacy per-bin input has no A' and adds s·β (rabbit's N/ν⁰)
+    const bool divide_by_A = A > 0.0 || (legacy_sumw_ && A != 0.0);
+    const double Asafe = divide_by_A ? A : 1.0;
     double total = 0.0;
     for (int64_t e = e0; e < e1; ++e) {
       const int p = I.entry_proc[e];
@@ -2281,7 +2284,10 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
       if (M > 0) JA.head(M) += sc.a[e - e0] * eng.pt.jr.row(p).transpose();
       I.row_E_axpy(e, sc.c[e - e0], eng.pt.hp.data(), JA.data() + M);
     }
-    const double Asafe = A > 0.0 ? A : 1.0;
+    // lite normal-additive: the bin's s·β is distributed in proportion to N/A (A' = 1 where A ≤ 0,
+    // so there the addition is s·β·A); legacy per-bin input has no A' and adds s·β (rabbit's N/ν⁰)
+    const bool divide_by_A = A > 0.0 || (legacy_sumw_ && A != 0.0);
+    const double Asafe = divide_by_A ? A : 1.0;
     for (int64_t e = e0; e < e1; ++e) {
       const int p = I.entry_proc[e];
       const int64_t f = I.entry_flat[e];
@@ -2292,7 +2298,7 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
           if (!bb_full_ && eng.active(e)) {
             const double sb = sqrt_sigma2_[b] * beta[0];
             kv += sb / Asafe;
-            if (A > 0.0) extra = -sb * sc.N[e - e0] / (Asafe * Asafe);
+            if (divide_by_A) extra = -sb * sc.N[e - e0] / (Asafe * Asafe);
           }
         } else if (bb_full_) {
           if (!bbmask_[f]) kv = beta[p];

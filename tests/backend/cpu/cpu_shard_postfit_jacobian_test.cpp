@@ -65,6 +65,73 @@ TEST(PostfitJacobian, CovarianceAdditiveLiteWithNegativeActiveSum) {
   expect_profiled_jacobian_matches_fd(shard, xi, in->nbinsfull);
 }
 
+// Uncoupled lite bins with A_2 < 0 (A' = 1, §6.8.3 item 1): hyper-duals of the closed forms.
+TEST(PostfitJacobian, LiteWithNegativeActiveSum) {
+  for (auto type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive})
+    for (auto lik : {DataLikelihood::poisson, DataLikelihood::chisq}) {
+      SCOPED_TRACE(::testing::Message() << int(type) << " " << int(lik));
+      ShardConfig c;
+      c.bb_type = type;
+      c.likelihood = lik;
+      auto in = make_test_input(c);
+      auto model = make_test_model(in, c);
+      CpuShardEvaluator shard(model, 0, in->nbins, 1);
+      VectorXd xi = test_point(*model);
+      xi[0] = -0.3;
+      MatrixXd N;
+      shard.expected_yields(xi, 0, in->nbins, Mode::none, nullptr, &N);
+      ASSERT_LT(N(2, 0) + N(2, 1), 0.0);
+      expect_profiled_jacobian_matches_fd(shard, xi, in->nbinsfull);
+    }
+}
+
+// Legacy per-bin sumw/sumw2 input, normal-additive lite, a bin with a negative total yield: every
+// process is active, rabbit adds s·β to the bin (no A' substitution) and distributes it over the
+// processes in proportion to N/ν⁰.
+TEST(PostfitJacobian, LegacyAdditiveLiteWithNegativeBinYield) {
+  for (auto lik : {DataLikelihood::chisq, DataLikelihood::covariance}) {
+    SCOPED_TRACE(::testing::Message() << int(lik));
+    ShardConfig c;
+    c.bb_type = BBType::normal_additive;
+    c.likelihood = lik;
+    c.legacy_kstat = true;
+    auto in = make_test_input(c);
+    auto model = make_test_model(in, c);
+    CpuShardEvaluator shard(model, 0, in->nbins, 1);
+    VectorXd xi = test_point(*model);
+    MatrixXd N;
+    shard.expected_yields(xi, 0, in->nbins, Mode::none, nullptr, &N);
+    xi[0] *= -1.5 * N.row(2).tail(2).sum() / N(2, 0);  // the signal outweighs the backgrounds of bin 2
+    VectorXd nu, nu0;
+    shard.expected_yields(xi, 0, in->nbins, Mode::none, &nu0, &N);
+    ASSERT_LT(nu0[2], 0.0);
+    MatrixXd per;
+    shard.expected_yields(xi, 0, in->nbins, Mode::profiled, &nu, &per);
+    const VectorXd beta = shard.profiled_beta(xi);
+    EXPECT_NEAR(nu[2] - nu0[2], std::sqrt(in->sumw2[2]) * beta[2], 1e-10 * std::abs(nu[2]));
+    EXPECT_LT((per.rowwise().sum() - nu).cwiseAbs().maxCoeff(), 1e-10);
+    expect_profiled_jacobian_matches_fd(shard, xi, in->nbinsfull);
+    // stored β: per-process Jacobian against differences of the per-process yields
+    const int64_t Bf = in->nbinsfull, P = in->nproc;
+    shard.set_stored_beta(VectorXd::Constant(shard.bb_entries(), 0.7));
+    const MatrixXd Jp = shard.process_yield_jacobian(xi, 0, Bf, Mode::stored);
+    for (int64_t i = 0; i < xi.size(); ++i) {
+      const double h = 1e-5;
+      VectorXd xp = xi, xm = xi;
+      MatrixXd pp, pm;
+      xp[i] += h;
+      xm[i] -= h;
+      shard.expected_yields(xp, 0, Bf, Mode::stored, nullptr, &pp);
+      shard.expected_yields(xm, 0, Bf, Mode::stored, nullptr, &pm);
+      for (int64_t b = 0; b < Bf; ++b)
+        for (int64_t p = 0; p < P; ++p) {
+          const double fd = (pp(b, p) - pm(b, p)) / (2 * h);
+          EXPECT_NEAR(Jp(b * P + p, i), fd, 1e-7 * std::max(1.0, std::abs(fd))) << b << " " << p << " " << i;
+        }
+    }
+  }
+}
+
 // The regular point of the same configurations (all A > 0), lite and full normal-additive.
 TEST(PostfitJacobian, CovarianceAdditive) {
   for (auto mode : {BBMode::lite, BBMode::full}) {
