@@ -121,10 +121,14 @@ TEST(Devices, OccupancyQueryNeverThrows) {
   // On a machine without a GPU driver both routes fail and say why; with one they return data.
   std::string failure;
   const auto occ = query_gpu_occupancy(&failure);
-  if (!occ) EXPECT_FALSE(failure.empty());
+  if (!occ) {
+    EXPECT_FALSE(failure.empty());
+  }
   std::string why;
   const auto visible = visible_gpus(&why);
-  if (visible.empty()) EXPECT_FALSE(why.empty());
+  if (visible.empty()) {
+    EXPECT_FALSE(why.empty());
+  }
 }
 
 }  // namespace

@@ -237,7 +237,9 @@ TEST(WriterErrors, MisuseIsReported) {
   both.add_process("c", "p", {1, 1}, true);
   both.add_process("d", "p", {1, 1}, false);
   EXPECT_THROW(both.write((dir / "y.hdf5").string()), Error);
-  w.add_systematic("free", "p", "c", {1.1, 1.1}, SystematicOptions{.constrained = false});
+  SystematicOptions unconstrained;
+  unconstrained.constrained = false;
+  w.add_systematic("free", "p", "c", {1.1, 1.1}, unconstrained);
   EXPECT_THROW(w.add_systematic("free", "q", "c", {1.1, 1.1}), Error) << "constrained and unconstrained";
 }
 

@@ -459,8 +459,9 @@ TEST_P(WriterRoundTrip, EveryFieldAsWritten) {
     }
   }
   ASSERT_EQ(d.data_var.has_value(), var_differs);
-  if (var_differs)
+  if (var_differs) {
     for (int64_t b = 0; b < nbins; ++b) EXPECT_EQ((*d.data_var)[b], want_var[b]);
+  }
   ASSERT_TRUE(d.data_cov_inv.has_value());
   Eigen::MatrixXd cov = Eigen::MatrixXd::Identity(21, 21) * 4.0;
   for (int i = 0; i + 1 < 21; ++i) cov(i, i + 1) = cov(i + 1, i) = 0.5;
