@@ -1945,7 +1945,8 @@ template <class Engine, class AddRow>
 MatrixXd coupled_multiplicative_jacobian(const CpuShardEvaluator& s, Engine& eng, const AddRow& add_row,
                                          int64_t B, int64_t P, int64_t M, int64_t n, bool full,
                                          const std::vector<uint8_t>& mask, const VectorXd& kstat,
-                                         const VectorXd& beta0, const VectorXd& nobs, const MatrixXd& Ci) {
+                                         const VectorXd& beta0, const VectorXd& nobs, const MatrixXd& Ci,
+                                         MatrixXd* beta_jac = nullptr) {
   auto& I = eng.I;
   (void)s;
   Scratch so;
@@ -1956,6 +1957,12 @@ MatrixXd coupled_multiplicative_jacobian(const CpuShardEvaluator& s, Engine& eng
   const int nsum = full ? 4 : 2;
   std::vector<VectorXd> val(nsum, VectorXd::Zero(B));
   std::vector<MatrixXd> jac(nsum, MatrixXd::Zero(B, n));
+  MatrixXd entry_rows;  // full with beta_jac: ∂N_f/∂ξ per flat entry b·P + p
+  VectorXd entry_N;
+  if (beta_jac) {
+    entry_rows = MatrixXd::Zero(B * P, n);
+    entry_N = VectorXd::Zero(B * P);
+  }
   VectorXd r(n);
   for (int64_t b = 0; b < B; ++b) {
     eng.yields(b, so, 0);
@@ -1965,6 +1972,10 @@ MatrixXd coupled_multiplicative_jacobian(const CpuShardEvaluator& s, Engine& eng
       r.setZero();
       add_row(e, so.a[i], r.data());
       I.row_E_axpy(e, so.c[i], eng.pt.hp.data(), r.data() + M);
+      if (beta_jac) {
+        entry_rows.row(f) = r.transpose();
+        entry_N[f] = N;
+      }
       auto add = [&](int which, double value, double weight) {
         val[which][b] += value;
         jac[which].row(b) += weight * r.transpose();
@@ -1980,7 +1991,6 @@ MatrixXd coupled_multiplicative_jacobian(const CpuShardEvaluator& s, Engine& eng
       }
     }
   }
-  (void)P;
   const MatrixXd Id = MatrixXd::Identity(B, B);
   if (!full) {
     const VectorXd& A = val[0];
@@ -2017,6 +2027,17 @@ MatrixXd coupled_multiplicative_jacobian(const CpuShardEvaluator& s, Engine& eng
   const VectorXd u = Ci * (nuhat - nobs);
   const MatrixXd SK = S.asDiagonal() * Ci * lu.solve(Id);  // diag(S) C⁻¹ 𝔐⁻¹
   const MatrixXd dS = -MatrixXd(u.asDiagonal()) + SK * u.asDiagonal();
+  if (beta_jac) {
+    // β̂_f = β⁰_f − (N_f/k_f) u_b (unmasked), du = C⁻¹𝔐⁻¹(dTu + dTm − u∘dS)
+    const MatrixXd du = Ci * lu.solve(MatrixXd(jac[1] + jac[2] - u.asDiagonal() * jac[0]));
+    beta_jac->setZero(B * P, n);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t f = b * P + p;
+        if (mask[f]) continue;
+        beta_jac->row(f) = -(u[b] * entry_rows.row(f) + entry_N[f] * du.row(b)) / kstat[f];
+      }
+  }
   return dS * jac[0] + (Id - SK) * jac[1] - SK * jac[2] + jac[3];
 }
 
@@ -2031,12 +2052,8 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
   const int64_t nb = last - first, M = nparams_, n = nx_;
   MatrixXd J = MatrixXd::Zero(nb, n);
   const bool through_beta = mode == BetaMode::profiled && has_bb();
-  if (through_beta && I.coupled && betavar_ && last > nbins_)
-    throw OptionError(
-        "postfit yield Jacobians of masked channels with beta variations (hbetavariations) are not implemented for "
-        "--covarianceFit");
   VectorXd coupled_beta;
-  if (through_beta && I.coupled && first < nbins_) coupled_beta = profiled_beta(xi);
+  if (through_beta && I.coupled && (first < nbins_ || betavar_)) coupled_beta = profiled_beta(xi);
   // beta variations (§4.2.4): masked-bin factors and, through β̂, dβ̂/dξ of the source bins
   const bool betavar_rows = betavar_ && mode != BetaMode::none && last > nbins_;
   VectorXd delta;
@@ -2044,7 +2061,7 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
   std::vector<int64_t> source_index;
   if (betavar_rows) {
     delta = eng.beta_variation_shifts(mode, coupled_beta);
-    if (through_beta) source_jac = eng.source_beta_jacobian(source_index);
+    if (through_beta && !I.coupled) source_jac = eng.source_beta_jacobian(source_index);
   }
   std::vector<double> pre_N(nproc_), bv_factor(nproc_);
   const int64_t bw = eng.beta_width();
@@ -2063,6 +2080,13 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
     if (M > 0)
       for (int64_t k = 0; k < M; ++k) row[k] += w * eng.pt.jr(p, k);
   };
+  if (betavar_rows && through_beta && I.coupled) {
+    // covariance fit (normal-multiplicative full): dβ̂/dξ of every observed entry from the linear solve
+    source_index.resize(nbins_);
+    for (int64_t j = 0; j < nbins_; ++j) source_index[j] = j;
+    coupled_multiplicative_jacobian(*this, eng, add_row, nbins_, nproc_, M, n, bb_full_, bbmask_, kstat_, beta0_,
+                                    nobs_, I.cov_inv, &source_jac);
+  }
   for (int64_t b = first; b < last; ++b) {
     const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
     eng.yields(b, sc, 0);

@@ -249,5 +249,35 @@ TEST(PostfitJacobian, GammaFullWithMaskedCentresOffOne) {
     }
 }
 
+// Covariance fit, normal-multiplicative full, with beta variations: the masked channel follows the
+// observed β̂ of the coupled solve; its rows go through dβ̂/dξ of that solve (masked β⁰ ≠ 1 too).
+TEST(PostfitJacobian, CovarianceMultiplicativeFullWithBetaVariations) {
+  for (bool centres : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "centres " << centres);
+    ShardConfig c;
+    c.likelihood = DataLikelihood::covariance;
+    c.bb_type = BBType::normal_multiplicative;
+    c.bb_mode = BBMode::full;
+    auto in = make_test_input(c);
+    add_beta_variations(*in, 17);
+    auto model = make_test_model(in, c);
+    CpuShardEvaluator shard(model, 0, in->nbins, 1);
+    ASSERT_TRUE(shard.beta_variations_active());
+    if (centres) {
+      VectorXd b0 = shard.beta_centres();
+      for (int64_t i = 0; i < b0.size(); ++i) b0[i] = 1.0 + 0.15 * std::sin(0.7 * i + 0.3);
+      shard.set_beta_centres(b0);
+    }
+    const VectorXd xi = test_point(*model);
+    const int64_t B = in->nbins, Bf = in->nbinsfull;
+    // the masked rows do depend on β̂ (compare with the stored β = β⁰)
+    VectorXd prof, fixed;
+    shard.expected_yields(xi, B, Bf, Mode::profiled, &prof);
+    shard.expected_yields(xi, B, Bf, Mode::stored, &fixed);
+    EXPECT_GT((prof - fixed).cwiseAbs().maxCoeff(), 1e-3);
+    expect_profiled_jacobian_matches_fd(shard, xi, Bf);
+  }
+}
+
 }  // namespace
 }  // namespace rabbit::testing
