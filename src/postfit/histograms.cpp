@@ -80,7 +80,7 @@ BBResponse bb_response(const Model& model, CpuShardEvaluator& shard, Fitter& fit
       const int64_t e = r.entry(b, p);
       if (additive) {
         if (r.full) r.dN(b, p) = std::sqrt(in.sumw2[b * P + p]);
-        else if (in.sumw_per_bin) r.dN(b, p) = std::sqrt(sigma2) * N(b, p) / (nu0(b) > 0 ? nu0(b) : 1.0);
+        else if (in.sumw_per_bin) r.dN(b, p) = std::sqrt(sigma2) * N(b, p) / (nu0(b) != 0.0 ? nu0(b) : 1.0);
         else r.dN(b, p) = zero_var(b, p) ? 0.0 : std::sqrt(sigma2) * N(b, p) / Asafe;
       } else {
         if (mask[e] || zero_var(b, p)) continue;
@@ -178,6 +178,17 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
   // where rabbit is exact too); otherwise rabbit's row-sum form of the histogram variances.
   auto bb_incl_cov = [&](int64_t b, int64_t bp, bool exact_block = false) -> double {
     if (!bb) return 0.0;
+    if (Hinv.size() && betavar_partials.size() && (b >= nobs || bp >= nobs)) {
+      // covariance fit with beta variations: rabbit's pdexpdbeta H⁻¹ pdexpdbetaᵀ with the masked
+      // bins' rows from beta_yield_partials (cross terms to the observed entries)
+      auto row = [&](int64_t bin) -> VectorXd {
+        if (bin >= nobs) return betavar_partials.row(bin).transpose();
+        VectorXd u = VectorXd::Zero(Hinv.rows());
+        for (int64_t p = 0; p < P; ++p) u(bbr.entry(bin, p)) += bbr.dN(bin, p);
+        return u;
+      };
+      return row(b).dot(Hinv * row(bp));
+    }
     if (Hinv.size()) {
       double s = 0.0;
       for (int64_t p = 0; p < P; ++p)
