@@ -79,5 +79,44 @@ TEST(Histograms, CovarianceFitBetaVariationVariances) {
             1e-3 * scale);
 }
 
+// Legacy per-bin input, normal-additive lite, χ²: in a bin with a negative total yield rabbit adds s·β,
+// so ∂ν/∂β = s and the bin's BB variance is s²/(1 + s²/v) (β curvature 1, data curvature 1/v).
+TEST(Histograms, LegacyAdditiveLiteNegativeBinTotal) {
+  ShardConfig c;
+  c.likelihood = DataLikelihood::chisq;
+  c.legacy_kstat = true;
+  auto in = make_test_input(c);
+  ModelOptions opt;
+  opt.likelihood = DataLikelihood::chisq;
+  opt.bin_by_bin_stat = true;
+  opt.bb_type = BBType::normal_additive;
+  opt.bb_mode = BBMode::lite;
+  opt.allow_negative_param = true;
+  auto model = build_model(in, opt);
+  std::vector<std::unique_ptr<ShardEvaluator>> shards;
+  shards.push_back(make_cpu_shard(model, 0, in->nbins, 1));
+  Fitter fitter(model, std::move(shards));
+  auto& shard = dynamic_cast<CpuShardEvaluator&>(*fitter.shards()[0]);
+  const int64_t n = fitter.size(), Bf = in->nbinsfull;
+  VectorXd x = model->parameters.x_default, xi, d1, d2;
+  model->parameters.transform(x, xi, d1, d2);
+  MatrixXd N;
+  shard.expected_yields(xi, 0, Bf, Mode::none, nullptr, &N);
+  x[0] = -1.5 * (N(2, 1) + N(2, 2)) / N(2, 0) * x[0];  // signal ∝ x[0] outweighs the backgrounds of bin 2
+  model->parameters.transform(x, xi, d1, d2);
+  VectorXd nu0;
+  shard.expected_yields(xi, 0, Bf, Mode::none, &nu0);
+  ASSERT_LT(nu0[2], 0.0);
+  const MatrixXd cov = 0.01 * MatrixXd::Identity(n, n);
+  HistogramRequest req;
+  req.errors = true;
+  const HistogramResult h = compute_histograms(*model, shard, fitter, x, cov, req);
+  const MatrixXd J = shard.yield_jacobian(xi, 0, Bf, Mode::profiled) * d1.asDiagonal();
+  const double s2 = in->sumw2[2];
+  const double v = fitter.observed_variances().size() ? fitter.observed_variances()[2] : fitter.observed()[2];
+  const double expected = (J.row(2) * cov * J.row(2).transpose())(0, 0) + s2 / (1.0 + s2 / v);
+  EXPECT_NEAR(h.inclusive_var[2], expected, 1e-10 * expected);
+}
+
 }  // namespace
 }  // namespace rabbit::testing
