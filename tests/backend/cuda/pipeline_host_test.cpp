@@ -322,7 +322,7 @@ TEST(PipelineHost, RefusesBetaCentresOnMaskedFullEntries) {
 TEST(PipelineHost, RefusesObservableRegularizers) {
   ShardConfig cfg;
   auto in = make_test_input(cfg);
-  set_obs_and_masked_channels(*in);
+  rabbit::testing::set_obs_and_masked_channels(*in);
   auto model = make_test_model(in, cfg);
   RegularizationSpec spec;
   spec.name = "SVD";
