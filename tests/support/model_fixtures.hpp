@@ -83,4 +83,36 @@ inline Eigen::MatrixXd test_directions(int64_t n, int k) {
   return V;
 }
 
+/// One named shard configuration of a parameterised backend test.
+struct NamedConfig {
+  std::string name;
+  testing::ShardConfig cfg;
+};
+
+/// The BB matrix every backend is checked over: no BB, then lite/full × gamma/normal-multiplicative/
+/// normal-additive × Poisson/chi2, for dense or sparse storage ("dense_lite_gamma_chisq", ...).
+inline std::vector<NamedConfig> bb_mode_matrix(bool sparse) {
+  using testing::ShardConfig;
+  const std::string tag = sparse ? "sparse" : "dense";
+  std::vector<NamedConfig> out;
+  ShardConfig c;
+  c.sparse = sparse;
+  c.bb = false;
+  out.push_back({tag + "_nobb", c});
+  for (BBMode mode : {BBMode::lite, BBMode::full})
+    for (BBType type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive})
+      for (DataLikelihood lk : {DataLikelihood::poisson, DataLikelihood::chisq}) {
+        ShardConfig d;
+        d.sparse = sparse;
+        d.bb_mode = mode;
+        d.bb_type = type;
+        d.likelihood = lk;
+        out.push_back({tag + (mode == BBMode::lite ? "_lite_" : "_full_") +
+                           (type == BBType::gamma ? "gamma" : type == BBType::normal_additive ? "nadd" : "nmult") +
+                           (lk == DataLikelihood::chisq ? "_chisq" : ""),
+                       d});
+      }
+  return out;
+}
+
 }  // namespace rabbit::fixtures
