@@ -323,31 +323,23 @@ TEST(CpuShard, CovarianceFitCannotBeSharded) {
 
 namespace rabbit::testing {
 namespace {
-// Covariance fit, normal-multiplicative lite, at a negative signal strength: bin 2 has only the signal
-// as active process (bkg1 absent, bkg2 without MC statistics), so A_2 < 0 and rabbit uses A' = 1 (§6.8.3
-// items 1, 2); the derivatives are those of the literal closed form.
-TEST(CpuShard, CovarianceLiteMultiplicativeWithNegativeActiveSum) {
-  ShardConfig c;
-  c.likelihood = DataLikelihood::covariance;
-  c.bb_type = BBType::normal_multiplicative;
-  c.zero_variance_process = true;
-  auto in = make_test_input(c);
-  auto model = make_test_model(in, c);
-  VectorXd xi = test_point(*model);
-  xi[0] = -0.3;
-  check_model(model, xi);
-}
-// The same bin with normal-additive lite: ν_2 = ν⁰_2 + s β̂ A_2 (A' = 1), literal closed form.
-TEST(CpuShard, CovarianceLiteAdditiveWithNegativeActiveSum) {
-  ShardConfig c;
-  c.likelihood = DataLikelihood::covariance;
-  c.bb_type = BBType::normal_additive;
-  c.zero_variance_process = true;
-  auto in = make_test_input(c);
-  auto model = make_test_model(in, c);
-  VectorXd xi = test_point(*model);
-  xi[0] = -0.3;
-  check_model(model, xi);
+// Covariance fit, lite, at a negative signal strength: bin 2 has only the signal as active process
+// (bkg1 absent, bkg2 without MC statistics), so A_2 < 0 and rabbit uses A' = 1 (§6.8.3 items 1, 2):
+// normal-multiplicative and normal-additive (ν_2 = ν⁰_2 + s β̂ A_2); the derivatives are those of the
+// literal closed forms.
+TEST(CpuShard, CovarianceLiteWithNegativeActiveSum) {
+  for (BBType type : {BBType::normal_multiplicative, BBType::normal_additive}) {
+    SCOPED_TRACE(::testing::Message() << "bb type " << int(type));
+    ShardConfig c;
+    c.likelihood = DataLikelihood::covariance;
+    c.bb_type = type;
+    c.zero_variance_process = true;
+    auto in = make_test_input(c);
+    auto model = make_test_model(in, c);
+    VectorXd xi = test_point(*model);
+    xi[0] = -0.3;
+    check_model(model, xi);
+  }
 }
 }  // namespace
 }  // namespace rabbit::testing
