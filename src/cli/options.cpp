@@ -77,6 +77,9 @@ const std::vector<Spec>& specs() {
        "stop when the internal-coordinate gradient norm is below this (default 0: never)"},
       {"--minimizerFtol", "minimizerFtol", K::scalar, T::real, "null", {}, R::implemented,
        "read by L-BFGS-B only: accepted, warned about and ignored"},
+      {"--edmTol", "edmTol", K::scalar, T::real, "1e-15", {}, R::implemented,
+       "the fit is converged only when EDM = g.H^-1.g/2 <= edmTol * max(1, |NLL|) with a positive-definite "
+       "Hessian (rabbit-cpp option); raise it to relax"},
       {"--earlyStopping", "earlyStopping", K::scalar, T::integer, "-1", {}, R::implemented,
        "stop after N outer iterations without reduction of the loss; <= 0 disables"},
       {"--noHessian", "noHessian", K::flag, T::str, "false", {}, R::implemented,
@@ -565,6 +568,9 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
     o.warnings.push_back(fmt::format("{} does not implement ftol; ignoring --minimizerFtol", o.minimizer_method));
   }
   integer("earlyStopping", o.early_stopping);
+  if (auto* v = last("edmTol")) o.edm_tol = to_real("edmTol", v->at(0));
+  if (!(o.edm_tol > 0.0) || !std::isfinite(o.edm_tol))
+    throw OptionError(fmt::format("--edmTol must be a positive number, got {}", o.edm_tol));
   o.no_hessian = flag("noHessian");
   o.no_edm = flag("noEDM");
   o.no_fit = flag("noFit");

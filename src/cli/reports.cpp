@@ -228,6 +228,15 @@ int print_pulls_main(int argc, const char* const* argv) {
         row.insert(row.end(), {python_round_str(prefit.values[i]), python_round_str(std::sqrt(prefit.variances[i]))});
       std::cout << table_line(columns, row) << "\n";
     }
+    // The fit's convergence certificate (docs/minimizers.md "Convergence"), when it was fitted.
+    if (f.exists(g + "/_cpp/converged")) {
+      const double edm = f.scalar(g + "/_cpp/edm");
+      if (f.scalar(g + "/_cpp/converged") == 1.0)
+        std::cout << "Fit converged: EDM " << python_repr(edm) << "\n";
+      else
+        std::cout << "WARNING: the fit did NOT converge (" << f.strings(g + "/_cpp/stop_reason").at(0) << "); EDM "
+                  << python_repr(edm) << "\n";
+    }
     return 0;
   });
 }

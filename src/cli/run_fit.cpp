@@ -22,6 +22,7 @@
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/io/hdf5_reader.hpp"
+#include "rabbit/minimize/conjugate_gradient.hpp"
 #include "rabbit/minimize/minimizer.hpp"
 #include "rabbit/model/global_terms.hpp"
 #include "rabbit/model/model.hpp"
@@ -193,7 +194,12 @@ class Run {
   bool bb_on_ = false;
   bool bb_full_ = false;
   MinimizerOptions min_options_;
+  // The full-space gradient and Hessian at the fitted point, from the fit's certificate.
+  bool fit_hessian_valid_ = false;
+  VectorXd fit_grad_;
+  MatrixXd fit_hessian_;
   bool beta_state_changed_ = false;  // a toy moved β⁰ or the stored β away from the defaults
+  int64_t toys_other_minimum_ = 0;   // --toysRandomizeParameters: toys ending in another minimum
   h5::Handle mappings_;            // mapping dict of the current fit
   h5::Handle base_mapping_;        // its BaseMapping group
   h5::Handle base_channels_;
@@ -320,6 +326,7 @@ void Run::load() {
   min_options_.max_restarts = static_cast<int>(o_.max_restarts);
   min_options_.hvp_batch = o_.hvp_batch;
   min_options_.linalg = &fitter_->dense_linalg();  // cuSOLVER when the fit runs on a GPU
+  min_options_.edm_tol = o_.edm_tol;
   PreconditionerOptions& pc = min_options_.precondition;
   pc.enabled = o_.precondition;
   pc.blocks = o_.precondition_blocks;
@@ -513,12 +520,19 @@ VectorXd Run::minimize_full(const VectorXd& x0, bool log_iterations, MinimizerRe
                                  py_float(min_options_.gtol));
   log().info("Perform iterative fit");
   log().info("[minimize] method={} options={{{}}}", o_.minimizer_method, opts);
+  // The end point is certified with the dense Hessian that the covariance needs anyway (it is
+  // handed over below), or by CG on HVPs under --noHessian (docs/minimizers.md "Convergence").
+  mo.certify = o_.no_hessian ? MinimizerOptions::Certify::hvp : MinimizerOptions::Certify::dense;
   *result = minimize(sub, sub.restrict(x0), mo);
   log().debug("minimizer ended: status {} ({}), {} iterations, {} evaluations", result->status, result->message,
               result->iterations, result->nfev);
-  if (result->status != status_success && result->status != status_bad_approximation)
-    log().warn("minimizer ended with status {}: {}", result->status, result->message);
-  return sub.expand(result->x);
+  if (!result->converged)
+    log().warn("The fit did not converge: {}; EDM {:.3g} (tolerance {:.3g}), largest scaled gradient {:.3g}",
+               result->stop_reason, result->edm, mo.edm_tol * std::max(1.0, std::abs(result->f)),
+               result->max_scaled_grad);
+  VectorXd x = sub.expand(result->x);
+  fit_hessian_valid_ = sub.take_full_hessian(x, fit_grad_, fit_hessian_);
+  return x;
 }
 
 void Run::postfit_uncertainties(hid_t group, const VectorXd& x, VectorXd& variances, MatrixXd& cov, bool& have_cov) {
@@ -538,7 +552,7 @@ void Run::postfit_uncertainties(hid_t group, const VectorXd& x, VectorXd& varian
       return VectorXd(hv.col(0));
     };
     const int64_t maxiter = std::max<int64_t>(10 * sub.size(), 100);
-    VectorXd v = postfit::conjugate_gradient(apply, g, 1e-10, maxiter, "the EDM");
+    VectorXd v = conjugate_gradient(apply, g, 1e-10, maxiter, "the EDM");
     double edm = 0.5 * g.dot(v);
     log().info("edmval: {}", py_float(edm));
     result::write_scalar(group, "edmval", edm);
@@ -549,14 +563,20 @@ void Run::postfit_uncertainties(hid_t group, const VectorXd& x, VectorXd& varian
       int64_t k = it - layout_.floating.begin();
       VectorXd e = VectorXd::Zero(sub.size());
       e(k) = 1.0;
-      VectorXd c = postfit::conjugate_gradient(apply, e, 1e-10, maxiter, "the variance of " + ps.names[r]);
+      VectorXd c = conjugate_gradient(apply, e, 1e-10, maxiter, "the variance of " + ps.names[r]);
       variances(r) = c(k);
     }
     return;
   }
   VectorXd g;
   MatrixXd hess;
-  fitter_->value_grad_hess(x, g, hess);
+  if (fit_hessian_valid_) {  // the Hessian that certified the fit, taken at this x
+    g = std::move(fit_grad_);
+    hess = std::move(fit_hessian_);
+    fit_hessian_valid_ = false;
+  } else {
+    fitter_->value_grad_hess(x, g, hess);
+  }
   auto res = postfit::covariance_from_hessian(hess, g, layout_.floating, prefit_covariance(*model_));
   cov = res.cov;
   have_cov = true;
@@ -895,7 +915,9 @@ void Run::save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool p
   if (req.chi2) {
     log().info("Linear chi2:");
     log().info("    ndof: {}", h.ndf);
-    log().info("    chi2/ndf = {}", static_cast<int64_t>(std::llround(h.chi2)));
+    // rabbit prints round(chi2): the value rounded half to even, as "{:.0f}" does; unlike an
+    // integer cast it stays a number for any magnitude and prints "inf"/"nan" as such.
+    log().info("    chi2/ndf = {:.0f}", h.chi2);
     log().info("    p-value: {}%", std::round(10000.0 * postfit::chi2_survival(h.chi2, static_cast<double>(h.ndf))) / 100.0);
     result::write_scalar(base_mapping_, prefit ? "chi2_prefit" : "chi2", h.chi2);
     result::write_scalar(base_mapping_, prefit ? "ndf_prefit" : "ndf", h.ndf);
@@ -940,15 +962,15 @@ void Run::throw_toy(const VectorXd& values, const VectorXd& variances, VectorXd&
         }
       }
     }
-    if (o_.toys_syst_randomize == "frequentist")
-      fitter_->set_beta_centres(beta0);
-    else
-      fitter_->set_stored_beta(beta);
+    // Bayesian toys generate the data at the thrown β; frequentist toys at the nominal β, and
+    // only the constraint centres β⁰ move (set below, after the data are generated).
+    if (o_.toys_syst_randomize == "bayesian") fitter_->set_stored_beta(beta);
     beta_state_changed_ = true;
   }
   VectorXd central;
   if (o_.toys_data_mode == "expected") c.expected_yields(xi(xgen), 0, input_->nbins, CpuShardEvaluator::BetaMode::stored, &central);
   else central = values;
+  if (beta0.size() > 0 && o_.toys_syst_randomize == "frequentist") fitter_->set_beta_centres(beta0);
   nobs = central;
   const bool given_var = variances.size() > 0;
   if (o_.toys_data_randomize == "poisson") {
@@ -1007,6 +1029,8 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
   auto t_start = Clock::now();
   auto& ps = model_->parameters;
   ps.reset_state();
+  fit_hessian_valid_ = false;
+  fit_hessian_.resize(0, 0);
   const bool blinded = fit == 0 || (fit >= 1 && o_.toys_data_mode == "observed");
   VectorXd x = ps.x_default;
 
@@ -1030,6 +1054,7 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
     throw_toy(values, variances, nobs, varnobs);
     if (o_.toys_randomize_parameters) randomize_start(x);
   }
+  VectorXd x_unrandomized = ps.x_default;
   check_observed(*model_, nobs, group_name);
   fitter_->set_observed(nobs, varnobs);
 
@@ -1064,7 +1089,7 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
       for (int64_t i = 0; i < ps.size(); ++i) {
         const int64_t j = external_index_[i];
         if (j < 0) continue;
-        x(i) = external_->x(j);
+        x(i) = x_unrandomized(i) = external_->x(j);
         if (external_->cov.size() == 0) continue;
         for (int64_t k = 0; k < ps.size(); ++k) {
           const int64_t l = external_index_[k];
@@ -1075,8 +1100,39 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
       external_cov = external_->cov.size() > 0 && !dofit;
     }
     if (dofit) {
+      // A start where the param model zeroes the only process of bins with data (Poisson NLL
+      // infinite; e.g. --paramModel Mixture at mixing 1) is refused naming the cause (issue 10).
+      check_start_point(*model_, nobs, xi(x), [&] {
+        VectorXd nu;
+        cpu().expected_yields(xi(x), 0, input_->nbins, CpuShardEvaluator::BetaMode::stored, &nu);
+        return nu;
+      });
+      // --toysRandomizeParameters: the same toy is also fitted from the unrandomized start, so that
+      // toys whose random start ends in another minimum are visible (user-guide.md "Toys"). That
+      // fit runs first: the Hessian kept for the covariance must be the reported fit's.
+      std::optional<double> nll_unrandomized;
+      if (fit >= 1 && o_.toys_randomize_parameters) {
+        const bool bb = cpu().has_bb();
+        const VectorXd stored_beta = cpu().stored_beta();
+        if (bb) fitter_->set_stored_beta(cpu().beta_centres());
+        MinimizerResult mr0;
+        const VectorXd x0 = minimize_full(x_unrandomized, false, &mr0);
+        nll_unrandomized = fitter_->value(x0);
+        if (bb) fitter_->set_stored_beta(stored_beta);
+      }
       MinimizerResult mr;
       x = minimize_full(x, true, &mr);
+      if (nll_unrandomized) {
+        const double nll = fitter_->value(x);
+        const bool other = std::abs(nll - *nll_unrandomized) > 1e-6;  // DECISIONS: NLL agrees to 1e-6
+        result::write_scalar(cpp, "nllvalreduced_unrandomized_start", *nll_unrandomized);
+        result::write_scalar_bool(cpp, "other_minimum_than_unrandomized_start", other);
+        if (other) {
+          ++toys_other_minimum_;
+          log().warn("toy {}: the randomized start ends at NLL {} and the unrandomized start at {} (another minimum)",
+                     fit, py_float(nll), py_float(*nll_unrandomized));
+        }
+      }
       if (bb_on_ && !o_.no_postfit_profile_bb) log().info("profile beta");
       const int64_t n = static_cast<int64_t>(mr.loss_history.size());
       result::write_hist(g, "epoch_loss", {Axis::integer("epoch", 0, n)}, mr.loss_history.data(), nullptr, "epoch loss");
@@ -1089,7 +1145,12 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
       result::write_scalar(cpp, "nhev", mr.nhvp + mr.nhess);
       result::write_scalar_bool(cpp, "stopped_early", mr.stopped_early);
       result::write_scalar(cpp, "nrestarts", static_cast<int64_t>(mr.restarts));
-      result::write_scalar_bool(cpp, "converged", mr.status == status_success || mr.status == status_bad_approximation);
+      result::write_scalar_bool(cpp, "converged", mr.converged);
+      result::write_scalar(cpp, "edm", mr.edm);
+      result::write_scalar(cpp, "max_scaled_gradient", mr.max_scaled_grad);
+      result::write_scalar(cpp, "newton_polish_steps", static_cast<int64_t>(mr.polish_steps));
+      result::write_scalar_str(cpp, "stop_reason", mr.stop_reason);
+      result::write_scalar_str(cpp, "certified_by", mr.certified_by);
     }
     t_fit = seconds_since(t_start);
 
@@ -1105,6 +1166,7 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
     } else {
       postfit_uncertainties(g, x, var, cov, have_cov);
     }
+    // Includes each external term's const (rabbit PR #147); ndfsat does not count external terms.
     const double nll = fitter_->value(x);
     const int64_t ndfsat = input_->nbins - ps.npoi - ps.npou - input_->nsystnoconstraint;
     log().info("Saturated chi2:");
@@ -1115,7 +1177,10 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
     result::write_scalar(g, "ndfsat", ndfsat);
     result::write_scalar_bool(g, "postfit_profile", !o_.no_postfit_profile_bb);
     if (o_.full_nll) {
-      double full = constraint_full_nll_constant(ps) + (fitter_->value(x) - 0.0);
+      // value(x) holds the external terms' const; their lognorm is full-NLL only (rabbit PR #147,
+      // docs/output-format.md).
+      double full = constraint_full_nll_constant(ps) + model_->global_terms->x_terms_full_constant() +
+                    (fitter_->value(x) - 0.0);
       // The shards' data and BB constants: full_value − value per shard.
       VectorXd xis = xi(x);
       bool all_cpu = true;
@@ -1210,6 +1275,15 @@ void Run::execute() {
       if (!d.name.empty()) name += "_" + d.name;
       run_one(fit, name, d.values, d.variances, d.name);
     }
+  }
+  if (o_.toys_randomize_parameters) {
+    int64_t ntoys = 0;
+    for (auto f : fits) ntoys += f >= 1 ? 1 : 0;
+    ntoys *= static_cast<int64_t>(datasets.size());
+    if (ntoys > 0)
+      log().info("--toysRandomizeParameters: {} of {} toy fits ended at another minimum than from the unrandomized "
+                 "start (_cpp/other_minimum_than_unrandomized_start)",
+                 toys_other_minimum_, ntoys);
   }
   out_->commit();
   std::cout << "Results written in file " << out_->final_path() << std::endl;

@@ -269,7 +269,11 @@ void print_summary(std::ostream& out, const FitInputData& d) {
   for (const auto& t : d.external_terms) {
     std::string params;
     for (const auto& p : t.params) params += (params.empty() ? "" : ", ") + p;
-    out << fmt::format("  {}: [{}]{}{}\n", t.name, params, t.grad_values ? " gradient" : "", t.hess ? " hessian" : "");
+    std::string scalars;  // rabbit PR #147's stored Gaussian scalars (docs/model.md "External terms")
+    if (t.const_value) scalars += fmt::format(" const={}", *t.const_value);
+    if (t.lognorm) scalars += fmt::format(" lognorm={}", *t.lognorm);
+    out << fmt::format("  {}: [{}]{}{}{}\n", t.name, params, t.grad_values ? " gradient" : "", t.hess ? " hessian" : "",
+                       scalars);
   }
 }
 

@@ -586,12 +586,26 @@ class FitInputReader {
         term.hess = std::move(m);
       } else if (r_.exists(base + "/hess_sparse")) {
         term.hess = read_sparse_hessian(base + "/hess_sparse", n);
+        term.hess_was_sparse = true;
       }
       if (!term.grad_values && !term.hess) {
         fail(base, "has neither 'grad_values' nor a Hessian ('hess_dense'/'hess_sparse')");
       }
+      // Optional scalars of rabbit PR #147 (h5py scalar datasets); absent ≠ 0 (docs/input-reader.md).
+      term.const_value = read_optional_scalar(base + "/const");
+      term.lognorm = read_optional_scalar(base + "/lognorm");
       d_.external_terms.push_back(std::move(term));
     }
+  }
+
+  std::optional<double> read_optional_scalar(const std::string& path) const {
+    if (!r_.exists(path)) return std::nullopt;
+    const DatasetInfo info = float_info(path);
+    if (info.size != 1) fail(path, "has " + std::to_string(info.size) + " elements, expected one (a scalar)");
+    double v = 0.0;
+    r_.read_doubles(info, &v);
+    check_finite(path, &v, 1, info.shape);
+    return v;
   }
 
   Eigen::MatrixXd read_sparse_hessian(const std::string& group, int64_t n) const {

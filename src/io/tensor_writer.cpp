@@ -260,6 +260,16 @@ class H5Out {
     }
   }
 
+  /// A float64 scalar dataset, as h5py's create_dataset(name, data=float) (no filter, no shape attr).
+  void write_scalar(hid_t loc, const std::string& name, double value) const {
+    h5::Handle space(check(H5Screate(H5S_SCALAR), name));
+    h5::Handle dcpl(check(H5Pcreate(H5P_DATASET_CREATE), name));
+    H5Pset_obj_track_times(dcpl, false);
+    h5::Handle dset(check(H5Dcreate2(loc, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                          name));
+    check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), name, 0);
+  }
+
   void write_strings(hid_t loc, const std::string& name, const std::vector<std::string>& values) const {
     h5::Handle type(check(H5Tcopy(H5T_C_S1), name));
     H5Tset_size(type, H5T_VARIABLE);
@@ -619,8 +629,18 @@ void TensorWriter::add_beta_variations(const std::string& process, const std::st
   dst.beta_variations[source_channel][process] = std::move(variation);
 }
 
+void TensorWriter::add_external_gaussian_term(const std::string& name, std::vector<std::string> params,
+                                              const Eigen::VectorXd& mean, const Eigen::MatrixXd& hess,
+                                              std::optional<double> lognorm) {
+  if (mean.size() != hess.rows() || hess.rows() != hess.cols())
+    throw Error("TensorWriter: external term '" + name + "': mean and Hessian sizes differ");
+  const Eigen::VectorXd hmu = hess * mean;
+  add_external_term(name, std::move(params), Eigen::VectorXd(-hmu), hess, 0.5 * mean.dot(hmu), lognorm);
+}
+
 void TensorWriter::add_external_term(const std::string& name, std::vector<std::string> params,
-                                     std::optional<Eigen::VectorXd> grad, std::optional<Eigen::MatrixXd> hess) {
+                                     std::optional<Eigen::VectorXd> grad, std::optional<Eigen::MatrixXd> hess,
+                                     std::optional<double> const_value, std::optional<double> lognorm) {
   const auto n = static_cast<Eigen::Index>(params.size());
   if (!grad && !hess) throw Error("TensorWriter: external term '" + name + "' needs a gradient or a Hessian");
   if (grad && grad->size() != n)
@@ -634,6 +654,10 @@ void TensorWriter::add_external_term(const std::string& name, std::vector<std::s
   t.params = std::move(params);
   t.grad_values = std::move(grad);
   t.hess = std::move(hess);
+  for (const auto* v : {&const_value, &lognorm})
+    if (*v && !std::isfinite(**v)) throw Error("TensorWriter: external term '" + name + "': scalars must be finite");
+  t.const_value = const_value;
+  t.lognorm = lognorm;
   external_terms_.push_back(std::move(t));
 }
 
@@ -881,6 +905,9 @@ void TensorWriter::write(const std::string& filename, const WriteOptions& option
         h5::Handle sub(make_group(group, term.name));
         if (!sub.valid()) out.fail("external_terms/" + term.name);
         out.write_strings(sub, "params", term.params);
+        // Written only when given: absent tells the reader to derive them (rabbit PR #147).
+        if (term.const_value) out.write_scalar(sub, "const", *term.const_value);
+        if (term.lognorm) out.write_scalar(sub, "lognorm", *term.lognorm);
         const auto n = static_cast<int64_t>(term.params.size());
         if (term.grad_values) {
           std::vector<double> g(term.grad_values->data(), term.grad_values->data() + n);

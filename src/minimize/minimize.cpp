@@ -67,9 +67,8 @@ Preconditioner make_preconditioner(Objective& objective, const Eigen::VectorXd& 
   return Preconditioner::build(x, reference, po);
 }
 
-}  // namespace
-
-MinimizerResult minimize(Objective& objective, const Eigen::VectorXd& x0, const MinimizerOptions& options) {
+// The trust-region rounds (restarts after early stops) without the certificate.
+MinimizerResult run_rounds(Objective& objective, const Eigen::VectorXd& x0, const MinimizerOptions& options) {
   const MinimizerMethod method = parse_minimizer_method(options.method);
   detail::validate_trust_region_options(options);
   validate(options.precondition);
@@ -190,9 +189,67 @@ MinimizerResult minimize(Objective& objective, const Eigen::VectorXd& x0, const 
   }
   total.x = x;
   total.message = status_message(total.status);
-  total.success = total.status == status_success;
-  log().info("{}: {} (status {}) after {} iterations, f = {:.10g}, nfev {}, nhvp {}, nhess {}, {:.2f} s", total.method,
-             total.message, total.status, total.iterations, total.f, total.nfev, total.nhvp, total.nhess, seconds());
+  total.success = total.status == status_success || total.status == status_noise_floor;
+  total.stop_reason = fmt::format("{}: {}", total.method, total.message);
+  return total;
+}
+
+// The solver tried when the certificate fails after a run: one that sees the curvature differently
+// (the dense Hessian where the certificate may use it, else the other Krylov method).
+MinimizerMethod fallback_method(MinimizerMethod used, bool dense_allowed) {
+  if (used != MinimizerMethod::trust_exact && dense_allowed) return MinimizerMethod::trust_exact;
+  return used == MinimizerMethod::trust_krylov ? MinimizerMethod::trust_ncg : MinimizerMethod::trust_krylov;
+}
+
+void add_counters(MinimizerResult& total, const MinimizerResult& more) {
+  total.iterations += more.iterations;
+  total.nfev += more.nfev;
+  total.ngev += more.ngev;
+  total.nhvp += more.nhvp;
+  total.nhess += more.nhess;
+  total.factorizations += more.factorizations;
+  total.subproblem_solves += more.subproblem_solves;
+  total.restarts += more.restarts;
+  total.loss_history.insert(total.loss_history.end(), more.loss_history.begin(), more.loss_history.end());
+  total.time_history.insert(total.time_history.end(), more.time_history.begin(), more.time_history.end());
+}
+
+}  // namespace
+
+MinimizerResult minimize(Objective& objective, const Eigen::VectorXd& x0, const MinimizerOptions& options) {
+  if (!(options.edm_tol > 0.0))
+    throw OptionError(fmt::format("--edmTol must be positive, got {}", options.edm_tol));
+  const auto t0 = std::chrono::steady_clock::now();
+  MinimizerResult total = run_rounds(objective, x0, options);
+  if (!certify_and_polish(objective, options, total) && options.certify != MinimizerOptions::Certify::off) {
+    const bool dense_allowed = options.certify == MinimizerOptions::Certify::dense ||
+                               (options.certify == MinimizerOptions::Certify::automatic &&
+                                objective.size() <= options.dense_certify_max_n);
+    MinimizerOptions second = options;
+    second.method = method_name(fallback_method(parse_minimizer_method(options.method), dense_allowed));
+    second.precondition.enabled = false;
+    log().info("{}; trying {} from there", total.stop_reason, second.method);
+    MinimizerResult more = run_rounds(objective, total.x, second);
+    std::string reason = total.stop_reason + "; then " + more.stop_reason;
+    add_counters(total, more);
+    total.x = more.x;
+    total.f = more.f;
+    total.grad = more.grad;
+    total.status = more.status;
+    total.message = more.message;
+    total.success = more.success;
+    total.stop_reason = reason;
+    certify_and_polish(objective, options, total);
+  }
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (total.converged)
+    log().info("{}: converged (EDM {:.3g}, {} Newton polish steps) after {} iterations, f = {:.10g}, nfev {}, nhvp {}, "
+               "nhess {}, {:.2f} s",
+               total.method, total.edm, total.polish_steps, total.iterations, total.f, total.nfev, total.nhvp,
+               total.nhess, elapsed);
+  else if (options.certify != MinimizerOptions::Certify::off)
+    log().info("{}: not converged ({}), EDM {:.3g}, f = {:.10g}, {:.2f} s", total.method, total.stop_reason, total.edm,
+               total.f, elapsed);
   return total;
 }
 

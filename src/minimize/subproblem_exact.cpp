@@ -96,7 +96,8 @@ double ExactSubproblem::lower_bound_from_failure(double lambda, int64_t failed_o
 
 SubproblemStep ExactSubproblem::finish(Eigen::VectorXd p, bool hits, double lambda) {
   SubproblemStep step;
-  step.model_value = model_value(p);
+  step.model_change = g_.dot(p) + 0.5 * p.dot(H_ * p);
+  step.model_value = f_ + step.model_change;
   step.p = std::move(p);
   step.hits_boundary = hits;
   last_lambda_ = lambda;

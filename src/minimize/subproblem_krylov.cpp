@@ -37,7 +37,7 @@ SubproblemStep SteihaugSubproblem::solve(double radius) {
   if (gnorm_ == 0.0) {
     step.p = Eigen::VectorXd::Zero(n);
     step.hits_boundary = false;
-    step.model_value = f_;
+    step.model_change = 0.0;
   } else {
     const double tol = tol_ >= 0.0 ? tol_ : forcing_tolerance(gnorm_);
     Eigen::VectorXd z = Eigen::VectorXd::Zero(n), Hz = Eigen::VectorXd::Zero(n);
@@ -58,7 +58,7 @@ SubproblemStep SteihaugSubproblem::solve(double radius) {
         boundary_roots(z, d, radius, t_lo, t_hi);
         const double t = model_along(t_lo) < model_along(t_hi) ? t_lo : t_hi;
         step.p = z + t * d;
-        step.model_value = f_ + model_along(t);
+        step.model_change = model_along(t);
         step.hits_boundary = true;
         finished = true;
         break;
@@ -68,7 +68,7 @@ SubproblemStep SteihaugSubproblem::solve(double radius) {
       if (z_next.norm() >= radius) {
         boundary_roots(z, d, radius, t_lo, t_hi);
         step.p = z + t_hi * d;
-        step.model_value = f_ + model_along(t_hi);
+        step.model_change = model_along(t_hi);
         step.hits_boundary = true;
         finished = true;
         break;
@@ -80,7 +80,7 @@ SubproblemStep SteihaugSubproblem::solve(double radius) {
       z = std::move(z_next);
       if (r.norm() < tol) {
         step.p = z;
-        step.model_value = f_ + gz + 0.5 * zHz;
+        step.model_change = gz + 0.5 * zHz;
         step.hits_boundary = false;
         finished = true;
         break;
@@ -90,10 +90,11 @@ SubproblemStep SteihaugSubproblem::solve(double radius) {
     }
     if (!finished) {  // iteration cap: the last interior iterate
       step.p = z;
-      step.model_value = f_ + gz + 0.5 * zHz;
+      step.model_change = gz + 0.5 * zHz;
       step.hits_boundary = false;
     }
   }
+  step.model_value = f_ + step.model_change;
   last_p_ = step.p;
   last_model_ = step.model_value;
   have_last_ = true;
@@ -198,7 +199,7 @@ double GltrSubproblem::projected_model(const Eigen::VectorXd& h) const {
     quad += diag_[i] * h[i] * h[i];
     if (i + 1 < k) quad += 2.0 * offdiag_[i] * h[i] * h[i + 1];
   }
-  return f_ + gnorm_ * h[0] + 0.5 * quad;
+  return gnorm_ * h[0] + 0.5 * quad;  // m − f
 }
 
 double GltrSubproblem::model_value(const Eigen::VectorXd& p) {
@@ -215,7 +216,7 @@ SubproblemStep GltrSubproblem::solve(double radius) {
   const auto n = g_.size();
   if (gnorm_ == 0.0) {
     step.p = Eigen::VectorXd::Zero(n);
-    step.model_value = f_;
+    step.model_change = 0.0;
     step.hits_boundary = false;
   } else {
     const double tol = tol_ >= 0.0 ? tol_ : forcing_tolerance(gnorm_);
@@ -245,18 +246,19 @@ SubproblemStep GltrSubproblem::solve(double radius) {
     // curvature δ₀) always predicts descent, so take it when it is better.
     const double delta0 = diag_[0];
     const double t = delta0 <= 0.0 ? radius : std::min(radius, gnorm_ / delta0);
-    const double cauchy_model = f_ - t * gnorm_ + 0.5 * t * t * delta0;
-    if (!(model < cauchy_model) && cauchy_model < f_ && model >= f_) {
-      log().debug("GLTR: projected model predicts no descent (m - f = {:.3e}); using the Cauchy step", model - f_);
+    const double cauchy_model = -t * gnorm_ + 0.5 * t * t * delta0;  // m − f
+    if (!(model < cauchy_model) && cauchy_model < 0.0 && model >= 0.0) {
+      log().debug("GLTR: projected model predicts no descent (m - f = {:.3e}); using the Cauchy step", model);
       h = Eigen::VectorXd::Zero(h.size());
       h[0] = -t;
       model = cauchy_model;
       hits = t >= radius;
     }
     step.p = Q_.leftCols(h.size()) * h;
-    step.model_value = model;
+    step.model_change = model;
     step.hits_boundary = hits;
   }
+  step.model_value = f_ + step.model_change;
   last_p_ = step.p;
   last_model_ = step.model_value;
   have_last_ = true;

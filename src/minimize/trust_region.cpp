@@ -24,6 +24,9 @@ const char* status_message(int status) {
       return "The subproblem could not predict descent at any trust radius, but the gradient is not small: the "
              "quadratic MODEL failed, the fit did not converge, and the returned point is not a minimum.";
     case status_stopped_early: return "No reduction in loss over the early-stopping window, early stopping.";
+    case status_noise_floor:
+      return "Converged to numerical precision: a Newton-like step changes neither the loss nor the gradient norm "
+             "beyond their rounding noise.";
     default: return "Unknown status.";
   }
 }
@@ -121,7 +124,7 @@ void run_trust_region(Objective& objective, const Eigen::VectorXd& x0, Minimizer
       status = status_linalg_error;
       break;
     }
-    const double predicted_reduction = model->f() - step.model_value;
+    const double predicted_reduction = -step.model_change;
     if (!(predicted_reduction > 0.0)) {
       // Model-failure guard: a stationary point ends the run (status 2); otherwise the model is
       // retried at smaller radii before the failure is reported (status 4).
@@ -140,11 +143,37 @@ void run_trust_region(Objective& objective, const Eigen::VectorXd& x0, Minimizer
     }
     shrinks = 0;
     Eigen::VectorXd x_proposal = x + step.p;
-    const double f_proposal = objective.value(x_proposal);
+    const double fscale = std::max(1.0, std::abs(model->f()));
+    // Near a minimum a step changes f by less than f's rounding noise (f is a sum of many large
+    // terms), so ρ from f is noise there (docs/minimizers.md "Convergence"). For such small steps
+    // the actual reduction is measured from the gradients instead, by the trapezoid rule
+    // f(x+p) − f(x) ≈ ½(g + g_p)ᵀp, exact for a quadratic and free of f's cancellation.
+    const bool small_step = predicted_reduction <= options.small_step_rel * fscale;
+    double f_proposal = 0.0;
+    double gradient_reduction = std::numeric_limits<double>::quiet_NaN();
+    if (small_step) {
+      Eigen::VectorXd g_proposal;
+      f_proposal = objective.value_grad(x_proposal, g_proposal);
+      ++out.ngev;
+      gradient_reduction = -0.5 * (model->g() + g_proposal).dot(step.p);
+    } else {
+      f_proposal = objective.value(x_proposal);
+    }
     ++out.nfev;
     const double actual_reduction = model->f() - f_proposal;
     double rho = actual_reduction / predicted_reduction;
+    // f itself still vetoes a step that raises it by more than any rounding could (f_veto_rel).
+    if (small_step && std::isfinite(f_proposal) && f_proposal <= model->f() + options.f_veto_rel * fscale)
+      rho = gradient_reduction / predicted_reduction;
     if (!std::isfinite(rho)) rho = -std::numeric_limits<double>::infinity();
+    // So close to the minimum the quadratic model is exact to third order, so the gradients must
+    // confirm a Newton-like (interior) step with ρ ≈ 1. One they cannot confirm (|ρ − 1| > ½, e.g.
+    // ρ = 2 when the step lands on the mirror point) means the run is at the rounding floor of the
+    // objective and its gradient: nothing is left to gain.
+    if (small_step && !step.hits_boundary && !(std::abs(rho - 1.0) <= 0.5)) {
+      status = status_noise_floor;
+      break;
+    }
     if (rho < 0.25) {
       radius *= 0.25;
     } else if (rho > 0.75 && step.hits_boundary) {
@@ -171,12 +200,12 @@ void run_trust_region(Objective& objective, const Eigen::VectorXd& x0, Minimizer
   publish();
   out.status = status;
   out.message = status_message(status);
-  out.success = status == status_success;
+  out.success = status == status_success || status == status_noise_floor;
   if (status == status_model_failure) {
     log().warn("{}: {} |g| = {:.3e} after {} radius reductions, final radius {:.3e}. Rerun with "
                "--minimizerMethod trust-exact and compare the NLL.",
                out.method, out.message, model->gnorm(), shrinks, radius);
-  } else if (status == status_bad_approximation || status == status_success) {
+  } else if (status == status_bad_approximation || status == status_success || status == status_noise_floor) {
     log().debug("{}: {} (status {}, {} iterations)", out.method, out.message, status, k);
   } else {
     log().warn("{}: {} (status {}, {} iterations)", out.method, out.message, status, k);

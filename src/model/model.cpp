@@ -1,5 +1,6 @@
 #include "rabbit/model/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -257,6 +258,59 @@ void check_observed(const Model& model, const Eigen::VectorXd& nobs, const std::
       if (!(nobs[b] > 0.0))
         throw OptionError(fmt::format("--chisqFit requires all observed counts to be > 0, but {} has {} in bin {}",
                                       label, nobs[b], b));
+}
+
+void check_start_point(const Model& model, const Eigen::VectorXd& nobs, const Eigen::VectorXd& xi,
+                       const std::function<Eigen::VectorXd()>& expected_at_start) {
+  // Only the Poisson NLL has −n log ν; the chi2 likelihoods stay finite at ν = 0.
+  if (model.options.likelihood != DataLikelihood::poisson || !model.param_model) return;
+  const ParamModel& pm = *model.param_model;
+  const int64_t M = pm.nparams();
+  if (M == 0) return;
+  const FitInputData& in = *model.input;
+  const int64_t P = in.nproc;
+  Eigen::VectorXd r;
+  Eigen::MatrixXd jac;
+  pm.rates(xi.head(M), r, &jac);
+  if ((r.array() != 0.0).all()) return;
+  const Eigen::VectorXd nu_start = expected_at_start();
+  auto nominal = [&](int64_t b, int64_t p) -> double {
+    const int64_t i = b * P + p;
+    if (!in.sparse) return in.norm[i];
+    auto it = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), i);
+    return it != in.norm_index.end() && *it == i ? in.norm[it - in.norm_index.begin()] : 0.0;
+  };
+  // The first process whose zero rate empties a bin with data, that bin, and how many such bins.
+  int64_t proc = -1, first_bin = -1, nempty = 0;
+  for (int64_t b = 0; b < in.nbins; ++b) {
+    if (!(nobs[b] > 0.0) || nu_start[b] > 0.0) continue;
+    for (int64_t p = 0; p < P; ++p)
+      if (r[p] == 0.0 && nominal(b, p) != 0.0 && (proc < 0 || p == proc)) {
+        if (proc < 0) proc = p, first_bin = b;
+        ++nempty;
+        break;
+      }
+  }
+  if (proc < 0) return;
+  std::vector<std::string> params;
+  std::string hint = "NAME";
+  const auto names = pm.names();
+  for (int64_t j = 0; j < M; ++j)
+    if (jac(proc, j) != 0.0) {
+      if (params.empty()) hint = names[j];
+      params.push_back(fmt::format("{} = {}", names[j], xi[j]));
+    }
+  std::string where = fmt::format("bin {}", first_bin);
+  for (const auto& ch : in.channels)
+    if (first_bin >= ch.start && first_bin < ch.stop) where = fmt::format("{} bin {}", ch.name, first_bin - ch.start);
+  std::vector<std::string> models;
+  for (const auto& spec : model.options.param_models) models.push_back(spec.name);
+  if (models.empty()) models.push_back("Mu");
+  throw OptionError(fmt::format(
+      "--paramModel {}: at the start point ({}) process '{}' has rate 0 and leaves {} bin(s) with observed events "
+      "and no expected events (first: {}), where the Poisson NLL is infinite; start where its rate is positive "
+      "with --expectSignal {} VALUE",
+      fmt::join(models, " "), fmt::join(params, ", "), in.procs[proc], nempty, where, hint));
 }
 
 Eigen::VectorXd prefit_values(const Model& model) { return model.parameters.x_default; }

@@ -3,6 +3,8 @@
 #include <Eigen/Cholesky>
 #include <Eigen/LU>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
@@ -299,8 +301,15 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
       V = JCo * cwf.asDiagonal() * JCo.transpose();
       MatrixXd W;
       if (lik == DataLikelihood::covariance) W = in.data_cov_inv ? *in.data_cov_inv : MatrixXd(Vn.inverse());
-      else if (lik == DataLikelihood::poisson) W = (1.0 / out.inclusive.head(nobs).array()).matrix().asDiagonal();
-      else W = (1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal();
+      else if (lik == DataLikelihood::poisson) {
+        // ∂²L/∂ν∂n = −1/ν, but 0 in empty bins: rabbit's NLL takes log(1) where n = 0 (tf.where),
+        // so the fit does not respond to n there. Writing 1/ν for them would give 0·inf = NaN in
+        // a bin with ν = 0 (zero yield for every process), which spreads through Rn to every bin.
+        VectorXd w = VectorXd::Zero(nobs);
+        for (int64_t b = 0; b < nobs; ++b)
+          if (n(b) != 0.0) w(b) = 1.0 / out.inclusive(b);
+        W = w.asDiagonal();
+      } else W = (1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal();
       MatrixXd Rn = covpred * W - MatrixXd::Identity(nobs, nobs);
       V += Rn * Vn * Rn.transpose();
       if (bb && B.size()) {
@@ -343,9 +352,25 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
         V += Rb * varb0.asDiagonal() * Rb.transpose();
       }
     }
-    Eigen::LDLT<MatrixXd> ldlt(V);
-    out.chi2 = r.dot(ldlt.solve(r));
-    out.ndf = nobs;
+    // A bin with zero variance and zero residual (zero yield for every process and no data) is
+    // not a measurement: it is left out of the chi2 and of ndf, where a singular V would
+    // otherwise give 0/0. A zero-variance bin with a nonzero residual is infinitely improbable.
+    std::vector<int64_t> keep;
+    bool impossible = false;
+    for (int64_t b = 0; b < nobs; ++b) {
+      if (V(b, b) != 0.0) keep.push_back(b);
+      else if (r(b) != 0.0) impossible = true;
+    }
+    const auto nk = static_cast<int64_t>(keep.size());
+    VectorXd rk(nk);
+    MatrixXd Vk(nk, nk);
+    for (int64_t i = 0; i < nk; ++i) {
+      rk(i) = r(keep[i]);
+      for (int64_t j = 0; j < nk; ++j) Vk(i, j) = V(keep[i], keep[j]);
+    }
+    Eigen::LDLT<MatrixXd> ldlt(Vk);
+    out.chi2 = impossible ? std::numeric_limits<double>::infinity() : nk ? rk.dot(ldlt.solve(rk)) : 0.0;
+    out.ndf = nk;
   }
   return out;
 }

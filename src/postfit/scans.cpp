@@ -48,15 +48,28 @@ double RestrictedObjective::value_grad_hvp(const Eigen::VectorXd& y, const Eigen
 }
 
 double RestrictedObjective::value_grad_hess(const Eigen::VectorXd& y, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) {
-  Eigen::VectorXd g;
-  Eigen::MatrixXd h;
-  double f = full_.value_grad_hess(expand(y), g, h);
-  grad = restrict(g);
+  cached_hess_.resize(0, 0);  // the old one is no longer needed: free it before the new one
+  Eigen::VectorXd x = expand(y);
+  double f = full_.value_grad_hess(x, cached_grad_, cached_hess_);
+  grad = restrict(cached_grad_);
   const int64_t n = size();
   hess.resize(n, n);
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) hess(i, j) = h(floating_[i], floating_[j]);
+    for (int64_t j = 0; j < n; ++j) hess(i, j) = cached_hess_(floating_[i], floating_[j]);
+  cached_x_ = std::move(x);
   return f;
+}
+
+bool RestrictedObjective::take_full_hessian(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) {
+  const bool hit = cached_hess_.size() > 0 && cached_x_.size() == x.size() && cached_x_ == x;
+  if (hit) {
+    grad = std::move(cached_grad_);
+    hess = std::move(cached_hess_);
+  }
+  cached_hess_.resize(0, 0);
+  cached_grad_.resize(0);
+  cached_x_.resize(0);
+  return hit;
 }
 
 Scan1D scan_1d(Objective& objective, const ProfileMinimizer& minimizer, const std::vector<int64_t>& floating,

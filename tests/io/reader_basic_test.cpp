@@ -272,6 +272,7 @@ TEST(ReaderBasic, ExternalTermsDenseAndUnsortedSparse) {
     b.attr_int64("external_terms/b_sparse/hess_sparse", "dense_shape", {2, 2});
     b.int64s("external_terms/b_sparse/hess_sparse/indices", {1, 1, 0, 0, 0, 1}, {3, 2});  // unsorted
     b.doubles("external_terms/b_sparse/hess_sparse/values", {4.0, 2.0, 0.5}, {3});
+    b.doubles("external_terms/b_sparse/lognorm", {-0.25}, {});  // scalar: empty original_shape (PR #147)
     b.group("external_terms/a_dense");
     b.strings("external_terms/a_dense/params", {"free", "a"});
     b.doubles("external_terms/a_dense/grad_values", {0.1, -0.2}, {2});
@@ -287,7 +288,13 @@ TEST(ReaderBasic, ExternalTermsDenseAndUnsortedSparse) {
   ASSERT_TRUE(a.hess);
   EXPECT_EQ((*a.hess)(0, 1), 2.0);
   EXPECT_EQ((*a.hess)(1, 0), 3.0);
+  EXPECT_FALSE(a.hess_was_sparse);
+  EXPECT_FALSE(a.const_value);  // absent stays absent: the model derives it
+  EXPECT_FALSE(a.lognorm);
   const ExternalTerm& s = d.external_terms[1];
+  EXPECT_TRUE(s.hess_was_sparse);
+  EXPECT_FALSE(s.const_value);
+  EXPECT_EQ(s.lognorm, std::optional<double>(-0.25));
   EXPECT_EQ(s.name, "b_sparse");
   EXPECT_FALSE(s.grad_values);
   ASSERT_TRUE(s.hess);

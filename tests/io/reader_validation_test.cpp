@@ -446,6 +446,17 @@ TEST(ReaderValidation, ExternalTerms) {
     };
     EXPECT_CONTAINS(error_for(s), "has neither 'grad_values' nor a Hessian");
   }
+  {
+    TensorSpec s;  // rabbit PR #147's const/lognorm are scalars
+    s.extra = [](test::H5Builder& b) {
+      b.group("external_terms");
+      b.group("external_terms/extA");
+      b.strings("external_terms/extA/params", {"a"});
+      b.doubles("external_terms/extA/grad_values", {1}, {1});
+      b.doubles("external_terms/extA/const", {1, 2}, {2});
+    };
+    EXPECT_CONTAINS(error_for(s), "dataset 'external_terms/extA/const': has 2 elements, expected one (a scalar)");
+  }
 }
 
 }  // namespace

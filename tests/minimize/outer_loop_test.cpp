@@ -136,6 +136,7 @@ TEST(Minimizer, CallbackExceptionPropagatesAndSeesAcceptedIterates) {
 TEST(Minimizer, MaxiterAndGtol) {
   WithDirectHessian<Rosenbrock> objective(2);
   MinimizerOptions options;
+  options.certify = MinimizerOptions::Certify::off;  // the trust-region loop's own stops
   options.maxiter = 3;
   MinimizerResult r = minimize(objective, Eigen::Vector2d(-1.2, 1), options);
   EXPECT_EQ(r.status, status_maxiter);
@@ -156,6 +157,7 @@ TEST(Minimizer, ProposalsCostOneValueAndNoHvp) {
     WithDirectHessian<Rosenbrock> objective(10);
     MinimizerOptions options;
     options.method = method;
+    options.certify = MinimizerOptions::Certify::off;  // the loop alone (certificates count HVPs/Hessians)
     const MinimizerResult r = minimize(objective, Eigen::VectorXd::Zero(10), options);
     EXPECT_EQ(objective.value_calls + objective.grad_calls, r.nfev);
     EXPECT_EQ(objective.hvp_columns, r.nhvp);
@@ -176,10 +178,12 @@ TEST(Minimizer, ModelFailureEndsWithStatus4) {
   BrokenHvp objective;
   MinimizerOptions options;
   options.method = "trust-ncg";
+  options.certify = MinimizerOptions::Certify::off;
   LogCapture capture;
   const MinimizerResult r = minimize(objective, Eigen::VectorXd::Zero(4), options);
   EXPECT_EQ(r.status, status_model_failure);
   EXPECT_FALSE(r.success);
+  EXPECT_FALSE(r.converged);
   EXPECT_TRUE(capture.contains("trust-exact"));
 }
 
@@ -189,6 +193,7 @@ TEST(Minimizer, EarlyStoppingAndRestarts) {
   WithDirectHessian<Quadratic> objective(A, Eigen::Vector2d(1.0, -2.0), 1e-3);
   MinimizerOptions options;
   options.early_stopping = 3;
+  options.certify = MinimizerOptions::Certify::off;
   const MinimizerResult r = minimize(objective, Eigen::Vector2d(0, 0), options);
   EXPECT_TRUE(r.stopped_early);
   EXPECT_EQ(r.status, status_stopped_early);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/LU>
+
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/regularizer.hpp"
@@ -91,9 +93,96 @@ TEST(GlobalTerms, ExternalTermsOnStoredX) {
   const Eigen::Vector3d xs(1.2, -0.2, 4.0);
   Eigen::Matrix3d H;
   H << 2.0, 0.5, 0.0, -0.3, 1.0, 0.2, 0.1, 0.0, 3.0;
-  const double expected = Eigen::Vector3d(0.5, -1.0, 2.0).dot(xs) + 0.5 * xs.dot(H * xs) + 0.5 * 2 * 0.04;
+  // Plus ext1's centring constant ½ μᵀHₛμ with μ = −Hₛ⁻¹g (rabbit PR #147; ext2 has no g: 0).
+  const Eigen::Matrix3d hs = 0.5 * (H + H.transpose());
+  const Eigen::Vector3d mu = -hs.inverse() * Eigen::Vector3d(0.5, -1.0, 2.0);
+  const double expected =
+      Eigen::Vector3d(0.5, -1.0, 2.0).dot(xs) + 0.5 * xs.dot(H * xs) + 0.5 * 2 * 0.04 + 0.5 * mu.dot(hs * mu);
   EXPECT_NEAR(model->global_terms->x_terms(x, nullptr, nullptr, nullptr, nullptr), expected, 1e-13);
   check_term([&](auto&&... a) { return model->global_terms->x_terms(a...); }, x);
+  // --fullNll: ½(k ln 2π − ln det Hₛ) per term (ext2: the 2x2 identity).
+  const double ln2pi = std::log(2.0 * M_PI);
+  EXPECT_NEAR(model->global_terms->x_terms_full_constant(),
+              0.5 * (3 * ln2pi - std::log(hs.determinant())) + 0.5 * (2 * ln2pi), 1e-13);
+}
+
+// rabbit PR #147 (docs/model.md "External terms"): which scalars a term gets. Names: sig, sig2, a, noi, b.
+TEST(GlobalTerms, ExternalTermGaussianScalars) {
+  struct Eval {
+    double value, full_constant;
+  };
+  auto eval = [](const ExternalTerm& t, const Eigen::VectorXd& x) {
+    auto in = test::small_input();
+    in->external_terms = {t};
+    auto model = build_model(in, ModelOptions{});
+    return Eval{model->global_terms->x_terms(x, nullptr, nullptr, nullptr, nullptr),
+                model->global_terms->x_terms_full_constant()};
+  };
+  const double ln2pi = std::log(2.0 * M_PI);
+  Eigen::Matrix2d h;
+  h << 4.0, 1.0, 1.0, 2.0;
+  const Eigen::Vector2d mu(0.5, -1.0);
+  const double half_mu_h_mu = 0.5 * mu.dot(h * mu);
+  Eigen::VectorXd at_mu = Eigen::VectorXd::Zero(5);
+  at_mu[2] = mu[0];  // a
+  at_mu[4] = mu[1];  // b
+  ExternalTerm gauss;  // N(μ, H⁻¹) stored expanded: g = −Hμ
+  gauss.name = "gauss";
+  gauss.params = {"a", "b"};
+  gauss.grad_values = Eigen::VectorXd(-h * mu);
+  gauss.hess = Eigen::MatrixXd(h);
+  // Dense: derived, the term is ½(x−μ)ᵀH(x−μ) (0 at μ) and lognorm = ½(2 ln 2π − ln 7).
+  Eval e = eval(gauss, at_mu);
+  EXPECT_NEAR(e.value, 0.0, 1e-14);
+  EXPECT_NEAR(e.full_constant, 0.5 * (2 * ln2pi - std::log(7.0)), 1e-14);
+  // Stored as sparse without scalars: rabbit leaves it as it was (−½μᵀHμ at μ, no lognorm).
+  ExternalTerm sparse = gauss;
+  sparse.hess_was_sparse = true;
+  e = eval(sparse, at_mu);
+  EXPECT_NEAR(e.value, -half_mu_h_mu, 1e-14);
+  EXPECT_EQ(e.full_constant, 0.0);
+  // Stored scalars win, also over the derivation; one stored, the other derived.
+  ExternalTerm stored = gauss;
+  stored.const_value = 10.0;
+  stored.lognorm = -3.0;
+  e = eval(stored, at_mu);
+  EXPECT_NEAR(e.value, 10.0 - half_mu_h_mu, 1e-13);
+  EXPECT_EQ(e.full_constant, -3.0);
+  stored.lognorm.reset();
+  EXPECT_NEAR(eval(stored, at_mu).full_constant, 0.5 * (2 * ln2pi - std::log(7.0)), 1e-14);
+  sparse.const_value = half_mu_h_mu;
+  EXPECT_NEAR(eval(sparse, at_mu).value, 0.0, 1e-14);
+  // Singular H with g in its range: the pseudo-inverse centres it (0 on the line a + b = 1);
+  // det H = 0, so no lognorm.
+  ExternalTerm singular;
+  singular.name = "singular";
+  singular.params = {"a", "b"};
+  singular.hess = Eigen::MatrixXd::Ones(2, 2);
+  singular.grad_values = Eigen::VectorXd(Eigen::Vector2d(-1.0, -1.0));  // −H·(1, 0)
+  Eigen::VectorXd on_line = Eigen::VectorXd::Zero(5);
+  on_line[2] = 0.25;
+  on_line[4] = 0.75;
+  e = eval(singular, on_line);
+  EXPECT_NEAR(e.value, 0.0, 1e-14);
+  EXPECT_EQ(e.full_constant, 0.0);
+  // Indefinite H (det < 0): no lognorm; no g: no const.
+  ExternalTerm indefinite;
+  indefinite.name = "indefinite";
+  indefinite.params = {"a", "b"};
+  indefinite.hess = Eigen::MatrixXd(Eigen::Vector2d(1.0, -1.0).asDiagonal());
+  e = eval(indefinite, at_mu);
+  EXPECT_NEAR(e.value, 0.5 * (0.25 - 1.0), 1e-14);
+  EXPECT_EQ(e.full_constant, 0.0);
+  // Gradient only: a tilt with nothing to centre.
+  ExternalTerm tilt;
+  tilt.name = "tilt";
+  tilt.params = {"noi"};
+  tilt.grad_values = Eigen::VectorXd::Constant(1, 0.3);
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(5);
+  x[3] = 2.0;
+  e = eval(tilt, x);
+  EXPECT_NEAR(e.value, 0.6, 1e-15);
+  EXPECT_EQ(e.full_constant, 0.0);
 }
 
 TEST(GlobalTerms, UnknownExternalParameterIsAnInputError) {

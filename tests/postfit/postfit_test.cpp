@@ -6,11 +6,13 @@
 #include <filesystem>
 
 #include "rabbit/core/error.hpp"
+#include "rabbit/minimize/conjugate_gradient.hpp"
 #include "rabbit/postfit/result_file.hpp"
 #include "rabbit/postfit/uncertainties.hpp"
 #include "support/test_paths.hpp"
 
 using namespace rabbit::postfit;
+using rabbit::conjugate_gradient;
 namespace fs = std::filesystem;
 
 namespace {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "rabbit/postfit/result_file.hpp"
 #include "support/fit_comparison.hpp"
 #include "support/json.hpp"
 #include "support/test_paths.hpp"
@@ -51,29 +52,45 @@ rabbit::test::FitTolerances reference_tolerances() {
   return t;
 }
 
-class ReferenceFit : public ::testing::TestWithParam<std::string> {};
+// Every case with each of the three minimizers: all must reach upstream's numbers, and every fit
+// must end certified, EDM <= 1e-15 max(1, |NLL|) (docs/minimizers.md "Convergence").
+class ReferenceFit : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(ReferenceFit, AgreesWithUpstreamRabbit) {
-  const Json ref = Json::parse_file((reference_dir() / "fits" / (GetParam() + ".json")).string());
+  const auto& [name, method] = GetParam();
+  const Json ref = Json::parse_file((reference_dir() / "fits" / (name + ".json")).string());
   const auto run = rabbit::test::run_reference_case(ref, reference_dir() / "tensors",
-                                                    rabbit::test::scratch_dir("reference_" + GetParam()));
+                                                    rabbit::test::scratch_dir("reference_" + name + "_" + method),
+                                                    "--minimizerMethod " + method);
   ASSERT_EQ(run.exit_code, 0) << run.command << "\n" << run.output;
   ASSERT_TRUE(fs::exists(run.result_file)) << run.command << "\n" << run.output;
 
   const auto summary =
-      rabbit::test::compare_fit_result(GetParam(), ref.at("results"), run.result_file.string(), reference_tolerances());
+      rabbit::test::compare_fit_result(name, ref.at("results"), run.result_file.string(), reference_tolerances());
   // Largest deviations per quantity (relative / absolute), for docs/validation.md.
-  std::cout << "[ reference ] " << GetParam() << rabbit::test::format_summary(summary) << "\n";
+  std::cout << "[ reference ] " << name << " " << method << rabbit::test::format_summary(summary) << "\n";
+
+  const rabbit::result::ResultReader file(run.result_file.string());
+  for (const auto& group : file.result_groups()) {
+    if (!file.exists(group + "/_cpp/converged")) continue;  // not fitted (Asimov at its own minimum, --noFit)
+    const double nll = file.scalar(group + "/nllvalreduced");
+    EXPECT_EQ(file.scalar(group + "/_cpp/converged"), 1.0) << name << " " << method << " " << group;
+    EXPECT_LE(file.scalar(group + "/_cpp/edm"), 1e-15 * std::max(1.0, std::abs(nll))) << name << " " << group;
+    EXPECT_LE(file.scalar(group + "/edmval"), 1e-15 * std::max(1.0, std::abs(nll))) << name << " " << group;
+  }
 }
 
-std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string s = info.param;
+std::string case_test_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+  std::string s = std::get<0>(info.param) + "_" + std::get<1>(info.param);
   for (char& c : s)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return s;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fits, ReferenceFit, ::testing::ValuesIn(case_names()), case_test_name);
+INSTANTIATE_TEST_SUITE_P(Fits, ReferenceFit,
+                         ::testing::Combine(::testing::ValuesIn(case_names()),
+                                            ::testing::Values("trust-krylov", "trust-ncg", "trust-exact")),
+                         case_test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ReferenceFit);
 
 // The committed references must be there: an empty directory would silently test nothing.

@@ -4,8 +4,21 @@
 
 #include <array>
 #include <cstdio>
+#include <sstream>
+#include <vector>
+
+#include "rabbit/cli/run_fit.hpp"
 
 namespace rabbit::test {
+
+int run_rabbit_fit_in_process(const std::string& args) {
+  std::vector<std::string> words{"rabbit_fit"};
+  std::istringstream in(args);
+  for (std::string w; in >> w;) words.push_back(w);
+  std::vector<const char*> argv;
+  for (const auto& w : words) argv.push_back(w.c_str());
+  return rabbit::cli::rabbit_fit_main(static_cast<int>(argv.size()), argv.data());
+}
 
 CommandResult run_command(const std::string& command) {
   CommandResult result;

@@ -12,6 +12,10 @@ struct CommandResult {
 /// Runs `command` through the shell, capturing stdout and stderr.
 CommandResult run_command(const std::string& command);
 
+/// rabbit_fit in this process (no shell, no new process): `args` split at whitespace, without the
+/// program name; returns its exit code. For the slow and repeated cases (docs/validation.md).
+int run_rabbit_fit_in_process(const std::string& args);
+
 /// `text` as one single-quoted shell word.
 std::string shell_quote(const std::string& text);
 

@@ -32,12 +32,14 @@ std::string format_summary(const DeviationSummary& summary) {
   return line.str();
 }
 
-ReferenceRun run_reference_case(const Json& reference, const fs::path& tensor_dir, const fs::path& out_dir) {
+ReferenceRun run_reference_case(const Json& reference, const fs::path& tensor_dir, const fs::path& out_dir,
+                                const std::string& extra_args) {
   ReferenceRun run;
   const fs::path tensor = tensor_dir / reference.at("tensor").string();
   const fs::path exe = binary_dir() / "rabbit_fit";
   run.command = shell_quote(exe.string()) + " " + shell_quote(tensor.string());
   for (const auto& a : reference.at("args").strings()) run.command += " " + shell_quote(a);
+  if (!extra_args.empty()) run.command += " " + extra_args;
   run.command += " -o " + shell_quote(out_dir.string()) + " --outname fit.hdf5";
   if (!fs::exists(tensor)) {
     run.output = "reference tensor missing: " + tensor.string();

@@ -77,6 +77,6 @@ struct ReferenceRun {
   std::filesystem::path result_file;
 };
 ReferenceRun run_reference_case(const Json& reference, const std::filesystem::path& tensor_dir,
-                                const std::filesystem::path& out_dir);
+                                const std::filesystem::path& out_dir, const std::string& extra_args = "");
 
 }  // namespace rabbit::test

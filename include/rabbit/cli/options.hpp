@@ -37,6 +37,7 @@ struct FitOptions {
   std::optional<int64_t> minimizer_maxiter;
   std::optional<double> minimizer_gtol;
   std::optional<double> minimizer_ftol;
+  double edm_tol = 1e-15;  // --edmTol: converged when EDM <= edm_tol * max(1, |NLL|)
   int64_t early_stopping = -1;
   bool no_hessian = false;
   bool no_edm = false;

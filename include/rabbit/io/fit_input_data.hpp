@@ -44,12 +44,17 @@ struct ChannelInfo {
   int64_t nbins() const { return stop - start; }
 };
 
-/// One external likelihood term (input-format.md §2.7): adds g·x_sub + ½ x_subᵀ H x_sub.
+/// One external likelihood term (input-format.md §2.7): adds g·x_sub + ½ x_subᵀ H x_sub, plus the
+/// Gaussian scalars of rabbit PR #147 (docs/model.md "External terms"): `const_value` in every NLL,
+/// `lognorm` in the full NLL only. Absent scalars are derived by the model where rabbit does.
 struct ExternalTerm {
   std::string name;
   std::vector<std::string> params;
   std::optional<Eigen::VectorXd> grad_values;  // [n]
   std::optional<Eigen::MatrixXd> hess;         // [n, n], dense (sparse inputs are densified)
+  bool hess_was_sparse = false;                // stored as hess_sparse: rabbit derives no scalars then
+  std::optional<double> const_value;           // dataset `const` (½ μᵀHμ of a Gaussian prior)
+  std::optional<double> lognorm;               // dataset `lognorm` (½ log det(2π H⁻¹))
 };
 
 /// Sparse logk in compressed-row form over the nonzero entries of the sparse norm: the systematic

@@ -116,9 +116,18 @@ class TensorWriter {
   void add_beta_variations(const std::string& process, const std::string& source_channel,
                            const std::string& dest_channel, std::vector<double> variation);
 
-  /// External likelihood term (input-format.md §2.7): g·x_sub + ½ x_subᵀ H x_sub.
+  /// External likelihood term (input-format.md §2.7): g·x_sub + ½ x_subᵀ H x_sub, with rabbit's
+  /// optional scalars `const` and `lognorm` (PR #147, docs/tensor-writer.md); left out, the fit
+  /// derives them from a dense Hessian.
   void add_external_term(const std::string& name, std::vector<std::string> params,
-                         std::optional<Eigen::VectorXd> grad, std::optional<Eigen::MatrixXd> hess);
+                         std::optional<Eigen::VectorXd> grad, std::optional<Eigen::MatrixXd> hess,
+                         std::optional<double> const_value = std::nullopt,
+                         std::optional<double> lognorm = std::nullopt);
+  /// A Gaussian prior N(mean, H⁻¹) as an external term (rabbit's mean=): g = −H·mean and
+  /// const = ½ meanᵀH·mean, so the term is ½(x−mean)ᵀH(x−mean).
+  void add_external_gaussian_term(const std::string& name, std::vector<std::string> params,
+                                  const Eigen::VectorXd& mean, const Eigen::MatrixXd& hess,
+                                  std::optional<double> lognorm = std::nullopt);
 
   bool symmetric_tensor() const { return symmetric_tensor_; }
   SystematicType systematic_type() const { return systematic_type_; }

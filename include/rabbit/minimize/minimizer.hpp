@@ -5,6 +5,7 @@
 // restarts.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,9 +57,27 @@ struct MinimizerOptions {
   const DenseLinalg* linalg = nullptr;
   /// Called once per outer iteration; an exception thrown here propagates out of minimize().
   std::function<void(const IterationInfo&)> callback;
+
+  // ---- convergence certificate (docs/minimizers.md "Convergence")
+  /// --edmTol: the fit is converged only when EDM = ½ gᵀH⁻¹g ≤ edm_tol · max(1, |f|) with H ≻ 0.
+  double edm_tol = 1e-15;
+  /// Curvature used to certify (and polish) the end point: the dense Hessian, conjugate gradients
+  /// on HVPs, or automatic (dense up to dense_certify_max_n parameters).
+  enum class Certify { automatic, dense, hvp, off };
+  Certify certify = Certify::automatic;
+  int64_t dense_certify_max_n = 300;
+  /// Newton steps allowed after the trust region when the EDM is above edm_tol.
+  int max_polish_steps = 10;
+  /// Below this predicted reduction (relative to max(1, |f|)) a proposal is judged by the reduction
+  /// its gradients measure (trapezoid rule), not by f, whose rounding noise — f sums terms far
+  /// larger than f — can be of the size of the step's effect.
+  double small_step_rel = 1e-8;
+  /// ...unless f rose by more than this (relative to max(1, |f|)): more than rounding can explain.
+  double f_veto_rel = 1e-6;
 };
 
-/// Status codes: scipy's 0–3, upstream's 4, and 5 for an early stop (C++ addition).
+/// Status codes: scipy's 0–3, upstream's 4, and 5 (early stop) and 6 (numerical precision) as
+/// C++ additions.
 enum MinimizerStatus : int {
   status_success = 0,
   status_maxiter = 1,
@@ -66,6 +85,7 @@ enum MinimizerStatus : int {
   status_linalg_error = 3,
   status_model_failure = 4,
   status_stopped_early = 5,
+  status_noise_floor = 6,  ///< C++ addition: a Newton-like step is below f's and ‖g‖'s rounding noise
 };
 const char* status_message(int status);
 
@@ -75,7 +95,7 @@ struct MinimizerResult {
   Eigen::VectorXd grad;  ///< physical gradient at x
   int status = status_maxiter;
   std::string message;
-  bool success = false;  ///< scipy's flag: status == 0 (a status-2 end is the normal end under gtol 0)
+  bool success = false;  ///< status 0 or 6 (whether the point is a minimum: `converged`)
   std::string method;
   int64_t iterations = 0;  ///< outer iterations, accepted or rejected, all rounds
   int64_t nfev = 0;        ///< objective evaluations (value or value+grad)
@@ -89,10 +109,21 @@ struct MinimizerResult {
   int restarts = 0;
   std::vector<double> loss_history;  ///< f per callback, all rounds
   std::vector<double> time_history;  ///< seconds since start per callback
+
+  // ---- convergence certificate (docs/minimizers.md "Convergence")
+  bool converged = false;     ///< EDM ≤ edm_tol·max(1,|f|) at x with a positive-definite Hessian
+  double edm = std::numeric_limits<double>::quiet_NaN();  ///< ½ gᵀH⁻¹g at x (NaN if not certified)
+  /// max_i |g_i| / sqrt(H_ii) at x (dense certificate only; NaN otherwise)
+  double max_scaled_grad = std::numeric_limits<double>::quiet_NaN();
+  int polish_steps = 0;       ///< Newton steps taken after the trust region
+  std::string certified_by;   ///< "dense Hessian", "conjugate gradients on HVPs" or "" (not certified)
+  std::string stop_reason;    ///< why the minimizer stopped, in one line (trust region, polish, certificate)
 };
 
-/// Minimises objective from x0 (physical coordinates). Throws OptionError on bad options,
-/// NumericalError if f(x0) is not finite; exceptions from the callback propagate.
+/// Minimises objective from x0 (physical coordinates), then certifies the end point (EDM with the
+/// dense Hessian or CG on HVPs) and polishes it with Newton steps when the EDM is above
+/// options.edm_tol. Throws OptionError on bad options, NumericalError if f(x0) is not finite;
+/// exceptions from the callback propagate.
 MinimizerResult minimize(Objective& objective, const Eigen::VectorXd& x0, const MinimizerOptions& options);
 
 /// One trust-region run (no preconditioner, no early stopping or restarts) in the objective's own
@@ -102,5 +133,12 @@ using TrustRegionHook = std::function<void(const Eigen::VectorXd& x, double f, d
                                            bool accepted)>;
 MinimizerResult trust_region_minimize(Objective& objective, const Eigen::VectorXd& x0, MinimizerMethod method,
                                       const MinimizerOptions& options, const TrustRegionHook& iteration_hook = {});
+
+/// The certificate and Newton polish of minimize() on their own: evaluates the curvature at
+/// result.x, takes Newton steps (backtracking, judged on f and on the gradient) while the EDM is
+/// above options.edm_tol, and fills result's x, f, grad, converged, edm, max_scaled_grad,
+/// polish_steps and certified_by. Returns false if the curvature was not positive definite or a
+/// Newton step could not be accepted (the caller may then try another subproblem solver).
+bool certify_and_polish(Objective& objective, const MinimizerOptions& options, MinimizerResult& result);
 
 }  // namespace rabbit

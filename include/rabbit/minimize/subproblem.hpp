@@ -20,6 +20,9 @@ struct SubproblemStep {
   Eigen::VectorXd p;
   bool hits_boundary = false;
   double model_value = 0.0;  ///< m(p), computed without extra HVPs
+  /// m(p) − f = gᵀp + ½pᵀHp, computed without cancellation against f: near a minimum the
+  /// predicted reduction is far below f's rounding, where m(p) itself equals f.
+  double model_change = 0.0;
 };
 
 /// Work counters of one subproblem (accumulated over all its solves).

@@ -2,6 +2,7 @@
 // Model: the input data plus everything the options make of it (parameter space, param model,
 // BB configuration, global terms). Immutable apart from the observation and constraint-centre
 // state that toys change; shared by all shards of a fit.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,16 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
 /// Checks a data set about to be fitted (label names it in the message): with --chisqFit every
 /// count must be > 0 (OptionError otherwise); lengths must equal nbins.
 void check_observed(const Model& model, const Eigen::VectorXd& nobs, const std::string& label);
+
+/// Checks the start point of a Poisson fit: xi are its effective parameters (π = xi[0:nparams]);
+/// expected_at_start returns the expected yields of the observed bins there, and is called only
+/// when the param model gives some process a zero rate at the start. Where the param model gives a
+/// process a zero rate and that process alone was to fill bins with observed events (e.g.
+/// --paramModel Mixture sig bkg at its default mixing 1, which zeroes bkg), the NLL is infinite
+/// at the start and no fit can begin: throws OptionError naming --paramModel, the parameter and
+/// the process. Other non-finite starts are left to the minimizer's own message.
+void check_start_point(const Model& model, const Eigen::VectorXd& nobs, const Eigen::VectorXd& xi,
+                       const std::function<Eigen::VectorXd()>& expected_at_start);
 
 /// Prefit quantities (likelihood.md §7.4): the stored start values x0default, var_prefit, and
 /// its square root; the prefit covariance is diag(var_prefit).

@@ -26,8 +26,8 @@ struct HistogramResult {
   Eigen::MatrixXd inclusive_cov;    // [nbinsfull, nbinsfull]
   Eigen::MatrixXd per_process;      // [nbinsfull, nproc]
   Eigen::MatrixXd per_process_var;  // [nbinsfull, nproc]
-  double chi2 = 0.0;
-  int64_t ndf = 0;
+  double chi2 = 0.0;  // +inf when a bin of zero variance has a nonzero residual
+  int64_t ndf = 0;     // unmasked bins less those of zero variance and zero residual
 };
 
 /// Cov(y) = J C Jᵀ + J_β H_ββ⁻¹ J_βᵀ (the second term with MC stat on; H_ββ of L_β alone

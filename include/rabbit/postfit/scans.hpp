@@ -26,10 +26,17 @@ class RestrictedObjective : public Objective {
   Eigen::VectorXd restrict(const Eigen::VectorXd& x) const;
   Eigen::VectorXd& base() { return base_; }
 
+  /// Hands over the full-space gradient and Hessian of the last value_grad_hess call if it was
+  /// taken at the full point x (bit-exact), so that the covariance reuses the Hessian that
+  /// certified the fit; false (and nothing moved) otherwise. The cache is emptied either way.
+  bool take_full_hessian(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess);
+
  private:
   Objective& full_;
   std::vector<int64_t> floating_;
   Eigen::VectorXd base_;
+  Eigen::VectorXd cached_x_, cached_grad_;
+  Eigen::MatrixXd cached_hess_;
 };
 
 /// Minimises `objective` over the coordinates `floating` starting from x; returns the full vector.

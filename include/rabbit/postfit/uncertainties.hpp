@@ -21,10 +21,6 @@ struct CovarianceResult {
 CovarianceResult covariance_from_hessian(const Eigen::MatrixXd& hess, const Eigen::VectorXd& grad,
                                          const std::vector<int64_t>& floating, const Eigen::MatrixXd& prefit_cov);
 
-/// Solves A v = b by conjugate gradients with A given by its products; relative tolerance rtol on
-/// ‖r‖/‖b‖. Throws NumericalError naming `what` if it does not converge within maxiter.
-Eigen::VectorXd conjugate_gradient(const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& apply,
-                                   const Eigen::VectorXd& b, double rtol, int64_t maxiter, const std::string& what);
 
 /// Which parameters are reported and how nuisances are grouped (§4.3, §4.4).
 struct ImpactLayout {

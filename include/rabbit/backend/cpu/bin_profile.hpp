@@ -28,7 +28,11 @@ T data_term(const T& nu, const BinObservation& obs, DataLikelihood lik) {
     return 0.5 * (r * r) / obs.v;
   }
   if (obs.n == 0.0) return nu;
-  return -obs.n * (log(nu) - obs.log_n) + nu - obs.n;
+  // ν − n − n·log(ν/n) as r − n·log1p(r/n) with r = ν − n (docs/likelihood.md): the form
+  // −n(log ν − log n) + ν − n subtracts two logs of size log n, and its rounding times n made f
+  // noisy at ~1e-10 for counts of 1e5, more than the last Newton steps change it.
+  const double v = value_of(nu), n = obs.n, r = v - n;
+  return unary(nu, r - n * std::log1p(r / n), r / v, n / (v * v));
 }
 
 /// The "+" root Q(a, b, c) = ½(−b + √(b² − 4ac))/a, evaluated in rabbit's operation order.

@@ -167,4 +167,12 @@ inline DynHyperDual exp(const DynHyperDual& x) {
 }
 inline DynHyperDual log(const DynHyperDual& x) { return dchain(x, std::log(x.v), 1.0 / x.v, -1.0 / (x.v * x.v)); }
 
+/// g(x) for a scalar function given by its value and first two derivatives at value_of(x), for
+/// every number type: lets a formula compute its value in a numerically better form than the one
+/// its derivatives would be traced through.
+inline double unary(double, double f, double, double) { return f; }
+template <int K>
+HyperDual<K> unary(const HyperDual<K>& x, double f, double d1, double d2) { return chain(x, f, d1, d2); }
+inline DynHyperDual unary(const DynHyperDual& x, double f, double d1, double d2) { return dchain(x, f, d1, d2); }
+
 }  // namespace rabbit::cpu
