@@ -116,6 +116,21 @@ bool utf8_to_latin1(const std::string& in, std::string& out) {
   return true;
 }
 
+// Bytes per element of a numeric typestr ("<f8", "i4", "?"), 0 if not one.
+size_t dtype_itemsize(std::string typestr) {
+  if (!typestr.empty() && (typestr[0] == '<' || typestr[0] == '>' || typestr[0] == '|' || typestr[0] == '=')) {
+    typestr.erase(0, 1);
+  }
+  if (typestr == "?") return 1;
+  if (typestr.size() < 2 || typestr.size() > 3) return 0;
+  size_t n = 0;
+  for (size_t i = 1; i < typestr.size(); ++i) {
+    if (typestr[i] < '0' || typestr[i] > '9') return 0;
+    n = n * 10 + static_cast<size_t>(typestr[i] - '0');
+  }
+  return n;
+}
+
 bool is_numpy_module(const std::string& module, const char* sub) {
   return module == std::string("numpy.core.") + sub || module == std::string("numpy._core.") + sub;
 }
@@ -289,6 +304,22 @@ class Machine {
           arr->shape.push_back(e->integer);
         }
         arr->fortran_order = a[3]->is(Kind::string) && a[3]->text == "F";
+        return arr;
+      }
+      if (module == "numpy" && name == "frombuffer" && tuple_args && a.size() == 2 && a[0]->is(Kind::bytes) &&
+          (a[1]->is(Kind::string) || a[1]->is(Kind::dtype))) {
+        // numpy.frombuffer(bytes, dtype): the portable 1-D array form of result files.
+        auto arr = make(Kind::ndarray);
+        arr->text = a[0]->text;
+        if (a[1]->is(Kind::dtype)) {
+          arr->dtype = a[1];
+        } else {
+          arr->dtype = make(Kind::dtype);
+          arr->dtype->text = a[1]->text;
+        }
+        const size_t itemsize = dtype_itemsize(arr->dtype->text);
+        if (itemsize == 0 || arr->text.size() % itemsize != 0) corrupt("frombuffer: bad dtype or buffer size");
+        arr->shape.push_back(static_cast<int64_t>(arr->text.size() / itemsize));
         return arr;
       }
       if (module == "numpy" && name == "dtype" && tuple_args && !a.empty() && a[0]->is(Kind::string)) {

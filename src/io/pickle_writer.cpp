@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "rabbit/core/error.hpp"
+#include "rabbit/io/pickle.hpp"
 
 namespace rabbit::pickle {
 namespace {
@@ -17,6 +18,8 @@ constexpr uint8_t SHORT_BINUNICODE = 0x8c, BINUNICODE = 'X', BYTEARRAY8 = 0x96;
 constexpr uint8_t STACK_GLOBAL = 0x93, MARK = '(', TUPLE = 't', EMPTY_TUPLE = ')';
 constexpr uint8_t EMPTY_DICT = '}', EMPTY_LIST = ']', SETITEMS = 'u', SETITEM = 's', APPENDS = 'e';
 constexpr uint8_t NEWOBJ = 0x81, REDUCE = 'R', BUILD = 'b';
+constexpr uint8_t SHORT_BINBYTES = 'C', BINBYTES = 'B', BINBYTES8 = 0x8e, BINPERSID = 'Q';
+constexpr uint8_t MEMOIZE = 0x94, BINGET = 'h', LONG_BINGET = 'j';
 
 template <typename T>
 void append_le(std::vector<uint8_t>& out, T value) {
@@ -81,6 +84,37 @@ void PickleWriter::bytearray(const uint8_t* data, size_t size) {
   raw(data, size);
 }
 
+void PickleWriter::bytes(const void* data, size_t size) {
+  if (size < 256) {
+    op(SHORT_BINBYTES);
+    op(static_cast<uint8_t>(size));
+  } else if (size <= std::numeric_limits<uint32_t>::max()) {
+    op(BINBYTES);
+    append_le(out_, static_cast<uint32_t>(size));
+  } else {
+    op(BINBYTES8);
+    append_le(out_, static_cast<uint64_t>(size));
+  }
+  raw(data, size);
+}
+
+void PickleWriter::persistent_id() { op(BINPERSID); }
+
+uint32_t PickleWriter::memoize() {
+  op(MEMOIZE);
+  return memo_size_++;
+}
+
+void PickleWriter::get(uint32_t memo_index) {
+  if (memo_index < 256) {
+    op(BINGET);
+    op(static_cast<uint8_t>(memo_index));
+  } else {
+    op(LONG_BINGET);
+    append_le(out_, memo_index);
+  }
+}
+
 void PickleWriter::global(const std::string& module, const std::string& name) {
   string(module);
   string(name);
@@ -128,6 +162,17 @@ void PickleWriter::ndarray_1d(const std::string& typestr, const void* data, size
   integer(static_cast<int64_t>(count));
   tuple_from_mark();
   string("C");
+  tuple_from_mark();
+  reduce();
+}
+
+void PickleWriter::ndarray_1d_frombuffer(const std::string& typestr, const void* data, size_t itemsize,
+                                         size_t count) {
+  static_assert(std::endian::native == std::endian::little, "pickle writer assumes little endian");
+  global("numpy", "frombuffer");
+  mark();
+  bytes(data, itemsize * count);
+  string((itemsize == 1 ? "|" : "<") + typestr);
   tuple_from_mark();
   reduce();
 }
@@ -212,7 +257,11 @@ void check_edges(const AxisInfo& axis, size_t expected) {
 }
 }  // namespace
 
-void write_axis(PickleWriter& w, const AxisInfo& axis) {
+void write_axis(PickleWriter& w, const AxisInfo& axis, ArrayEncoding arrays) {
+  auto ndarray = [&](const std::string& typestr, const void* data, size_t itemsize, size_t count) {
+    if (arrays == ArrayEncoding::numpy_frombuffer) w.ndarray_1d_frombuffer(typestr, data, itemsize, count);
+    else w.ndarray_1d(typestr, data, itemsize, count);
+  };
   const std::string core = core_class_for(axis);
   w.global("hist.axis", wrapper_class_for(axis));
   w.empty_tuple();
@@ -233,7 +282,7 @@ void write_axis(PickleWriter& w, const AxisInfo& axis) {
     w.real(axis.edges.back() - axis.edges.front());
   } else if (axis.kind == "variable") {
     check_edges(axis, static_cast<size_t>(axis.size) + 1);
-    w.ndarray_1d("f8", axis.edges.data(), sizeof(double), axis.edges.size());
+    ndarray("f8", axis.edges.data(), sizeof(double), axis.edges.size());
     write_axis_metadata(w, axis);
   } else if (axis.kind == "integer") {
     check_edges(axis, static_cast<size_t>(axis.size) + 1);
@@ -252,7 +301,7 @@ void write_axis(PickleWriter& w, const AxisInfo& axis) {
                     " does not fit boost-histogram's 32-bit int categories");
       values.push_back(static_cast<int32_t>(v));
     }
-    w.ndarray_1d("i4", values.data(), sizeof(int32_t), values.size());
+    ndarray("i4", values.data(), sizeof(int32_t), values.size());
     write_axis_metadata(w, axis);
   } else {  // category_str
     w.integer(static_cast<int64_t>(axis.categories_str.size()));
@@ -263,6 +312,38 @@ void write_axis(PickleWriter& w, const AxisInfo& axis) {
   w.build();     // core.__setstate__(state tuple)
   w.setitem();   // {"_ax": core}
   w.build();     // wrapper.__dict__.update(...)
+}
+
+void h5_object_reference(PickleWriter& w, const std::string& path) {
+  // H5Path is a plain class: copyreg's protocol-2 form, NEWOBJ then BUILD with its __dict__.
+  w.global("wums.ioutils", "H5Path");
+  w.empty_tuple();
+  w.newobj();
+  w.empty_dict();
+  w.string("path");
+  w.string(path);
+  w.setitem();
+  w.build();
+  w.persistent_id();
+}
+
+void h5_pickle_proxy(PickleWriter& w, const std::string& group_path) {
+  w.global("wums.ioutils", "H5PickleProxy");
+  w.mark();
+  w.none();
+  h5_object_reference(w, group_path);
+  w.tuple_from_mark();
+  w.reduce();
+}
+
+void h5_buffer(PickleWriter& w, const std::string& dataset_path) {
+  w.global("wums.ioutils", "H5Buffer");
+  w.mark();
+  w.none();
+  h5_object_reference(w, dataset_path);
+  w.boolean(false);  // not read-only: make_Hist reads it into the histogram's own view
+  w.tuple_from_mark();
+  w.reduce();
 }
 
 std::vector<uint8_t> make_meta_pickle(const std::vector<ChannelInfo>& channels,
@@ -310,6 +391,37 @@ std::vector<uint8_t> make_meta_pickle(const std::vector<ChannelInfo>& channels,
   }
   w.setitems_from_mark();
   return w.finish();
+}
+
+namespace {
+// True if the object tree holds a persistent id: pickle.loads has no resolver for one.
+bool holds_persistent_id(const Value& root) {
+  std::vector<const Value*> pending{&root};
+  while (!pending.empty()) {
+    const Value* v = pending.back();
+    pending.pop_back();
+    if (v->is(Kind::persistent_ref)) return true;
+    for (const auto& i : v->items) pending.push_back(i.get());
+    for (const auto& [k, x] : v->dict_items) {
+      pending.push_back(k.get());
+      pending.push_back(x.get());
+    }
+    for (const ValuePtr* p : {&v->cls, &v->args, &v->state, &v->dtype})
+      if (*p) pending.push_back(p->get());
+  }
+  return false;
+}
+}  // namespace
+
+std::vector<uint8_t> input_meta_for_output(const FitInputData& input) {
+  if (!input.meta_pickle.empty()) {
+    try {
+      if (!holds_persistent_id(*parse(input.meta_pickle))) return input.meta_pickle;
+    } catch (const DecodeError&) {
+      // Not decodable here (the reader fell back to the no-meta defaults): rebuild it below.
+    }
+  }
+  return make_meta_pickle(input.channels, input.symmetric_tensor, input.systematic_type, {});
 }
 
 }  // namespace rabbit::pickle

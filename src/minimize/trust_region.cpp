@@ -194,6 +194,14 @@ void run_trust_region(Objective& objective, const Eigen::VectorXd& x0, Minimizer
       status = status_success;
       break;
     }
+    // An accepted interior (Newton-like) step whose predicted reduction — the EDM of the point it
+    // left, as far as the subproblem resolved it — was far below the EDM tolerance: the new point's
+    // EDM is smaller still (superlinear convergence). Stopping here saves the iterations that would
+    // only wander at the rounding floor; minimize() certifies the point (docs/minimizers.md).
+    if (accepted && !step.hits_boundary && predicted_reduction <= options.stop_edm_fraction * options.edm_tol * fscale) {
+      status = status_success;
+      break;
+    }
   }
   out.iterations = k;
   out.trust_radius = radius;

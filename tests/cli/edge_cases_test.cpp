@@ -57,9 +57,11 @@ std::string write_empty_bins_tensor(const fs::path& dir, bool empty_bin) {
 TEST(EdgeCases, ChiSquareWithEmptyBins) {
   auto dir = rabbit::test::scratch_dir("edge_empty_bins");
   const std::string with = write_empty_bins_tensor(dir, true), without = write_empty_bins_tensor(dir, false);
-  // (Lite normal-additive / normal-multiplicative are left out: ch1's empty data bins alone make
-  // their NLL non-finite, with or without the empty bin; see the issue 10 report.)
-  for (const std::string bb : {"", "--noBinByBinStat", "--binByBinStatMode full",
+  // Lite normal-additive / normal-multiplicative: ch1's empty data bins (σ² = ν⁰, k = A at the
+  // start: unit weights) made their closed forms 0·∞ / √(<0) — before the n = 0 closed forms the
+  // NLL was NaN at the start (additive) or the fit did not converge with a NaN chi2 (multiplicative).
+  for (const std::string bb : {"", "--noBinByBinStat", "--binByBinStatType normal-additive",
+                               "--binByBinStatType normal-multiplicative", "--binByBinStatMode full",
                                "--binByBinStatMode full --binByBinStatType gamma",
                                "--binByBinStatMode full --binByBinStatType normal-additive"}) {
     SCOPED_TRACE(bb);
@@ -71,6 +73,8 @@ TEST(EdgeCases, ChiSquareWithEmptyBins) {
     EXPECT_EQ(r.output.find("-9223372036854775808"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("nan"), std::string::npos) << r.output;
     ResultReader f((dir / "with" / "fitresults.hdf5").string()), f0((dir / "without" / "fitresults.hdf5").string());
+    EXPECT_EQ(f.scalar("results/_cpp/converged"), 1.0);
+    EXPECT_EQ(f0.scalar("results/_cpp/converged"), 1.0);
     const std::string m = "results/mappings/BaseMapping/";
     for (const std::string key : {"chi2", "chi2_prefit"}) {
       const double chi2 = f.scalar(m + key), chi2_0 = f0.scalar(m + key);

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "support/fit_comparison.hpp"
-#include "support/json.hpp"
+#include "rabbit/io/json.hpp"
 #include "support/test_paths.hpp"
 
 namespace fs = std::filesystem;
-using rabbit::test::Json;
+using rabbit::io::Json;
 
 TEST(ReferenceFits, AgreeWithRabbit) {
   const fs::path ref = rabbit::test::shared_dir() / "ref";

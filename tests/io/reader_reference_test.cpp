@@ -10,13 +10,13 @@
 #include <stdexcept>
 
 #include "rabbit/io/fit_input_data.hpp"
-#include "support/json.hpp"
+#include "rabbit/io/json.hpp"
 #include "support/test_paths.hpp"
 
 namespace rabbit {
 namespace {
 
-using test::Json;
+using io::Json;
 
 std::string expected_class(const std::string& kind) {
   if (kind == "regular") return "Regular";
@@ -137,7 +137,7 @@ TEST(ReaderReference, MatchesRabbitsOwnReader) {
   }
 }
 
-// The shared test JSON reader (tests/support/json.hpp) on what Python's json module writes.
+// The JSON reader (rabbit/io/json.hpp) on what Python's json module writes.
 TEST(ReaderReference, JsonParserSelfCheck) {
   const Json j =
       Json::parse(R"({"a": [1, 2.5e-3, -0.1, NaN, -Infinity], "b": {"x": true, "y": null}, "s": "\u00e9\ud83d\ude00\n"})");

@@ -78,7 +78,8 @@ TEST(Certificate, SmallStepsAreJudgedOnTheGradientUpToTheNoiseFloor) {
     objective.set_minimum_value(1e2);  // f ≈ 100 with noise 1e-10: steps below that are invisible to f
     MinimizerOptions o;
     o.method = method;
-    o.certify = MinimizerOptions::Certify::off;  // the trust-region loop alone
+    o.certify = MinimizerOptions::Certify::off;  // the trust-region loop alone...
+    o.stop_edm_fraction = 0.0;                     // ...run down to its rounding floor
     const MinimizerResult r = minimize(objective, Eigen::VectorXd::Zero(n), o);
     // The end is the rounding floor: a Newton-like step nothing can confirm (6), or a model that
     // predicts no decrease at a radius times |g| below f's rounding (2).

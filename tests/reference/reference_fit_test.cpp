@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "rabbit/io/json.hpp"
 #include "rabbit/postfit/result_file.hpp"
 #include "support/fit_comparison.hpp"
-#include "support/json.hpp"
 #include "support/test_paths.hpp"
 
 namespace fs = std::filesystem;
-using rabbit::test::Json;
+using rabbit::io::Json;
 
 namespace {
 
@@ -35,20 +35,12 @@ std::vector<std::string> case_names() {
   return out;
 }
 
-// Known deviations from upstream, each measured and explained in docs/validation.md: in these
-// cases upstream's minimizer stops before convergence (largest gradient 4.5e-6 / 4.7e-5; its own
-// code, Newton-polished to the minimum, gives our numbers to 1e-11). The NLL cannot see the
-// difference, but the covariance there is 1.6e-6 off, which the grouped "stat" global impact (a
-// difference of squares) and the postfit chi2 (not stationary at the minimum) amplify. These
-// entries get the looser relative tolerance listed; everything else in the same cases is held
-// to DECISIONS.md. A new case with a known deviation adds one line here.
+// The known deviations from upstream (tests/support/fit_comparison.cpp, each measured and explained
+// in docs/validation.md) get their looser relative tolerance; everything else is held to
+// DECISIONS.md.
 rabbit::test::FitTolerances reference_tolerances() {
   rabbit::test::FitTolerances t;
-  t.known_deviations = {
-      {"no_bbb [results]", "global_impacts_grouped", "[slope_signal_ch0,stat]", 3e-5},             // 1.8e-5 measured
-      {"bb_lite_normal_add [results]", "global_impacts_grouped", "[slope_signal_ch0,stat]", 3e-5},  // 1.7e-5
-      {"no_bbb [results] BaseMapping", "chi2", "chi2", 3e-6},                                       // 1.4e-6 measured
-  };
+  t.known_deviations = rabbit::test::reference_known_deviations();
   return t;
 }
 

@@ -1,30 +1,24 @@
 #pragma once
-// The one comparison engine for "our rabbit_fit against a result written by upstream rabbit":
-// test_reference (committed cases in tests/reference/fits) and test_cli's ReferenceFits
-// (../shared/ref/fits) both run a reference case through run_reference_case() and check it with
-// compare_fit_result(). A reference case is a JSON document in the layout of shared/ref/README.md:
+// "Our rabbit_fit against a result written by upstream rabbit", for test_reference (committed cases
+// in tests/reference/fits) and test_cli's ReferenceFits (../shared/ref/fits): both run a reference
+// case through run_reference_case() and check it with compare_fit_result(). A reference case is a
+// JSON document in the layout of shared/ref/README.md:
 // {"tensor", "args", "rabbit_commit", "results": {GROUP: rabbit's results dictionary}}.
 //
-// Compared, in stored coordinates on both sides (sqrt(mu) for non-negative POIs), with the
-// tolerances of DECISIONS.md "Numbers" (FitTolerances below):
-//   reduced NLL                              1e-6 absolute; ndfsat exactly
-//   parameter values                         1e-6 relative, or 1e-6 of the uncertainty if larger
-//   parameter uncertainties                  1e-6 relative (covariance: 2e-6 of sigma_i sigma_j)
-//   impacts (traditional/global, grouped)    1e-5 relative (floor: 1e-7 of the row POI's uncertainty);
-//                                            axis labels identical, in the same order
-//   histogram uncertainties                  1e-5 relative; histogram values 1e-6 relative
-//   chi2 / ndf of the mappings               1e-6 relative (absolute below 1)
-// Parameters and impact rows/columns are matched by name, channel bins by position (our flow bins
-// dropped). Every disagreement is a non-fatal GoogleTest failure naming case, group, quantity and
-// the worst entry.
+// The comparison is rabbit_compare's library (include/rabbit/compare/compare.hpp: what is compared,
+// the tolerances of DECISIONS.md "Numbers", matching by name), with rabbit's JSON as the reference
+// side A and our result file as B; our file may hold more than rabbit wrote. Every disagreement is
+// a non-fatal GoogleTest failure naming case, group, quantity and the worst entry.
 #include <filesystem>
-#include <map>
 #include <string>
 #include <vector>
 
-#include "support/json.hpp"
+#include "rabbit/compare/compare.hpp"
+#include "rabbit/io/json.hpp"
 
 namespace rabbit::test {
+
+using Json = io::Json;
 
 /// A measured, documented deviation from upstream: one entry held to a looser relative tolerance.
 /// `where` is "CASE [GROUP]" (plus " MAPPING" for mapping quantities), `quantity` the result key
@@ -34,28 +28,14 @@ struct KnownDeviation {
   double relative = 0.0;
 };
 
-struct FitTolerances {
-  double nll_absolute = 1e-6;
-  double parameter_relative = 1e-6;   // values (relative, or of the uncertainty) and uncertainties
-  double covariance_relative = 2e-6;  // of sigma_i sigma_j
-  double impact_relative = 1e-5;
-  double impact_floor_of_poi_sigma = 1e-7;  // keeps numerical zeros from demanding relative agreement
-  double hist_value_relative = 1e-6;
-  double hist_value_floor_of_largest = 1e-9;
-  double hist_sigma_relative = 1e-5;
-  double chi2_relative = 1e-6;  // absolute below 1
+/// The library's default tolerances plus the known deviations of the reference cases.
+struct FitTolerances : compare::Tolerances {
   std::vector<KnownDeviation> known_deviations;
-
-  /// The relative tolerance of one entry: a known deviation's, else `standard`.
-  double relative(const std::string& where, const std::string& quantity, const std::string& label,
-                  double standard) const;
 };
 
 /// Largest relative and absolute deviation seen for one kind of quantity.
-struct Deviation {
-  double relative = 0.0, absolute = 0.0;
-};
-using DeviationSummary = std::map<std::string, Deviation>;
+using Deviation = compare::Deviation;
+using DeviationSummary = compare::DeviationSummary;
 
 /// Compares every group of `expected_results` (a reference case's "results": GROUP -> rabbit's
 /// results; GROUP "data_obs", "results" or "" is our "results", any other our "results_GROUP")
@@ -63,6 +43,13 @@ using DeviationSummary = std::map<std::string, Deviation>;
 /// value holds the largest deviations per kind of quantity, for docs/validation.md.
 DeviationSummary compare_fit_result(const std::string& case_name, const Json& expected_results,
                                     const std::string& our_result_file, const FitTolerances& tolerances);
+
+/// The measured, documented deviations of tests/reference's cases (docs/validation.md).
+std::vector<KnownDeviation> reference_known_deviations();
+
+/// The known deviations of one case as the library's per-entry tolerances.
+std::vector<compare::EntryTolerance> entry_tolerances(const std::string& case_name,
+                                                      const std::vector<KnownDeviation>& known_deviations);
 
 /// "; QUANTITY REL/ABS" for every entry, two significant digits.
 std::string format_summary(const DeviationSummary& summary);

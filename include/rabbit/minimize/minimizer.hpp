@@ -74,6 +74,9 @@ struct MinimizerOptions {
   double small_step_rel = 1e-8;
   /// ...unless f rose by more than this (relative to max(1, |f|)): more than rounding can explain.
   double f_veto_rel = 1e-6;
+  /// The loop ends (status 0) after an accepted interior step that predicted less than this
+  /// fraction of edm_tol·max(1, |f|).
+  double stop_edm_fraction = 1e-4;
 };
 
 /// Status codes: scipy's 0–3, upstream's 4, and 5 (early stop) and 6 (numerical precision) as

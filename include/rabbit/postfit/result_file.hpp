@@ -1,111 +1,115 @@
 #pragma once
-// The plain-HDF5 result file of cli-and-output.md §3.7: writing (atomic: a temporary name renamed
-// when complete; SIGINT/SIGTERM remove the temporary file) and the reading the reports need.
+// The result file of rabbit_fit (docs/output-format.md): ResultWriter serialises the recorded
+// result tree (result_tree.hpp) as rabbit's own layout (default) or the plain HDF5 layout,
+// atomically (a temporary name renamed when complete; SIGINT/SIGTERM remove the temporary file);
+// ResultReader reads either layout, and result files that upstream rabbit wrote.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
-
 #include "rabbit/io/hdf5_handle.hpp"
+#include "rabbit/postfit/result_tree.hpp"
 
 namespace rabbit::result {
 
-/// One histogram axis (§3.7.2). Set `shared_id` to refer to /axes/<id> by soft link instead.
-struct Axis {
-  std::string type = "strcategory";  // regular, variable, integer, strcategory, intcategory, boolean, floatcategory
-  std::string name;
-  std::string label;
-  std::vector<std::string> labels;   // strcategory
-  std::vector<double> edges;         // variable
-  std::vector<int64_t> int_values;   // intcategory
-  std::vector<double> float_values;  // floatcategory
-  int64_t bins = 0;                  // regular
-  double lower = 0, upper = 0;       // regular (float), integer (stored as int64)
-  bool underflow = false, overflow = false, circular = false;
-  std::string shared_id;
+namespace detail {
+class ReaderBackend;
+}
 
-  int64_t size() const;
-  static Axis strcat(std::string name, std::vector<std::string> labels, std::string shared_id = "");
-  static Axis integer(std::string name, int64_t lower, int64_t upper);
-  static Axis floatcat(std::string name, std::vector<double> values);
-  static Axis down_up();
-};
-
-/// Escapes a rabbit key into an HDF5 link name (§3.7.1).
-std::string escape_key(const std::string& key);
-
-// ---- low-level writers on an open group ----
-h5::Handle create_group(hid_t parent, const std::string& key, const std::string& rabbit_type);
-void set_attr(hid_t obj, const std::string& name, const std::string& value);
-void set_attr(hid_t obj, const std::string& name, int64_t value);
-void set_attr(hid_t obj, const std::string& name, double value);
-void set_attr_u8(hid_t obj, const std::string& name, bool value);
-void write_strings(hid_t group, const std::string& name, const std::vector<std::string>& values);
-void write_int64s(hid_t group, const std::string& name, const std::vector<int64_t>& values);
-void write_scalar(hid_t group, const std::string& key, double value);
-void write_scalar(hid_t group, const std::string& key, int64_t value);
-void write_scalar_bool(hid_t group, const std::string& key, bool value);
-void write_scalar_str(hid_t group, const std::string& key, const std::string& value);
-/// A histogram group (§3.7.3); values in C order over the axes; variances make it "weight".
-void write_hist(hid_t group, const std::string& key, const std::vector<Axis>& axes, const double* values,
-                const double* variances, const std::string& label = "", bool flow = false);
-void write_axis(hid_t parent, const std::string& link_name, const Axis& axis);
-
-/// The file being written: created under a temporary name next to the final one; commit() closes
-/// and renames it. Destroyed without commit (an exception, a signal), the temporary file is removed.
+/// The file being written: created under a temporary name next to the final one; flush() writes the
+/// groups recorded so far, commit() writes the rest, closes and renames the file. Destroyed without
+/// commit (an exception, a signal), the temporary file is removed.
 class ResultWriter {
  public:
-  explicit ResultWriter(const std::string& final_path);
+  explicit ResultWriter(const std::string& final_path, Layout layout = Layout::rabbit);
   ~ResultWriter();
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
-  hid_t root() const { return file_.get(); }
+  /// The root of the result tree: top-level groups ("meta", "results", ...) are created here.
+  Group root() { return Group(&root_, Visibility::both); }
+  Layout layout() const { return layout_; }
   const std::string& temporary_path() const { return tmp_path_; }
   const std::string& final_path() const { return final_path_; }
-  /// Writes a shared axis /axes/<id> (once).
+  /// Declares a shared axis: /axes/<id> of the plain layout (written once); histograms refer to it
+  /// through Axis::shared_id. The rabbit layout writes every axis into its histogram.
   void shared_axis(const std::string& id, const Axis& axis);
+  /// Writes every top-level group recorded and not yet written, then frees its memory: call it
+  /// when a fit's group is complete (upstream writes each fit's group when it is done too). Handles
+  /// into a written group must not be used again.
+  void flush();
   void commit();
 
  private:
   std::string final_path_;
   std::string tmp_path_;
+  Layout layout_;
+  Node root_;
   h5::Handle file_;
   h5::Handle axes_;
   std::vector<std::string> written_axes_;
+  size_t next_unwritten_ = 0;
   bool committed_ = false;
 };
 
 // ---- reading (reports, tests) ----
 struct Hist {
   std::vector<std::vector<std::string>> axis_labels;  // per axis: category labels ("" if not a category)
-  std::vector<std::vector<double>> axis_values;       // per axis: float-category values (else empty)
+  /// Per axis: the values of a float category (plain layout), or of a string category whose
+  /// labels are all numbers (the rabbit layout writes float categories as numpy's str of them).
+  std::vector<std::vector<double>> axis_values;
   std::vector<std::string> axis_names;
   std::vector<int64_t> shape;
   std::vector<double> values;
   std::vector<double> variances;  // empty for double storage
   std::string label;
+  /// The values include the flow bins of every axis but string categories (the plain layout
+  /// writes channels with flow so; the rabbit layout on request, hist(path, true)).
+  bool flow = false;
 };
 
+/// Reads a result file of either layout. A path names an entry as the escaped keys
+/// (escape_key) from the top-level group down, joined by '/': "results/parms",
+/// "results/mappings/BaseMapping/channels/ch0/hist_postfit_inclusive", "results/_cpp/converged".
 class ResultReader {
  public:
+  /// One member of a group or dictionary.
+  struct Entry {
+    std::string key;   // the rabbit key (unescaped)
+    std::string path;  // its path for the reading functions
+    std::string type;  // "hist", "dict", "float", "int", "bool", "str", "strings", ...; "" if unknown
+    bool container = false;  // a dictionary to descend into
+  };
+
   explicit ResultReader(const std::string& path);
-  /// Names (keys) of the result groups in creation order.
+  ~ResultReader();
+  ResultReader(ResultReader&&) noexcept;
+  ResultReader& operator=(ResultReader&&) noexcept;
+
+  Layout layout() const;
+  /// Names (keys) of the result groups in run order (creation order; name order for files that do
+  /// not track it).
   std::vector<std::string> result_groups() const;
   /// §5.4: KEY -> "results_KEY"; none -> "results", else "results_asimov". Unknown: InputError listing groups.
   std::string pick_result(const std::optional<std::string>& key) const;
   bool exists(const std::string& path) const;
-  Hist hist(const std::string& path) const;
+  /// A histogram without flow bins, except plain-layout histograms written with flow (Hist::flow);
+  /// `flow_bins` asks the rabbit layout for the flow bins as the plain layout would hold them.
+  Hist hist(const std::string& path, bool flow_bins = false) const;
   double scalar(const std::string& path) const;
   std::vector<std::string> strings(const std::string& path) const;
+  /// A plain-layout attribute ("" if absent; the rabbit layout has none).
   std::string attr_str(const std::string& path, const std::string& name) const;
+  /// The members of the group or dictionary at `path` in file order, without the layouts'
+  /// bookkeeping (`_order` lists, aliases kept for older readers).
+  std::vector<Entry> members(const std::string& path) const;
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
-  h5::Handle file_;
+  std::unique_ptr<detail::ReaderBackend> backend_;
 };
 
 }  // namespace rabbit::result

@@ -30,7 +30,7 @@ using Eigen::VectorXd;
 namespace {
 
 // Entry-columns (entries × (1 + HVP columns)) below which one more thread does not pay.
-constexpr int64_t kMinWorkPerThread = 16384;
+constexpr int64_t kMinWorkPerThread = 2048;
 
 constexpr int kMaxCols = 4;
 using RowBlock = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;

@@ -341,5 +341,116 @@ TEST(CpuShard, CovarianceLiteWithNegativeActiveSum) {
     check_model(model, xi);
   }
 }
+
+// Poisson, empty data bin (bin 3) with unit MC weights (sumw2 = sumw, integer yields 10, 20, 12, no
+// zero-variance process): at the nominal yields σ² = ν⁰ (normal-additive, β⁰ = 0) and k = A
+// (normal-multiplicative, β⁰ = 1), the double root of rabbit's lite quadratic, where √(b² − 4ac)
+// gave a NaN value (additive: b² − 4ac < 0 by rounding) or a NaN gradient (multiplicative: the
+// derivative of √ at 0). The lite n = 0 closed forms (bin_profile.hpp, factored roots) are finite there
+// and rabbit's root on either side; gamma and full mode are checked on the same bin.
+std::shared_ptr<Model> unit_weight_empty_bin_model(BBType type, BBMode mode) {
+  ShardConfig c;
+  c.bb_type = type;
+  c.bb_mode = mode;
+  c.zero_variance_process = false;
+  auto in = make_test_input(c);
+  const int64_t P = in->nproc;
+  const double yields[] = {10.0, 20.0, 12.0};
+  for (int64_t p = 0; p < P; ++p) in->norm[3 * P + p] = in->sumw[3 * P + p] = yields[p];
+  in->sumw2 = in->sumw;
+  in->data_obs[3] = 0.0;
+  return make_test_model(in, c);
+}
+
+TEST(CpuShard, EmptyDataBinAtTheLiteDoubleRoot) {
+  for (BBMode mode : {BBMode::lite, BBMode::full})
+    for (BBType type : {BBType::normal_additive, BBType::normal_multiplicative, BBType::gamma}) {
+      SCOPED_TRACE(::testing::Message() << "mode " << int(mode) << " type " << int(type));
+      auto model = unit_weight_empty_bin_model(type, mode);
+      const int64_t nb = model->input->nbins;
+      CpuShardEvaluator shard(model, 0, nb, 1);
+      const VectorXd x0 = model->parameters.x_default;  // μ = 1, θ = 0: the nominal yields
+      VectorXd nu0;
+      shard.expected_yields(x0, 0, nb, CpuShardEvaluator::BetaMode::none, &nu0);
+      ASSERT_EQ(nu0[3], 42.0);  // = σ² = k: the double root
+      VectorXd g;
+      MatrixXd H;
+      const double f = shard.value_grad_hess(x0, g, H);
+      ASSERT_TRUE(std::isfinite(f));
+      ASSERT_TRUE(g.allFinite()) << g.transpose();
+      ASSERT_TRUE(H.allFinite()) << H;
+      EXPECT_LT((H - H.transpose()).cwiseAbs().maxCoeff(), 1e-12 * H.cwiseAbs().maxCoeff());
+      // The profile is C¹ across the double root (its second derivative jumps): the gradient is the
+      // difference quotient of the value.
+      const double gscale = g.cwiseAbs().maxCoeff();
+      for (int64_t i = 0; i < x0.size(); ++i) {
+        const double h = 1e-6;
+        VectorXd xp = x0, xm = x0;
+        xp[i] += h;
+        xm[i] -= h;
+        const double fd = (shard.value(xp) - shard.value(xm)) / (2 * h);
+        EXPECT_LT(rel_err(g[i], fd, 1e-3 * gscale), 1e-5) << "grad " << i << " analytic " << g[i] << " fd " << fd;
+      }
+      // Either side of the double root (ν⁰ < σ² and ν⁰ > σ² in bin 3): derivatives vs differences,
+      // and in lite mode β̂ of bin 3 is rabbit's "+" root.
+      for (double mu : {0.8, 1.25}) {
+        SCOPED_TRACE(::testing::Message() << "mu " << mu);
+        VectorXd xi = x0;
+        xi[0] = mu;
+        const double th[] = {0.02, -0.03, 0.01, -0.02};
+        for (int64_t s = 0; s < 4; ++s) xi[1 + s] = th[s];
+        shard.expected_yields(xi, 0, nb, CpuShardEvaluator::BetaMode::none, &nu0);
+        ASSERT_EQ(nu0[3] < 42.0, mu < 1.0) << nu0[3];
+        check_model(model, xi);
+        if (mode == BBMode::full) continue;
+        const double n0 = nu0[3], k = shard.bb_kstat()[3], b0 = shard.beta_centres()[3], s = std::sqrt(42.0);
+        double rabbit = 0.0;  // rabbit's literal closed form (bbstat.py, lite, Poisson, nobs = 0, n_zero_var = 0)
+        if (type == BBType::normal_additive)
+          rabbit = cpu::plus_root(s, 42.0 + n0 - s * b0, s * n0 - n0 * b0);
+        else if (type == BBType::normal_multiplicative)
+          rabbit = cpu::plus_root(k * n0, n0 * n0 - k * b0 * n0, 0.0);
+        else
+          rabbit = cpu::plus_root(n0 * (n0 + k), n0 * (-b0 * k), 0.0);
+        ASSERT_TRUE(std::isfinite(rabbit));
+        EXPECT_NEAR(shard.profiled_beta(xi)[3], rabbit, 1e-10 * std::max(1.0, std::abs(rabbit)));
+      }
+    }
+}
+
+// gamma lite with β⁰ = 0 in the empty data bin (toys: kβ⁰ drawn 0): the quadratic's roots 0 and −Z/A
+// meet (Z = 0), rabbit's √ at 0 again; β̂ = 0 with finite derivatives.
+TEST(CpuShard, GammaLiteEmptyDataBinWithZeroCentre) {
+  ShardConfig c;
+  c.zero_variance_process = false;
+  auto in = make_test_input(c);
+  ASSERT_EQ(in->data_obs[3], 0.0);
+  auto model = make_test_model(in, c);
+  CpuShardEvaluator shard(model, 0, in->nbins, 1);
+  VectorXd b0 = shard.beta_centres();
+  b0[3] = 0.0;
+  shard.set_beta_centres(b0);
+  const VectorXd xi = test_point(*model);
+  VectorXd g;
+  MatrixXd H;
+  const double f = shard.value_grad_hess(xi, g, H);
+  ASSERT_TRUE(std::isfinite(f));
+  ASSERT_TRUE(g.allFinite()) << g.transpose();
+  ASSERT_TRUE(H.allFinite()) << H;
+  EXPECT_EQ(shard.profiled_beta(xi)[3], 0.0);
+  const double gscale = g.cwiseAbs().maxCoeff(), hscale = H.cwiseAbs().maxCoeff();
+  for (int64_t i = 0; i < xi.size(); ++i) {
+    const double h = 1e-5;
+    VectorXd xp = xi, xm = xi, gp, gm;
+    xp[i] += h;
+    xm[i] -= h;
+    const double fd = (shard.value(xp) - shard.value(xm)) / (2 * h);
+    EXPECT_LT(rel_err(g[i], fd, 1e-3 * gscale), 2e-6) << "grad " << i << " analytic " << g[i] << " fd " << fd;
+    shard.value_grad(xp, gp);
+    shard.value_grad(xm, gm);
+    const VectorXd fdh = (gp - gm) / (2 * h);
+    for (int64_t j = 0; j < xi.size(); ++j)
+      EXPECT_LT(rel_err(H(j, i), fdh[j], 1e-3 * hscale), 2e-6) << "hess " << j << "," << i;
+  }
+}
 }  // namespace
 }  // namespace rabbit::testing

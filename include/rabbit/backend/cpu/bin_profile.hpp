@@ -41,6 +41,15 @@ T plus_root(const T& a, const T& b, const T& c) {
   return 0.5 * (-b + sqrt(b * b - 4.0 * (a * c))) / a;
 }
 
+/// The "+" root of a quadratic with a > 0 that factors into the roots r1, r2: the larger one (r1 at
+/// a tie). For n = 0 the lite Poisson quadratics factor (likelihood.md "Corner cases chosen"), and
+/// rabbit's √(b² − 4ac) = |r1 − r2|·a cancels to rounding, to √(< 0) = NaN or, at r1 = r2, to the
+/// derivative 0/0 of √ at 0; the factored form is the same root with finite derivatives.
+template <class T>
+T larger_root(const T& r1, const T& r2) {
+  return value_of(r1) >= value_of(r2) ? r1 : r2;
+}
+
 enum class BBKind { none, gamma, normal_multiplicative, normal_additive };
 
 /// BB state of one lite entry (a bin).
@@ -80,11 +89,15 @@ T lite_bin_objective(const T& A, const T& Z, const BinObservation& obs, DataLike
       if (bb == BBKind::gamma) {
         if (lik == DataLikelihood::chisq)
           beta = plus_root(Asafe * Asafe, k * v + (Z - n) * Asafe, T(-k * v * b0));
+        else if (n == 0.0)  // (A'β + Z)((A' + k)β − kβ⁰) = 0
+          beta = larger_root(k * b0 / (Asafe + k), -Z / Asafe);
         else
           beta = plus_root(Asafe * (Asafe + k), Asafe * (Z - n - b0 * k) + k * Z, -b0 * k * Z);
       } else {
         if (lik == DataLikelihood::chisq)
           beta = ((n - Z) * Asafe / v + k * b0) / (k + Asafe * Asafe / v);
+        else if (n == 0.0)  // (A'β + Z)(kβ + A' − kβ⁰) = 0
+          beta = larger_root(b0 - Asafe / k, -Z / Asafe);
         else
           beta = plus_root(k * Asafe, Asafe * Asafe - k * b0 * Asafe + k * Z, Asafe * (Z - n) - k * b0 * Z);
       }
@@ -104,6 +117,8 @@ T lite_bin_objective(const T& A, const T& Z, const BinObservation& obs, DataLike
         beta = T(b0);
       } else if (lik == DataLikelihood::chisq) {
         beta = (s * (n - nu0) + v * b0) / (v + e.sigma2);
+      } else if (n == 0.0) {  // (sβ + ν⁰)(β + s − β⁰) = 0
+        beta = larger_root(T(b0 - s), -nu0 / s);
       } else {
         beta = plus_root(T(s), e.sigma2 + nu0 - s * b0, s * (nu0 - n) - nu0 * b0);
       }

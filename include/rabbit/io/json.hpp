@@ -1,19 +1,20 @@
 #pragma once
-// A small JSON reader for test data (reference results written by Python tools): objects, arrays,
-// strings (with \uXXXX escapes, encoded as UTF-8), numbers, true/false/null, and the non-standard
-// NaN / Infinity / -Infinity that Python's json module writes. Object keys keep file order.
+// A small JSON reader for what Python tools write (upstream rabbit's results dumped as JSON, read by
+// rabbit_compare and the tests): objects, arrays, strings (with \uXXXX escapes, encoded as UTF-8),
+// numbers, true/false/null, and the non-standard NaN / Infinity / -Infinity that Python's json
+// module writes. Object keys keep file order.
 #include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace rabbit::test {
+namespace rabbit::io {
 
 class Json {
  public:
   enum class Kind { null, boolean, number, string, array, object };
 
-  /// Parses a whole document; std::runtime_error naming the offset on malformed input.
+  /// Parses a whole document; InputError (a std::runtime_error) naming the offset on malformed input.
   static Json parse(const std::string& text);
   static Json parse_file(const std::string& path);
 
@@ -24,7 +25,7 @@ class Json {
   bool is_array() const { return kind_ == Kind::array; }
   bool is_object() const { return kind_ == Kind::object; }
 
-  /// Typed access; std::runtime_error on a kind mismatch.
+  /// Typed access; InputError on a kind mismatch.
   double number() const;
   bool boolean() const;
   const std::string& string() const;
@@ -33,7 +34,7 @@ class Json {
 
   /// Object member or nullptr.
   const Json* find(const std::string& key) const;
-  /// Object member; std::runtime_error naming the key if absent.
+  /// Object member; InputError naming the key if absent.
   const Json& at(const std::string& key) const;
   const Json& operator[](std::size_t index) const { return array().at(index); }
   std::size_t size() const;
@@ -53,4 +54,4 @@ class Json {
   std::vector<std::pair<std::string, Json>> object_;
 };
 
-}  // namespace rabbit::test
+}  // namespace rabbit::io

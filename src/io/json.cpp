@@ -1,4 +1,4 @@
-#include "support/json.hpp"
+#include "rabbit/io/json.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -7,7 +7,9 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace rabbit::test {
+#include "rabbit/core/error.hpp"
+
+namespace rabbit::io {
 
 class JsonParser {
  public:
@@ -22,7 +24,7 @@ class JsonParser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error("JSON: " + what + " at offset " + std::to_string(i_));
+    throw InputError("JSON: " + what + " at offset " + std::to_string(i_));
   }
   void skip_ws() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
@@ -184,18 +186,18 @@ Json Json::parse(const std::string& text) { return JsonParser(text).document(); 
 
 Json Json::parse_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("JSON: cannot open " + path);
+  if (!in) throw InputError("JSON: cannot open " + path);
   std::stringstream ss;
   ss << in.rdbuf();
   try {
     return parse(ss.str());
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(path + ": " + e.what());
+    throw InputError(path + ": " + e.what());
   }
 }
 
 namespace {
-[[noreturn]] void kind_error(const char* wanted) { throw std::runtime_error(std::string("JSON: not a ") + wanted); }
+[[noreturn]] void kind_error(const char* wanted) { throw InputError(std::string("JSON: not a ") + wanted); }
 }  // namespace
 
 double Json::number() const {
@@ -227,7 +229,7 @@ const Json* Json::find(const std::string& key) const {
 
 const Json& Json::at(const std::string& key) const {
   if (const Json* v = find(key)) return *v;
-  throw std::runtime_error("JSON: no member '" + key + "'");
+  throw InputError("JSON: no member '" + key + "'");
 }
 
 std::size_t Json::size() const {
@@ -257,4 +259,4 @@ std::vector<std::string> Json::strings() const {
   return out;
 }
 
-}  // namespace rabbit::test
+}  // namespace rabbit::io
