@@ -15,17 +15,35 @@ namespace {
 
 constexpr int kWithin = 0, kBeyond = 1, kBadInput = 2;
 
-// --entry-tolerance takes four words per use: GROUP QUANTITY ENTRY REL, as the report prints them.
-std::vector<compare::EntryTolerance> entry_tolerances(const std::vector<std::string>& words) {
-  std::vector<compare::EntryTolerance> out;
-  for (size_t i = 0; i + 3 < words.size(); i += 4) {
-    char* end = nullptr;
-    const double rel = std::strtod(words[i + 3].c_str(), &end);
-    if (end == words[i + 3].c_str() || *end != '\0' || !(rel >= 0.0))
-      throw OptionError("--entry-tolerance: '" + words[i + 3] + "' is not a non-negative number");
-    out.push_back({words[i], words[i + 1], words[i + 2], rel});
+// --entry-tolerance GROUP/QUANTITY[ENTRY]=REL: the group, quantity and entry as the report prints
+// them ("results/global_impacts_grouped[slope_signal_ch0,stat]=3e-5"); a number's entry is its own
+// key ("results/mappings/BaseMapping/chi2=3e-6"). One word, so that the shell and the option parser
+// leave the entry's brackets and commas alone.
+compare::EntryTolerance entry_tolerance(const std::string& spec) {
+  const auto bad = [&](const std::string& why) {
+    return OptionError("--entry-tolerance '" + spec + "': " + why + " (expected GROUP/QUANTITY[ENTRY]=REL)");
+  };
+  const auto equals = spec.rfind('='), slash = spec.find('/');
+  if (equals == std::string::npos || slash == std::string::npos || slash == 0 || slash > equals)
+    throw bad("no GROUP/ or no =REL");
+  const std::string rel_text = spec.substr(equals + 1), path = spec.substr(slash + 1, equals - slash - 1);
+  char* end = nullptr;
+  const double rel = std::strtod(rel_text.c_str(), &end);
+  if (rel_text.empty() || *end != '\0' || !(rel >= 0.0)) throw bad("REL is not a non-negative number");
+  compare::EntryTolerance e;
+  e.group = spec.substr(0, slash);
+  e.relative = rel;
+  const auto bracket = path.find('[');
+  if (bracket == std::string::npos) {
+    e.quantity = path;
+    e.entry = path.substr(path.rfind('/') + 1);
+  } else {
+    if (path.back() != ']') throw bad("the entry does not end with ']'");
+    e.quantity = path.substr(0, bracket);
+    e.entry = path.substr(bracket);
   }
-  return out;
+  if (e.quantity.empty()) throw bad("no quantity");
+  return e;
 }
 
 int run(int argc, const char* const* argv, std::ostream& out) {
@@ -37,7 +55,7 @@ int run(int argc, const char* const* argv, std::ostream& out) {
   compare::Tolerances& tol = options.tolerances;
   double scale = 1.0;
   bool quiet = false;
-  std::vector<std::string> entry_words;
+  std::vector<std::string> entry_specs;
   app.add_option("A", path_a, "reference: a result file (.hdf5) or upstream's results as JSON (.json)")->required();
   app.add_option("B", path_b, "the result to check, same choices")->required();
   app.add_option("--groups", options.groups,
@@ -66,11 +84,11 @@ int run(int argc, const char* const* argv, std::ostream& out) {
   app.add_option("--tol-chi2", tol.chi2_relative, "chi2, ndf and other numbers, relative (absolute below 1)")
       ->check(non_negative)->capture_default_str();
   app.add_option("--tol-scale", scale, "multiply every tolerance by this")->check(non_negative)->capture_default_str();
-  app.add_option("--entry-tolerance", entry_words,
-                 "one entry's relative tolerance, as the report names it (e.g. results global_impacts_grouped "
-                 "[slope_signal_ch0,stat] 3e-5); repeatable")
-      ->type_name("GROUP QUANTITY ENTRY REL")
-      ->expected(4);
+  app.add_option("--entry-tolerance", entry_specs,
+                 "one entry's relative tolerance, named as the report names it: GROUP/QUANTITY[ENTRY]=REL, e.g. "
+                 "results/global_impacts_grouped[slope_signal_ch0,stat]=3e-5 or results/mappings/BaseMapping/chi2=3e-6; "
+                 "repeatable")
+      ->type_name("GROUP/QUANTITY[ENTRY]=REL");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -82,7 +100,7 @@ int run(int argc, const char* const* argv, std::ostream& out) {
       if (c == '\n') c = ' ';
     throw OptionError(message);
   }
-  tol.entries = entry_tolerances(entry_words);
+  for (const auto& spec : entry_specs) tol.entries.push_back(entry_tolerance(spec));
   tol.scale(scale);
 
   const auto a = compare::open_result_tree(path_a);
@@ -97,7 +115,7 @@ int run(int argc, const char* const* argv, std::ostream& out) {
   const size_t beyond = report.beyond_tolerance();
   if (beyond == 0)
     out << "rabbit_compare: within tolerance (" << report.results.size() << " results in " << report.groups_compared
-        << " groups)\n";
+        << (report.groups_compared == 1 ? " group)\n" : " groups)\n");
   else
     out << "rabbit_compare: beyond tolerance: " << beyond << " of " << report.results.size() << " results\n";
   return beyond == 0 ? kWithin : kBeyond;

@@ -43,6 +43,9 @@ const std::vector<Spec>& specs() {
        "output file name inside outpath (may contain sub-directories); '.hdf5' appended if it has no '.'"},
       {"-p,--postfix", "postfix", K::scalar, T::str, "null", {}, R::implemented,
        "inserted before the extension: fitresults_<postfix>.hdf5"},
+      {"--outputFormat", "outputFormat", K::scalar, T::str, "\"rabbit\"", {"rabbit", "plain"}, R::implemented,
+       "layout of the result file: rabbit's own (read by rabbit's io_tools and scripts) or plain HDF5 "
+       "(rabbit-cpp option; docs/output-format.md)"},
       {"-v,--verbose", "verbose", K::scalar, T::integer, "3", {"0", "1", "2", "3", "4"}, R::implemented,
        "log level: 0 critical, 1 error, 2 warning, 3 info, 4 debug"},
       {"--noColorLogger", "noColorLogger", K::flag, T::str, "false", {}, R::implemented, "log without ANSI colours"},
@@ -235,6 +238,9 @@ const std::vector<Spec>& specs() {
        "initial ridge relative to the block's largest diagonal (>= 0)"},
       {"--preconditionTransform", "preconditionTransform", K::scalar, T::str, "\"ridge\"", {"ridge", "spectral"},
        R::implemented, "whitening: ridge-regularised Cholesky or spectral (|eigenvalues|)"},
+      {"--backend", "backend", K::scalar, T::str, "\"auto\"", {"auto", "cpu", "cuda"}, R::implemented,
+       "where the likelihood runs: cuda (GPUs; an error when none is visible or the build has no CUDA), cpu, or auto "
+       "(CUDA when a GPU is visible and the fit is one the CUDA backend supports, else CPU) (rabbit-cpp option)"},
       {"--nDevices", "nDevices", K::scalar, T::integer, "1", {}, R::implemented, "number of bin shards / devices"},
       {"--devices", "devices", K::list_plus, T::integer, "null", {}, R::implemented,
        "explicit GPU indices; count must equal --nDevices"},
@@ -520,6 +526,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   str("outpath", o.outpath);
   str("outname", o.outname);
   if (auto* v = last("postfix")) o.postfix = v->at(0);
+  str("outputFormat", o.output_format);
   int64_t verbose = 3;
   integer("verbose", verbose);
   o.verbose = static_cast<int>(verbose);
@@ -637,6 +644,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   integer("maxRestarts", o.max_restarts);
   real("stallRelTol", o.stall_rel_tol);
   if (o.stall_rel_tol < 0) throw OptionError("argument --stallRelTol: must be >= 0");
+  str("backend", o.backend);
   integer("nDevices", o.n_devices);
   if (o.n_devices < 1) throw OptionError("argument --nDevices: must be >= 1");
   if (auto* v = last("devices")) {

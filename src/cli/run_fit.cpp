@@ -19,9 +19,11 @@
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
+#include "rabbit/core/python_format.hpp"
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/io/hdf5_reader.hpp"
+#include "rabbit/io/pickle_writer.hpp"
 #include "rabbit/minimize/conjugate_gradient.hpp"
 #include "rabbit/minimize/minimizer.hpp"
 #include "rabbit/model/global_terms.hpp"
@@ -167,12 +169,12 @@ class Run {
   PreconditionerOptions preconditioner_for(postfit::RestrictedObjective& sub, const std::vector<int64_t>& floating,
                                            bool on_fitter, bool log_selection) const;
   MatrixXd gauss_newton_matrix(postfit::RestrictedObjective& sub, const VectorXd& y) const;
-  void postfit_uncertainties(hid_t group, const VectorXd& x, VectorXd& variances, MatrixXd& cov, bool& have_cov);
-  void write_impacts(hid_t group, const VectorXd& x, const MatrixXd& cov, const MatrixXd& hess);
-  void write_scans(hid_t group, const VectorXd& x, const MatrixXd& cov);
-  void save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool prefit);
-  void save_observed_hists(hid_t group, const VectorXd& nobs, const VectorXd& varnobs);
-  hid_t mapping_group(hid_t group);
+  void postfit_uncertainties(result::Group group, const VectorXd& x, VectorXd& variances, MatrixXd& cov, bool& have_cov);
+  void write_impacts(result::Group group, const VectorXd& x, const MatrixXd& cov, const MatrixXd& hess);
+  void write_scans(result::Group group, const VectorXd& x, const MatrixXd& cov);
+  void save_hists(result::Group group, const VectorXd& x, const MatrixXd& cov, bool prefit);
+  void save_observed_hists(result::Group group, const VectorXd& nobs, const VectorXd& varnobs);
+  result::Group mapping_group(result::Group group);
   // ---- helpers
   void add_shared(const std::string& id, Axis axis) {
     out_->shared_axis(id, axis);
@@ -200,10 +202,10 @@ class Run {
   MatrixXd fit_hessian_;
   bool beta_state_changed_ = false;  // a toy moved β⁰ or the stored β away from the defaults
   int64_t toys_other_minimum_ = 0;   // --toysRandomizeParameters: toys ending in another minimum
-  h5::Handle mappings_;            // mapping dict of the current fit
-  h5::Handle base_mapping_;        // its BaseMapping group
-  h5::Handle base_channels_;
-  std::vector<h5::Handle> channel_groups_;
+  result::Group mappings_;            // mapping dict of the current fit
+  result::Group base_mapping_;        // its BaseMapping group
+  result::Group base_channels_;
+  std::vector<result::Group> channel_groups_;
   std::map<std::string, Axis> shared_axes_;
   std::mt19937_64 rng_;
   // --toysRandomizeParameters draws from its own stream, so the toys' data do not depend on it.
@@ -229,6 +231,7 @@ void Run::load() {
   {
     // Refuse what cannot run sharded before reading anything (minimizers-and-sharding.md §6.10).
     ShardingRequest request;
+    request.fitter.backend = parse_backend(o_.backend);
     request.fitter.n_devices = static_cast<int>(o_.n_devices);
     for (auto d : o_.devices) request.fitter.devices.push_back(static_cast<int>(d));
     request.likelihood = o_.model.likelihood;
@@ -278,6 +281,7 @@ void Run::load() {
   }
 
   FitterOptions fo;
+  fo.backend = parse_backend(o_.backend);
   fo.n_devices = static_cast<int>(o_.n_devices);
   for (auto d : o_.devices) fo.devices.push_back(static_cast<int>(d));
   fo.hvp_batch = o_.hvp_batch;
@@ -458,15 +462,24 @@ void Run::write_meta() {
   result::set_attr(meta, "nsystnoconstraint", input_->nsystnoconstraint);
   result::set_attr(meta, "nbins", input_->nbins);
   result::set_attr(meta, "nbinsmasked", input_->nbinsmasked);
+  // Rabbit's layout: upstream's meta dict (docs/output-format.md): meta_info, the input's own meta.
+  const auto rabbit_meta = result::only_in(meta, result::Layout::rabbit);
+  auto meta_info = result::create_group(rabbit_meta, "meta_info", "");
+  result::write_scalar_str(meta_info, "time", python_datetime_now());
+  result::write_scalar_str(meta_info, "command", o_.command);
+  result::write_json(meta_info, "args", o_.args_json);
+  result::write_scalar_str(meta_info, "producer", "rabbit-cpp 0.1.0");
+  result::write_pickled(rabbit_meta, "meta_info_input", pickle::input_meta_for_output(*input_));
   result::write_strings(meta, "procs", input_->procs);
   std::vector<std::string> pois(ps.names.begin(), ps.names.begin() + ps.npoi);
-  result::write_strings(meta, "pois", pois);
+  result::write_strings(meta, "pois", pois, result::NameArray::fixed_bytes);
   std::vector<std::string> nois(reported_names_.begin() + ps.npoi, reported_names_.end());
   result::write_strings(meta, "nois", nois);
-  result::write_strings(meta, "parms", ps.names);
-  result::write_int64s(meta, "noiidxs", input_->noiidxs);
-  result::write_strings(meta, "systgroups", input_->systgroups);
-  auto in = result::create_group(meta, "input", "");
+  const auto plain_meta = result::only_in(meta, result::Layout::plain);
+  result::write_strings(plain_meta, "parms", ps.names);
+  result::write_int64s(plain_meta, "noiidxs", input_->noiidxs);
+  result::write_strings(plain_meta, "systgroups", input_->systgroups);
+  auto in = result::create_group(plain_meta, "input", "");
   result::set_attr_u8(in, "symmetric_tensor", input_->symmetric_tensor);
   result::set_attr(in, "systematic_type",
                    std::string(input_->systematic_type == SystematicType::normal ? "normal" : "log_normal"));
@@ -535,7 +548,7 @@ VectorXd Run::minimize_full(const VectorXd& x0, bool log_iterations, MinimizerRe
   return x;
 }
 
-void Run::postfit_uncertainties(hid_t group, const VectorXd& x, VectorXd& variances, MatrixXd& cov, bool& have_cov) {
+void Run::postfit_uncertainties(result::Group group, const VectorXd& x, VectorXd& variances, MatrixXd& cov, bool& have_cov) {
   const auto& ps = model_->parameters;
   const int64_t npar = ps.size();
   variances = VectorXd::Constant(npar, std::numeric_limits<double>::quiet_NaN());
@@ -589,7 +602,7 @@ void Run::postfit_uncertainties(hid_t group, const VectorXd& x, VectorXd& varian
   if (o_.do_impacts || o_.global_impacts || o_.gaussian_global_impacts) write_impacts(group, x, cov, hess);
 }
 
-void Run::write_impacts(hid_t group, const VectorXd& x, const MatrixXd& cov, const MatrixXd& hess) {
+void Run::write_impacts(result::Group group, const VectorXd& x, const MatrixXd& cov, const MatrixXd& hess) {
   const auto& ps = model_->parameters;
   const int64_t nimp = static_cast<int64_t>(layout_.reported.size());
   auto row_major = [](const MatrixXd& m) {
@@ -722,7 +735,7 @@ std::vector<int64_t> Run::scan_indices(const std::vector<std::string>& names, co
   return out;
 }
 
-void Run::write_scans(hid_t group, const VectorXd& x, const MatrixXd& cov) {
+void Run::write_scans(result::Group group, const VectorXd& x, const MatrixXd& cov) {
   const auto& ps = model_->parameters;
   postfit::ProfileMinimizer pm = [this](Objective& obj, const std::vector<int64_t>& floating, const VectorXd& x0) {
     return profile_minimize(obj, floating, x0);
@@ -770,7 +783,7 @@ void Run::write_scans(hid_t group, const VectorXd& x, const MatrixXd& cov) {
   }
 }
 
-hid_t Run::mapping_group(hid_t group) {
+result::Group Run::mapping_group(result::Group group) {
   if (!mappings_.valid()) {
     mappings_ = result::create_group(group, "mappings", "dict");
     result::write_strings(mappings_, "_order", {"BaseMapping"});
@@ -783,10 +796,10 @@ hid_t Run::mapping_group(hid_t group) {
     }
     result::write_strings(base_channels_, "_order", order);
   }
-  return base_mapping_.get();
+  return base_mapping_;
 }
 
-void Run::save_observed_hists(hid_t group, const VectorXd& nobs, const VectorXd& varnobs) {
+void Run::save_observed_hists(result::Group group, const VectorXd& nobs, const VectorXd& varnobs) {
   mapping_group(group);
   std::cout << "Save data histogram for BaseMapping" << std::endl;
   MatrixXd data_cov;
@@ -829,7 +842,7 @@ void Run::save_observed_hists(hid_t group, const VectorXd& nobs, const VectorXd&
   }
 }
 
-void Run::save_hists(hid_t group, const VectorXd& x, const MatrixXd& cov, bool prefit) {
+void Run::save_hists(result::Group group, const VectorXd& x, const MatrixXd& cov, bool prefit) {
   mapping_group(group);
   auto& c = cpu();
   log().info("Save inclusive histogram for BaseMapping");
@@ -1064,9 +1077,9 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
   result::set_attr_u8(g, "blinded", blinded && !o_.prefit_only);
   const bool dofit = fit >= 0 && !o_.no_fit && !o_.prefit_only;
   result::set_attr_u8(g, "fitted", dofit);
-  mappings_ = h5::Handle();
-  base_mapping_ = h5::Handle();
-  base_channels_ = h5::Handle();
+  mappings_ = result::Group();
+  base_mapping_ = result::Group();
+  base_channels_ = result::Group();
   channel_groups_.clear();
 
   VectorXd prefit_var = prefit_variances(*model_);
@@ -1138,6 +1151,7 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
       result::write_hist(g, "epoch_loss", {Axis::integer("epoch", 0, n)}, mr.loss_history.data(), nullptr, "epoch loss");
       result::write_hist(g, "epoch_time", {Axis::integer("epoch", 0, n)}, mr.time_history.data(), nullptr, "epoch time");
       result::set_attr(cpp, "minimizer_method", mr.method);
+      result::write_scalar_str(result::only_in(cpp, result::Layout::rabbit), "minimizer_method", mr.method);
       result::write_scalar(cpp, "minimizer_status", static_cast<int64_t>(mr.status));
       result::write_scalar_str(cpp, "minimizer_message", mr.message);
       result::write_scalar(cpp, "niter", mr.iterations);
@@ -1220,9 +1234,9 @@ void Run::run_one(int64_t fit, const std::string& group_name, const VectorXd& va
   log().debug("{} seconds for prefit", t_prefit);
   log().debug("{} seconds for fit", t_fit - t_prefit);
   log().debug("{} seconds for postfit", t_post - t_fit);
-  mappings_ = h5::Handle();
-  base_mapping_ = h5::Handle();
-  base_channels_ = h5::Handle();
+  mappings_ = result::Group();
+  base_mapping_ = result::Group();
+  base_channels_ = result::Group();
   channel_groups_.clear();
 }
 
@@ -1230,8 +1244,10 @@ void Run::execute() {
   auto t_start = Clock::now();
   load();
   check_memory();
-  out_ = std::make_unique<result::ResultWriter>(o_.output_file());
+  out_ = std::make_unique<result::ResultWriter>(o_.output_file(),
+                                                o_.output_format == "plain" ? result::Layout::plain : result::Layout::rabbit);
   write_meta();
+  out_->flush();
   log().debug("{} seconds initialization time", seconds_since(t_start));
 
   // Data sets: the observed data, or the selected pseudodata columns (in file order).
@@ -1274,6 +1290,7 @@ void Run::execute() {
       if (fit >= 1) name += "_toy" + std::to_string(fit);
       if (!d.name.empty()) name += "_" + d.name;
       run_one(fit, name, d.values, d.variances, d.name);
+      out_->flush();  // each fit's group is written when complete, as upstream does
     }
   }
   if (o_.toys_randomize_parameters) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -115,6 +116,16 @@ bool both_have_variances(const Quantity& a, const Quantity& b, const GroupContex
   return in_a && in_b;
 }
 
+// An entry's own relative tolerance (--entry-tolerance, the known deviations), if it has one.
+template <class Label>
+std::optional<double> entry_tolerance(const GroupContext& context, const std::string& quantity, const Label& label) {
+  const auto& entries = context.options->tolerances.entries;
+  if (entries.empty()) return std::nullopt;  // the common case: no label is built
+  const double none = -1.0, rel = context.options->tolerances.relative(context.group, quantity, label(), none);
+  return rel == none ? std::nullopt : std::optional<double>(rel);
+}
+
+// The absolute and exact rules take an entry's tolerance as REL · max(1, |A|), as chi2 does.
 void compare_number(Rule rule, const std::string& name, double a, double b, const GroupContext& context,
                     std::vector<QuantityResult>& out) {
   const Tolerances& tol = context.options->tolerances;
@@ -122,9 +133,12 @@ void compare_number(Rule rule, const std::string& name, double a, double b, cons
   const char* category = rule == Rule::nll ? "nll" : rule == Rule::chi2 ? "chi2/ndf" : rule == Rule::number ? "numbers" : "";
   Recorder r(context, name, "", category);
   const auto named = [&] { return label; };
-  if (rule == Rule::nll) r.check(named, a, b, tol.nll_absolute);
-  else if (rule == Rule::exact) r.check(named, a, b, 0.0);
-  else r.check(named, a, b, tol.relative(context.group, name, label, tol.chi2_relative) * std::max(1.0, std::abs(a)));
+  const auto own = entry_tolerance(context, name, named);
+  double allowed = 0.0;
+  if (own) allowed = *own * std::max(1.0, std::abs(a));
+  else if (rule == Rule::nll) allowed = tol.nll_absolute;
+  else if (rule == Rule::chi2 || rule == Rule::number) allowed = tol.chi2_relative * std::max(1.0, std::abs(a));
+  r.check(named, a, b, allowed);
   r.finish(out);
 }
 
@@ -143,9 +157,11 @@ void compare_parameters(const std::string& name, const Quantity& a, const Quanti
         values.missing_in_b(al.label(k));
         continue;
       }
+      const auto label = [&] { return al.label(k); };
+      const double r = entry_tolerance(context, name, label).value_or(rel);
       const double sigma = a.hist.variances.empty() ? 0.0 : std::sqrt(a.hist.variances[ia]);
-      values.check([&] { return al.label(k); }, av[ia], b.hist.values[ib], rel * std::max(std::abs(av[ia]), sigma));
-      if (with_sigmas) sigmas.check([&] { return al.label(k); }, sigma, std::sqrt(b.hist.variances[ib]), rel * sigma);
+      values.check(label, av[ia], b.hist.values[ib], r * std::max(std::abs(av[ia]), sigma));
+      if (with_sigmas) sigmas.check(label, sigma, std::sqrt(b.hist.variances[ib]), r * sigma);
     }
   }
   values.finish(out);
@@ -171,13 +187,16 @@ void compare_histogram(const std::string& name, const Quantity& a, const Quantit
         values.missing_in_b(al.label(k));
         continue;
       }
-      const double allowed = absolute >= 0.0 ? absolute
-                                              : std::max(tol.hist_value_relative * std::abs(av[ia]),
-                                                         tol.hist_value_floor_of_largest * scale);
-      values.check([&] { return al.label(k); }, av[ia], b.hist.values[ib], allowed);
+      const auto label = [&] { return al.label(k); };
+      const auto own = entry_tolerance(context, name, label);
+      double allowed = 0.0;
+      if (own) allowed = *own * (absolute >= 0.0 ? std::max(1.0, std::abs(av[ia])) : std::abs(av[ia]));
+      else if (absolute >= 0.0) allowed = absolute;
+      else allowed = std::max(tol.hist_value_relative * std::abs(av[ia]), tol.hist_value_floor_of_largest * scale);
+      values.check(label, av[ia], b.hist.values[ib], allowed);
       if (!with_sigmas) continue;
       const double sigma = std::sqrt(a.hist.variances[ia]);
-      sigmas.check([&] { return al.label(k); }, sigma, std::sqrt(b.hist.variances[ib]), tol.hist_sigma_relative * sigma);
+      sigmas.check(label, sigma, std::sqrt(b.hist.variances[ib]), own.value_or(tol.hist_sigma_relative) * sigma);
     }
   }
   values.finish(out);
@@ -204,8 +223,9 @@ void compare_covariance(const std::string& name, const Quantity& a, const Quanti
         continue;
       }
       const long i = ia / n, j = ia % n;
+      const auto label = [&] { return al.label(k); };
       const double sigmas = std::sqrt(std::abs(av[i * n + i])) * std::sqrt(std::abs(av[j * n + j]));
-      r.check([&] { return al.label(k); }, av[ia], b.hist.values[ib], relative * sigmas);
+      r.check(label, av[ia], b.hist.values[ib], entry_tolerance(context, name, label).value_or(relative) * sigmas);
     }
   }
   r.finish(out);
@@ -236,10 +256,10 @@ void compare_impacts(const std::string& name, const Quantity& a, const Quantity&
         const auto it = context.sigma_of_parameter.find(axes[0].labels[static_cast<size_t>(ia / row_stride)]);
         if (it != context.sigma_of_parameter.end()) poi_sigma = it->second;
       }
-      const double rel =
-          tol.entries.empty() ? tol.impact_relative : tol.relative(context.group, name, al.label(k), tol.impact_relative);
+      const auto label = [&] { return al.label(k); };
+      const double rel = entry_tolerance(context, name, label).value_or(tol.impact_relative);
       const double av = a.hist.values[ia];
-      r.check([&] { return al.label(k); }, av, b.hist.values[ib], std::max(rel * std::abs(av), tol.impact_floor_of_poi_sigma * poi_sigma));
+      r.check(label, av, b.hist.values[ib], std::max(rel * std::abs(av), tol.impact_floor_of_poi_sigma * poi_sigma));
     }
   }
   r.finish(out);

@@ -19,7 +19,8 @@ std::string label_key(const std::string& label) {
   errno = 0;
   const double v = std::strtod(begin, &end);
   if (end != begin + label.size() || errno == ERANGE || label.front() == ' ') return label;
-  return "\x01" + number_label(v);  // cannot collide with a label that is not a number
+  std::string key(1, '\x01');  // cannot collide with a label that is not a number
+  return key += number_label(v);
 }
 
 // In-range bins and the offset of the first one, for a binned axis; `other` decides for a side that
@@ -58,11 +59,16 @@ std::string match_axis(size_t i, const TreeAxis& a, const TreeAxis& b, AxisMatch
   if (na != nb || a.extent < na + offset_a || b.extent < nb + offset_b)
     return axis_name(i, a) + " has " + std::to_string(a.extent) + " entries (" + std::to_string(na) + " bins) in A, " +
            std::to_string(b.extent) + " (" + std::to_string(nb) + " bins) in B";
-  for (int64_t k = 0; k < na; ++k) {
-    m.a.push_back(static_cast<long>(k + offset_a));
-    m.b.push_back(static_cast<long>(k + offset_b));
-    m.labels.push_back(std::to_string(k));
-  }
+  auto add = [&m](int64_t ka, int64_t kb, std::string label) {
+    m.a.push_back(static_cast<long>(ka));
+    m.b.push_back(static_cast<long>(kb));
+    m.labels.push_back(std::move(label));
+  };
+  // Flow bins are compared where both sides store the same ones (two result files).
+  const bool same_flow = a.extent - na == b.extent - nb && offset_a == offset_b;
+  if (same_flow && offset_a == 1) add(0, 0, "underflow");
+  for (int64_t k = 0; k < na; ++k) add(k + offset_a, k + offset_b, std::to_string(k));
+  if (same_flow && a.extent - na - offset_a == 1) add(a.extent - 1, b.extent - 1, "overflow");
   return "";
 }
 

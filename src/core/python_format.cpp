@@ -37,12 +37,15 @@ std::string python_repr(double v) {
     } else {
       out = "0." + std::string(-exp - 1, '0') + digits;
     }
-    return (neg ? "-" : "") + out;
+    return neg ? "-" + out : out;
   }
   out = digits.substr(0, 1);
-  if (digits.size() > 1) out += "." + digits.substr(1);
+  if (digits.size() > 1) {
+    out += '.';
+    out.append(digits, 1, std::string::npos);
+  }
   out += fmt::format("e{}{:02d}", exp < 0 ? '-' : '+', std::abs(exp));
-  return (neg ? "-" : "") + out;
+  return neg ? "-" + out : out;
 }
 
 std::string python_datetime_now() {

@@ -32,8 +32,9 @@ void write_plain_axis(hid_t parent, const std::string& link_name, const Axis& ax
 void write_plain_group(hid_t file, const Node& group);
 void write_rabbit_group(hid_t file, const Node& group);
 
-/// The rabbit layout's histogram storage: the flow-inclusive C-order buffer of boost-histogram
-/// (every axis with its flow bins; string categories with their overflow bin), from the plain
+/// The rabbit layout's histogram storage: boost-histogram's flow-inclusive buffer in its memory
+/// order, the first axis fastest (every axis with its flow bins; string categories with their
+/// overflow bin), from the plain
 /// layout's values (upstream's Workspace.hist: category overflow bins hold 1 when the channel
 /// has flow, 0 otherwise). Weight storage interleaves (value, variance) per bin.
 std::vector<double> boost_histogram_storage(const Node& hist);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,15 +117,15 @@ Report run(const MemoryTree& a, const MemoryTree& b, CompareOptions options = {}
 }
 
 // The one failing result, or a test failure listing what failed.
-const QuantityResult* only_failure(const Report& report) {
-  std::vector<const QuantityResult*> failed;
+std::optional<QuantityResult> only_failure(const Report& report) {
+  std::vector<QuantityResult> failed;
   for (const auto& r : report.results)
-    if (!r.ok()) failed.push_back(&r);
+    if (!r.ok()) failed.push_back(r);
   if (failed.size() == 1) return failed[0];
   std::string all;
-  for (const auto* r : failed) all += format_result(*r) + "\n";
+  for (const auto& r : failed) all += format_result(r) + "\n";
   ADD_FAILURE() << failed.size() << " failures:\n" << all;
-  return nullptr;
+  return std::nullopt;
 }
 
 TEST(CompareEngine, IdenticalResultsAreWithinTolerance) {
@@ -154,8 +155,8 @@ TEST(CompareEngine, ShiftedParameterIsNamed) {
   EXPECT_TRUE(run(a, b).within_tolerance());
   b.get("results", "parms").hist.values[0] += 1e-6;
   const Report report = run(a, b);
-  const QuantityResult* r = only_failure(report);
-  ASSERT_NE(r, nullptr);
+  auto r = only_failure(report);
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->title(), "parms values");
   EXPECT_EQ(r->beyond, 1u);
   EXPECT_NE(r->worst.find("[sig]: A 1.05, B 1.0500015"), std::string::npos) << r->worst;
@@ -166,15 +167,15 @@ TEST(CompareEngine, ChangedVarianceIsNamed) {
   const MemoryTree a = example();
   MemoryTree b = example();
   b.get("results", "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive").hist.variances[2] *= 1.001;
-  const QuantityResult* r = only_failure(run(a, b));
-  ASSERT_NE(r, nullptr);
+  auto r = only_failure(run(a, b));
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->title(), "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive uncertainties");
   EXPECT_EQ(r->worst.rfind("[2]: A ", 0), 0u) << r->worst;
 
   MemoryTree c = example();
   c.get("results", "parms").hist.variances[2] *= 1.0001;  // sigma 5e-5 relative off, 1e-6 allowed
   r = only_failure(run(a, c));
-  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->title(), "parms uncertainties");
   EXPECT_EQ(r->worst.rfind("[slope]: ", 0), 0u) << r->worst;
 }
@@ -182,12 +183,12 @@ TEST(CompareEngine, ChangedVarianceIsNamed) {
 TEST(CompareEngine, MissingGroupsAndQuantitiesFail) {
   MemoryTree a = example(), b = example();
   a.set("results_asimov", "nllvalreduced", number(0.0));
-  const QuantityResult* r = only_failure(run(a, b));
-  ASSERT_NE(r, nullptr);
+  auto r = only_failure(run(a, b));
+  ASSERT_TRUE(r);
   EXPECT_EQ(format_result(*r), "FAIL  results_asimov: only in A");
   // Only in B fails too, unless B may hold more.
   r = only_failure(run(b, a));
-  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r);
   EXPECT_EQ(format_result(*r), "FAIL  results_asimov: only in B");
   CompareOptions subset;
   subset.b_may_hold_more = true;
@@ -196,7 +197,7 @@ TEST(CompareEngine, MissingGroupsAndQuantitiesFail) {
   MemoryTree c = example();
   c.erase("results", "cov");
   r = only_failure(run(example(), c));
-  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r);
   EXPECT_EQ(format_result(*r), "FAIL  results  cov: only in A");
   // A parameter B lacks, and one only B has.
   MemoryTree d = example();
@@ -204,7 +205,7 @@ TEST(CompareEngine, MissingGroupsAndQuantitiesFail) {
   CompareOptions all;
   all.keep_all_beyond = true;
   r = only_failure(run(example(), d, all));
-  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->title(), "parms values");
   EXPECT_EQ(r->beyond_entries,
             (std::vector<std::string>{"only in B: axis 0 (parms): other", "missing in B: [slope]"}));
@@ -217,15 +218,15 @@ TEST(CompareEngine, ImpactsKeepTheirOrderAndHaveAFloor) {
   b.get("results", "impacts").hist.values[2] = 2e-9;
   EXPECT_TRUE(run(a, b).within_tolerance());
   b.get("results", "impacts").hist.values[2] = 3e-8;
-  const QuantityResult* r = only_failure(run(a, b));
-  ASSERT_NE(r, nullptr);
+  auto r = only_failure(run(a, b));
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->worst.rfind("[sig,slope]: A 1e-12, B 3e-08 (allowed 2e-08)", 0), 0u) << r->worst;
   // Same entries by name in another order: the order is part of rabbit's impact histograms.
   MemoryTree c = example();
   c.set("results", "impacts", hist({categories("parms", {"sig"}), categories("impacts", {"bkg_norm", "sig", "slope"})},
                                    {0.02, 0.2, 1e-12}));
   r = only_failure(run(a, c));
-  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->worst, "labels of axis 1 differ from A's (names or order)");
 }
 
@@ -236,8 +237,8 @@ TEST(CompareEngine, CovarianceToleranceIsOfBothSigmas) {
   b.get("results", "cov").hist.values[5] += 2.9e-7;
   EXPECT_TRUE(run(a, b).within_tolerance());
   b.get("results", "cov").hist.values[5] += 0.2e-7;
-  const QuantityResult* r = only_failure(run(a, b));
-  ASSERT_NE(r, nullptr);
+  auto r = only_failure(run(a, b));
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->worst.rfind("[bkg_norm,slope]:", 0), 0u) << r->worst;
 }
 
@@ -252,14 +253,26 @@ TEST(CompareEngine, FlowBinsOnlyOneSideStoresAreDropped) {
         hist({bins("x", 6)}, {-1, 100, 200, 300, 400, -1}, {1, 10, 20, 30, 40, 1}));
   EXPECT_TRUE(run(a, b).within_tolerance());
   b.get("results", "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive").hist.values[1] = 101;
-  const QuantityResult* r = only_failure(run(a, b));
-  ASSERT_NE(r, nullptr);
+  auto r = only_failure(run(a, b));
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->worst.rfind("[0]: A 100, B 101", 0), 0u) << r->worst;
+  // Where both sides store the flow bins, they are compared too, and named.
+  TreeAxis with_flow = known;
+  with_flow.extent = 6;
+  MemoryTree d = example(), e = example();
+  for (MemoryTree* t : {&d, &e})
+    t->set("results", "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive",
+           hist({with_flow}, {1, 100, 200, 300, 400, 2}, {1, 10, 20, 30, 40, 2}));
+  EXPECT_TRUE(run(d, e).within_tolerance());
+  e.get("results", "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive").hist.values[5] = 3;
+  r = only_failure(run(d, e));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->worst.rfind("[overflow]: A 2, B 3", 0), 0u) << r->worst;
   // Two result files must have the same extents.
   MemoryTree c = example();
   c.get("results", "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive") = hist({bins("x", 5)}, {1, 2, 3, 4, 5});
   r = only_failure(run(example(), c));
-  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r);
   EXPECT_NE(r->worst.find("histograms do not match: axis 0 (x) has 4 entries"), std::string::npos) << r->worst;
 }
 
@@ -270,8 +283,8 @@ TEST(CompareEngine, NumericCategoriesMatchByValue) {
         hist({categories("scan", {number_label(1e-5), number_label(0.1), number_label(0.2)})}, {0.5, 0.5, 0.0}));
   EXPECT_TRUE(run(a, b).within_tolerance());
   b.get("results", "nll_scan_sig").hist.values[0] = 0.5 + 2e-6;  // ΔNLL: 1e-6 absolute
-  const QuantityResult* r = only_failure(run(a, b));
-  ASSERT_NE(r, nullptr);
+  auto r = only_failure(run(a, b));
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->worst.rfind("[1e-5]:", 0), 0u) << r->worst;
 }
 
@@ -285,6 +298,12 @@ TEST(CompareEngine, EntryTolerancesLoosenOnlyTheirEntry) {
   EXPECT_TRUE(run(a, b, options).within_tolerance());
   options.tolerances.entries = {{"results_asimov", "mappings/BaseMapping/chi2", "chi2", 3e-6}};
   EXPECT_FALSE(run(a, b, options).within_tolerance());
+  // Every rule takes an entry's tolerance: here a parameter's value and uncertainty.
+  MemoryTree c = example();
+  c.get("results", "parms").hist.values[1] *= 1 + 1e-5;
+  EXPECT_FALSE(run(a, c).within_tolerance());
+  options.tolerances.entries = {{"results", "parms", "[bkg_norm]", 2e-5}};
+  EXPECT_TRUE(run(a, c, options).within_tolerance());
   // Scaling scales the entries too.
   options.tolerances.entries = {{"results", "mappings/BaseMapping/chi2", "chi2", 3e-6}};
   options.tolerances.scale(0.5);
@@ -343,8 +362,8 @@ TEST(CompareEngine, EveryEntryBeyondToleranceOnRequest) {
   CompareOptions options;
   EXPECT_TRUE(run(a, b, options).results[4].beyond_entries.empty());
   options.keep_all_beyond = true;
-  const QuantityResult* r = only_failure(run(a, b, options));
-  ASSERT_NE(r, nullptr);
+  auto r = only_failure(run(a, b, options));
+  ASSERT_TRUE(r);
   ASSERT_EQ(r->beyond_entries.size(), 3u);
   EXPECT_EQ(r->beyond_entries[1].rfind("[bkg_norm]: A -0.8, B -0.79", 0), 0u) << r->beyond_entries[1];
   EXPECT_EQ(format_result(*r).rfind("FAIL  results  parms values: 3 entries, 3 beyond tolerance; largest deviation ", 0),

@@ -25,6 +25,7 @@ struct FitOptions {
   std::string outpath = "./";
   std::string outname = "fitresults.hdf5";
   std::optional<std::string> postfix;
+  std::string output_format = "rabbit";  // --outputFormat: rabbit | plain (docs/output-format.md)
   int verbose = 3;
   bool no_color_logger = false;
 
@@ -87,6 +88,7 @@ struct FitOptions {
   // ---- L. restarts, multi-device
   int64_t max_restarts = -1;
   double stall_rel_tol = 0.0;
+  std::string backend = "auto";  // --backend auto|cpu|cuda
   int64_t n_devices = 1;
   std::vector<int64_t> devices;
   int64_t hvp_batch = 256;

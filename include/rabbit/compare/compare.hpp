@@ -12,12 +12,15 @@
 //   impacts (all kinds, grouped or not)        1e-5 relative, floor 1e-7 · σ(row POI); row and column
 //                                              labels identical, in the same order
 //   histogram values                           1e-6 relative, floor 1e-9 · largest |value|
-//   histogram uncertainties                    1e-5 relative (covariance histograms: 2e-5 · σ_i σ_j)
+//   histogram uncertainties                    1e-5 relative
+//   bin covariances (mappings' hist_*_cov)     2e-5 · σ_i σ_j (twice the uncertainties': a square)
 //   chi2, chi2_prefit, ndf, ndf_prefit, and
 //   any other number                           1e-6 · max(1, |value|)
 //   ndfsat, postfit_profile                    exactly
 // Not compared: epoch_loss, epoch_time, edmval (the minimizer's path), our `_cpp` details, the
-// input data covariances cov_data_obs / cov_nobs_obs, and strings.
+// input data covariances cov_data_obs / cov_nobs_obs, and strings. An entry's own tolerance
+// (Tolerances::entries) replaces its rule's relative tolerance; for the absolute and exact rules
+// it is REL · max(1, |A|).
 #include <cstddef>
 #include <map>
 #include <string>

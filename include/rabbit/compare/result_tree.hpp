@@ -25,10 +25,11 @@ struct TreeAxis {
   std::vector<std::string> labels;
   /// Entries along this axis in the histogram's values.
   int64_t extent = 0;
-  /// Binned axes: the number of in-range bins where the source knows it (the JSON's edges); -1 where
-  /// only `extent` is known (a result file's histogram stores its flow bins, if any, in `extent`).
+  /// Binned axes: the number of in-range bins where the source knows it; -1 where only `extent` is
+  /// known. Entries beyond `bins` are flow bins (a result file's histograms carry them).
   int64_t bins = -1;
-  /// With `bins` known: the axis has an underflow bin, which a source storing flow bins puts first.
+  /// With `bins` known: the axis has an underflow bin, first among the entries where they hold it
+  /// (a JSON axis says so although its values leave the flow bins out).
   bool underflow = false;
 };
 
@@ -39,7 +40,7 @@ struct TreeHist {
 };
 
 struct Quantity {
-  /// `other`: strings and the like, listed (so that "only in one file" is still seen) but not compared.
+  /// `other`: strings and the like, listed but neither compared nor required on both sides.
   enum class Kind { scalar, hist, other };
   Kind kind = Kind::other;
   double scalar = 0.0;  // booleans as 0/1

@@ -1,10 +1,13 @@
 #pragma once
 // A small, non-executing reader of Python pickle streams (protocols 2-5), enough for rabbit's
-// `meta` (input-format.md §3.2, §3.5). Nothing is ever imported or called: globals stay names,
-// REDUCE/NEWOBJ/BUILD build opaque Object nodes (class + args + state), except a few known
-// callables that are interpreted as data (numpy arrays and dtypes, OrderedDict, set, frozenset,
-// _codecs.encode). Corrupt or hostile streams throw pickle::DecodeError (an InputError) with the
-// byte offset and opcode; every length is bounds-checked and stack/memo/depth sizes are limited.
+// `meta` (input-format.md §3.2, §3.5) and result files (docs/output-format.md). Nothing is ever
+// imported or called: globals stay names, REDUCE/NEWOBJ/BUILD build opaque Object nodes (class +
+// args + state), except a few known callables that are interpreted as data (numpy arrays and
+// dtypes, numpy.frombuffer, OrderedDict, set, frozenset, _codecs.encode). Persistent ids
+// (BINPERSID) stay persistent_ref nodes: result files (postfit/result_file.hpp) resolve wums'
+// H5Path ids to their HDF5 objects themselves. Corrupt or hostile streams throw
+// pickle::DecodeError (an InputError) with the byte offset and opcode; every length is
+// bounds-checked and stack/memo/depth sizes are limited.
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -65,8 +65,8 @@ struct Hist {
   std::vector<double> values;
   std::vector<double> variances;  // empty for double storage
   std::string label;
-  /// The values include the flow bins of every axis but string categories (the plain layout
-  /// writes channels with flow so; the rabbit layout on request, hist(path, true)).
+  /// The values include the flow bins of every axis but string and float categories
+  /// (hist(path, true)).
   bool flow = false;
 };
 
@@ -95,8 +95,9 @@ class ResultReader {
   /// §5.4: KEY -> "results_KEY"; none -> "results", else "results_asimov". Unknown: InputError listing groups.
   std::string pick_result(const std::optional<std::string>& key) const;
   bool exists(const std::string& path) const;
-  /// A histogram without flow bins, except plain-layout histograms written with flow (Hist::flow);
-  /// `flow_bins` asks the rabbit layout for the flow bins as the plain layout would hold them.
+  /// A histogram's bins in C order: without flow bins, or with `flow_bins` including the flow bins
+  /// of every axis but string and float categories (zero where the fit wrote none: channels
+  /// without flow), the same in either layout.
   Hist hist(const std::string& path, bool flow_bins = false) const;
   double scalar(const std::string& path) const;
   std::vector<std::string> strings(const std::string& path) const;

@@ -342,24 +342,18 @@ TEST(CpuShard, CovarianceLiteWithNegativeActiveSum) {
   }
 }
 
-// Poisson, empty data bin (bin 3) with unit MC weights (sumw2 = sumw, integer yields 10, 20, 12, no
-// zero-variance process): at the nominal yields σ² = ν⁰ (normal-additive, β⁰ = 0) and k = A
-// (normal-multiplicative, β⁰ = 1), the double root of rabbit's lite quadratic, where √(b² − 4ac)
-// gave a NaN value (additive: b² − 4ac < 0 by rounding) or a NaN gradient (multiplicative: the
-// derivative of √ at 0). The lite n = 0 closed forms (bin_profile.hpp, factored roots) are finite there
-// and rabbit's root on either side; gamma and full mode are checked on the same bin.
+// Poisson, empty data bin (bin 3) with unit MC weights (make_unit_weight_empty_bin_input): at the
+// nominal yields σ² = ν⁰ (normal-additive, β⁰ = 0) and k = A (normal-multiplicative, β⁰ = 1), the
+// double root of rabbit's lite quadratic, where √(b² − 4ac) gave a NaN value (additive: b² − 4ac < 0
+// by rounding) or a NaN gradient (multiplicative: the derivative of √ at 0). The lite n = 0 closed
+// forms (bin_profile.hpp, factored roots) are finite there and rabbit's root on either side; gamma and
+// full mode are checked on the same bin.
 std::shared_ptr<Model> unit_weight_empty_bin_model(BBType type, BBMode mode) {
   ShardConfig c;
   c.bb_type = type;
   c.bb_mode = mode;
   c.zero_variance_process = false;
-  auto in = make_test_input(c);
-  const int64_t P = in->nproc;
-  const double yields[] = {10.0, 20.0, 12.0};
-  for (int64_t p = 0; p < P; ++p) in->norm[3 * P + p] = in->sumw[3 * P + p] = yields[p];
-  in->sumw2 = in->sumw;
-  in->data_obs[3] = 0.0;
-  return make_test_model(in, c);
+  return make_test_model(make_unit_weight_empty_bin_input(c), c);
 }
 
 TEST(CpuShard, EmptyDataBinAtTheLiteDoubleRoot) {

@@ -219,6 +219,19 @@ inline std::shared_ptr<FitInputData> make_test_input(const ShardConfig& c) {
   return in;
 }
 
+/// make_test_input (dense) with unit MC weights (sumw2 = sumw) and bin 3 empty (data 0, Poisson) with
+/// the integer yields 10, 20, 12: at the nominal point (μ = 1, θ = 0) its σ² = ν⁰ = k = 42, the
+/// double root of the lite n = 0 profile (likelihood.md "Corner cases chosen").
+inline std::shared_ptr<FitInputData> make_unit_weight_empty_bin_input(const ShardConfig& c) {
+  auto in = make_test_input(c);
+  const int64_t P = in->nproc;
+  const double yields[] = {10.0, 20.0, 12.0};
+  for (int64_t p = 0; p < P; ++p) in->norm[3 * P + p] = in->sumw[3 * P + p] = yields[p];
+  in->sumw2 = in->sumw;
+  in->data_obs[3] = 0.0;
+  return in;
+}
+
 /// Dense twin of a sparse input (zero-filled), for dense-vs-sparse comparisons.
 /// Channel metadata of make_test_input's layout: "obs" (bins 0–5) and "masked" (bins 6–8), each one
 /// regular axis "x", as a regulariser's Select mapping needs them.

@@ -74,9 +74,7 @@ struct Fixture {
 
 class BinMathTest : public ::testing::TestWithParam<Case> {};
 
-TEST_P(BinMathTest, PhiAndPsiAreDerivativesOfTheProfiledValue) {
-  const Fixture fx(GetParam());
-  const std::array<double, P> N = {4.0, 2.5, 1.5};
+void check_phi_and_psi(const Fixture& fx, const std::array<double, P>& N = {4.0, 2.5, 1.5}) {
   std::array<double, P> phi, u1, u2, d;
   BinResult r;
   const double f0 = fx.eval(N, &phi, &u1, &u2, &d, &r);
@@ -111,6 +109,8 @@ TEST_P(BinMathTest, PhiAndPsiAreDerivativesOfTheProfiledValue) {
     EXPECT_NEAR(z, fd, 1e-6 * std::max(1.0, std::abs(fd))) << "Psi row " << p;
   }
 }
+
+TEST_P(BinMathTest, PhiAndPsiAreDerivativesOfTheProfiledValue) { check_phi_and_psi(Fixture(GetParam())); }
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
@@ -151,6 +151,69 @@ TEST(BinMath, PoissonFullEmptyBinHasAFiniteLimit) {
   EXPECT_NEAR(poisson_full_ratio(0.0, 2.0, 4.0), poisson_full_ratio(1e-7, 2.0, 4.0), 1e-6);
   EXPECT_NEAR(poisson_full_ratio(0.0, -2.0, 4.0), poisson_full_ratio(1e-7, -2.0, 4.0), 1e-6);
   EXPECT_DOUBLE_EQ(poisson_full_ratio(0.0, 2.0, 4.0), 0.5);
+}
+
+// Lite, Poisson, n = 0: rabbit's quadratic factors into an interior root (β̂ stationary, ν > 0) and
+// the root with ν = 0; its "+" root is the larger. On either one φ and Ψ are the derivatives of the
+// profiled value (on the ν = 0 root those of the closed form, not the envelope/Schur forms) and β̂
+// is rabbit's root. Edge side: nadd σ² = 30 > ν⁰; nmult k = 4 < A; gamma (zero-variance process
+// with a negative yield, Z < 0) k = 4, β⁰ = 0.1.
+TEST(BinMath, LitePoissonEmptyBinOnEitherRoot) {
+  for (int type : {kGamma, kNormalMult, kNormalAdd})
+    for (bool zv : {false, true})
+      for (bool edge : {false, true}) {
+        if (type == kGamma && edge && !zv) continue;  // needs Z < 0
+        SCOPED_TRACE(::testing::Message() << "type " << type << " zero_var " << zv << " edge " << edge);
+        Fixture fx({kPoisson, kLite, type, zv, 0.0});
+        std::array<double, P> N = {4.0, 2.5, 1.5};
+        if (edge) {
+          fx.sigma2[0] = 30.0;
+          fx.k[0] = 4.0;
+          if (type == kGamma) {
+            N[2] = -1.5;
+            fx.beta0[0] = 0.1;
+          }
+        }
+        check_phi_and_psi(fx, N);
+        std::array<double, P> beta{}, phi{}, u1{}, u2{}, d{};
+        BinResult r;
+        profile_bin(fx.config(), 0.0, fx.v, 0.0, N.data(), fx.stats(), beta.data(), phi.data(), u1.data(), u2.data(),
+                    d.data(), r);
+        const double A = N[0] + N[1] + (zv ? 0.0 : N[2]), Z = zv ? N[2] : 0.0, k = fx.k[0], b0 = fx.beta0[0];
+        const double s = std::sqrt(fx.sigma2[0]);
+        const double rabbit = type == kNormalAdd ? quad_root(s, s * s + A + Z - s * b0, s * (A + Z) - (A + Z) * b0)
+                              : type == kNormalMult ? quad_root(k * A, A * A - k * b0 * A + k * Z, A * Z - k * b0 * Z)
+                                                    : quad_root(A * (A + k), A * (Z - b0 * k) + k * Z, -b0 * k * Z);
+        EXPECT_NEAR(beta[0], rabbit, 1e-12 * std::max(1.0, std::abs(rabbit)));
+        if (edge)
+          EXPECT_NEAR(r.nu, 0.0, 1e-12);
+        else
+          EXPECT_GT(r.nu, 0.0);
+      }
+}
+
+// At the double root (nadd σ² = ν⁰ = 8, β⁰ = 0; nmult k = A = 8, β⁰ = 1; gamma β⁰ = 0, Z = 0)
+// rabbit's √(b² − 4ac) is √(< 0) by rounding or √0 (NaN derivative); the factored roots give
+// β̂ = −s resp. 0, ν = 0, F = 4 (gamma: F = kβ̂ = 0, with Ψ = 0 instead of the Schur form's 1/0).
+TEST(BinMath, LitePoissonEmptyBinAtTheDoubleRoot) {
+  for (int type : {kNormalMult, kNormalAdd, kGamma}) {
+    SCOPED_TRACE(type);
+    Fixture fx({kPoisson, kLite, type, false, 0.0});
+    fx.sigma2[0] = 8.0;
+    fx.k[0] = 8.0;
+    if (type == kGamma) fx.beta0[0] = 0.0;
+    const std::array<double, P> N = {4.0, 2.5, 1.5};
+    std::array<double, P> beta{}, phi{}, u1{}, u2{}, d{};
+    BinResult r;
+    profile_bin(fx.config(), 0.0, fx.v, 0.0, N.data(), fx.stats(), beta.data(), phi.data(), u1.data(), u2.data(),
+                d.data(), r);
+    EXPECT_NEAR(beta[0], type == kNormalAdd ? -std::sqrt(8.0) : 0.0, 1e-12);
+    EXPECT_NEAR(r.nu, 0.0, 1e-12);
+    EXPECT_NEAR(r.value, type == kGamma ? 0.0 : 4.0, 1e-12);
+    for (int p = 0; p < P; ++p) EXPECT_NEAR(phi[p], type == kNormalAdd ? 1.0 : 0.0, 1e-12) << p;
+    EXPECT_TRUE(std::isfinite(r.m11) && std::isfinite(r.m12) && std::isfinite(r.m22));
+    if (type == kGamma) EXPECT_EQ(r.m11, 0.0);
+  }
 }
 
 TEST(BinMath, MaskedLiteBinKeepsBeta0) {

@@ -188,25 +188,41 @@ RABBIT_HD inline void profile_bin(const BinConfig& cfg, double n, double v, doub
     const double k = st.kstat[0], b0 = st.beta0[0], sig2 = st.sigma2[0];
     const bool masked = st.masked[0] != 0;
     double b, nu, lb;
+    // Poisson, n = 0: the quadratics factor (cpu::lite_bin_objective, likelihood.md "Corner cases
+    // chosen"); `edge`: the larger root is the one with ν = 0, where β̂ is no stationary point of the
+    // bin's NLL and φ, Ψ are the derivatives of the closed form instead of the envelope/Schur forms.
+    const bool empty = cfg.likelihood != kChisq && n == 0.0;
+    bool edge = false;
     if (cfg.type == kNormalAdd) {
       const double s = sqrt(sig2);
       if (sig2 == 0.0) b = b0;
       else if (cfg.likelihood == kChisq) b = (s * (n - nu0) + v * b0) / (v + sig2);
-      else b = quad_root(s, sig2 + nu0 - s * b0, s * (nu0 - n) - nu0 * b0);
+      else if (empty) {  // (sβ + ν⁰)(β + s − β⁰) = 0
+        edge = -nu0 / s > b0 - s;
+        b = edge ? -nu0 / s : b0 - s;
+      } else b = quad_root(s, sig2 + nu0 - s * b0, s * (nu0 - n) - nu0 * b0);
       nu = nu0 + s * b * (A / Ap);
       lb = 0.5 * (b - b0) * (b - b0);
       data_term(cfg.likelihood, nu, n, v, lognobs, l, g, q);
+      // ν = 0 (A > 0): F = ½(ν⁰/s + β⁰)², dF/dν⁰ = −(β − β⁰)/s, d²F/dν⁰² = 1/σ²
+      const bool exact_edge = edge && cfg.profile && A > 0.0;
       for (int p = 0; p < P; ++p) {
-        phi[p] = g;
+        phi[p] = exact_edge ? -(b - b0) / s : g;
         u1[p] = 1.0;
       }
-      r.m11 = cfg.profile ? q / (1.0 + q * sig2) : q;
+      r.m11 = exact_edge ? 1.0 / sig2 : (cfg.profile ? q / (1.0 + q * sig2) : q);
     } else {
       if (masked) b = b0;
-      else if (cfg.type == kGamma)
+      else if (cfg.type == kGamma && empty) {  // (A'β + Z)((A' + k)β − kβ⁰) = 0
+        edge = -Z / Ap > k * b0 / (Ap + k);
+        b = edge ? -Z / Ap : k * b0 / (Ap + k);
+      } else if (cfg.type == kGamma)
         b = cfg.likelihood == kChisq ? quad_root(Ap * Ap, k * v + (Z - n) * Ap, -k * v * b0)
                                      : quad_root(Ap * (Ap + k), Ap * (Z - n - b0 * k) + k * Z, -b0 * k * Z);
-      else
+      else if (empty) {  // (A'β + Z)(kβ + A' − kβ⁰) = 0
+        edge = -Z / Ap > b0 - Ap / k;
+        b = edge ? -Z / Ap : b0 - Ap / k;
+      } else
         b = cfg.likelihood == kChisq ? ((n - Z) * Ap / v + k * b0) / (k + Ap * Ap / v)
                                      : quad_root(k * Ap, Ap * Ap - k * b0 * Ap + k * Z, Ap * (Z - n) - k * b0 * Z);
       nu = masked ? A + Z : b * A + Z;
@@ -226,13 +242,26 @@ RABBIT_HD inline void profile_bin(const BinConfig& cfg, double n, double v, doub
           u2[p] = 0.0;
         }
         r.m11 = q;
+      } else if (edge && A > 0.0) {
+        // β = −Z/A, ν = 0: F(A, Z) = c(β) with c' = ∂c/∂β, c'' = ∂²c/∂β², derivatives of the closed form.
+        const double c1 = cfg.type == kGamma ? k - (b0 == 0.0 ? 0.0 : k * b0 / b) : k * (b - b0);
+        const double c2 = cfg.type == kGamma ? (b0 == 0.0 ? 0.0 : k * b0 / (b * b)) : k;
+        const double bA = Z / (A * A), bZ = -1.0 / A;
+        for (int p = 0; p < P; ++p) phi[p] = c1 * (u1[p] * bA + u2[p] * bZ);
+        r.m11 = c2 * bA * bA - 2.0 * c1 * Z / (A * A * A);
+        r.m12 = c2 * bA * bZ + c1 / (A * A);
+        r.m22 = c2 * bZ * bZ;
       } else {
         const double c2 = cfg.type == kGamma ? (b0 == 0.0 ? 0.0 : k * b0 / (b * b)) : k;
         const double F = A * A * q + c2;
         const double t = g + b * A * q;
-        r.m11 = b * b * q - t * t / F;
-        r.m12 = b * q - t * A * q / F;
-        r.m22 = q * c2 / F;
+        if (F == 0.0) {  // gamma, β⁰ = 0, n = 0: β̂ = 0 whatever A, Z, and F(A, Z) = Z
+          r.m11 = r.m12 = r.m22 = 0.0;
+        } else {
+          r.m11 = b * b * q - t * t / F;
+          r.m12 = b * q - t * A * q / F;
+          r.m22 = q * c2 / F;
+        }
       }
     }
     beta[0] = b;
