@@ -1,5 +1,5 @@
 # Finds the third-party libraries. All come from Debian packages except C-Blosc2, which
-# scripts/setup unpacks from PyPI's blosc2 wheel into .deps/blosc2 (see DECISIONS.md).
+# scripts/setup unpacks from PyPI's blosc2 wheel into .deps/blosc2 (see docs/input-reader.md "Compression filters and HDF5_PLUGIN_PATH").
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(CLI11 REQUIRED)

@@ -66,7 +66,7 @@ CASES = {
         "sparse_blosc2.hdf5",
         DATA + ALL_OUT + ["--binByBinStatMode", "full", "--binByBinStatType", "normal-additive"] + SPARSE,
     ),
-    # hbetavariations (likelihood.md §4.2.4): masked-channel yields follow the observed BB parameters.
+    # hbetavariations (docs/likelihood.md "Beta variations"): masked-channel yields follow the observed BB parameters.
     # The JSONs wait in tests/reference/pending/ until src/postfit/histograms.cpp adds the masked
     # bins' cross terms of rabbit's pdexpdbeta (CpuShardEvaluator::beta_yield_partials). No global
     # impacts with gamma: upstream fails there ("Tried to take gradients ... of a variable without

@@ -15,7 +15,7 @@
 namespace rabbit::cli {
 namespace {
 
-// How an option takes its values (argparse nargs/action, cli-and-output.md §1.1).
+// How an option takes its values (argparse nargs/action, docs/user-guide.md "Command-line rules").
 enum class Kind { flag, scalar, list_plus, list_star, append, append_pair, optional_scalar };
 enum class Type { str, integer, real };
 // implemented: works end to end; refused: parsed, then "not implemented yet"; ignored: TF-only.
@@ -494,7 +494,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
       }
     }
     if (s.dest == "mapping" && occ.empty()) {
-      // Upstream records mapping after the BaseMapping fallback of §1.4 rule 5; filled below.
+      // Upstream records mapping after the BaseMapping fallback of docs/user-guide.md "Rules across options" rule 5; filled below.
     }
     json += ", " + json_string(s.dest) + ": " + value;
     if (!occ.empty() && s.tier == Tier::ignored)
@@ -677,13 +677,13 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
       if (given.count(dep)) o.warnings.push_back(fmt::format("--{} has no effect without --precondition", dep));
   }
 
-  // §1.4 rule 10 up front, then the refusals of this release (one line each, first one wins).
+  // docs/user-guide.md "Rules across options" rule 10 up front, then the refusals of this release (one line each, first one wins).
   if (given.count("contourScan2D")) throw OptionError("Likelihood contour scans in 2D are not yet implemented");
   for (const auto& s : specs())
     if (s.tier == Tier::refused && given.count(long_name(s)))
       throw OptionError(fmt::format("option --{} is not implemented yet", long_name(s)));
 
-  // §1.4 rule 1: --noHessian incompatibilities, all listed in one message.
+  // docs/user-guide.md "Rules across options" rule 1: --noHessian incompatibilities, all listed in one message.
   if (o.no_hessian) {
     std::vector<std::string> bad;
     if (o.do_impacts) bad.push_back("--doImpacts");
@@ -701,7 +701,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
     }
   }
 
-  // mapping is recorded after the BaseMapping fallback (cli-and-output.md §3.7.4).
+  // mapping is recorded after the BaseMapping fallback (docs/output-format.md "File tree").
   if (parsed.occurrences["mapping"].empty() && !o.mappings.empty()) {
     auto pos = json.find("\"mapping\": []");
     if (pos != std::string::npos) json.replace(pos, 13, "\"mapping\": [[\"BaseMapping\"]]");

@@ -1,6 +1,6 @@
 // HDF5 filter 32026 (Blosc2) on top of C-Blosc2. The payload of every HDF5 chunk is a Blosc2
 // contiguous frame ("cframe") of a super-chunk holding the whole HDF5 chunk as chunk 0
-// (input-format.md §1.4.2), or a B2ND array frame for chunk rank >= 2. Own translation unit:
+// (docs/input-reader.md "Compression filters and HDF5_PLUGIN_PATH"), or a B2ND array frame for chunk rank >= 2. Own translation unit:
 // blosc2.h clashes with c-blosc's blosc.h.
 #include <b2nd.h>
 #include <blosc2.h>

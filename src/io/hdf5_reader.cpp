@@ -301,7 +301,7 @@ void Reader::check_filters(hid_t dataset, const std::string& path) const {
 
 void Reader::read_numeric(const DatasetInfo& info, hid_t mem_type, void* dst, int64_t offset,
                           int64_t count) const {
-  if (count <= 0) return;  // never touch the filter path of empty datasets (§1.3)
+  if (count <= 0) return;  // never touch the filter path of empty datasets (docs/input-reader.md "File structure and storage conventions")
   if (offset < 0 || offset + count > info.size) {
     fail(info.path, "read range [" + std::to_string(offset) + "," + std::to_string(offset + count) +
                         ") outside the " + std::to_string(info.size) + " stored elements");

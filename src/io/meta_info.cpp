@@ -55,7 +55,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Flow/growth/circular flags from the core class name (§4.1).
+// Flow/growth/circular flags from the core class name (docs/input-reader.md "Per axis").
 void set_flags(AxisInfo& axis) {
   const std::string& c = axis.core_class;
   if (axis.kind == "category_str" || axis.kind == "category_int") {

@@ -239,7 +239,7 @@ class Machine {
   }
 
   static std::string fix_module(std::string module) {
-    // Python 2 names (pickle's fix_imports) and the narf -> wums rename (input-format.md §3.5).
+    // Python 2 names (pickle's fix_imports) and the narf -> wums rename (docs/input-reader.md "The meta pickle").
     if (module == "__builtin__") return "builtins";
     if (module == "copy_reg") return "copyreg";
     if (module == "narf.ioutils") return "wums.ioutils";

@@ -1,4 +1,4 @@
-// Protocol-5 pickle emitter for the meta group; see pickle_writer.hpp and input-format.md §3.4/§5.3.
+// Protocol-5 pickle emitter for the meta group; see pickle_writer.hpp and docs/input-reader.md "Per axis", docs/tensor-writer.md "The meta pickle bytes".
 #include "rabbit/io/pickle_writer.hpp"
 
 #include <bit>

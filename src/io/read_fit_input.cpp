@@ -1,5 +1,5 @@
-// read_fit_input: the rabbit fit tensor (input-format.md §1-4) into FitInputData, with the
-// validation checklist of §6. Order: structure and dtypes first (metadata only), then shapes,
+// read_fit_input: the rabbit fit tensor (docs/input-reader.md "Datasets") into FitInputData, with the
+// validation checklist of docs/input-reader.md "Validation checklist". Order: structure and dtypes first (metadata only), then shapes,
 // then values.
 #include <algorithm>
 #include <cmath>
@@ -128,7 +128,7 @@ class FitInputReader {
     return v;
   }
 
-  // ---------------------------------------------------------------- §6 items 2-3
+  // ---------------------------------------------------------------- docs/input-reader.md "Validation checklist" items 2-3
   void check_structure() {
     for (const char* name : {"hprocs", "hsignals", "hsysts", "hsystsnoconstraint", "hsystgroups",
                              "hsystgroupidxs", "hconstraintweights", "hdata_obs"}) {
@@ -158,7 +158,7 @@ class FitInputReader {
     }
   }
 
-  // ---------------------------------------------------------------- §2.1
+  // ---------------------------------------------------------------- docs/input-reader.md "Name and index lists"
   void read_names() {
     d_.procs = r_.read_strings("hprocs");
     d_.signals = r_.read_strings("hsignals");
@@ -212,7 +212,7 @@ class FitInputReader {
     if (r_.exists("hpseudodatanames")) d_.pseudodatanames = r_.read_strings("hpseudodatanames");
   }
 
-  // ---------------------------------------------------------------- §3
+  // ---------------------------------------------------------------- docs/input-reader.md "The meta pickle"
   void read_meta() {
     if (!r_.exists("meta")) {
       log().debug("{}: no 'meta': using rabbit's defaults (one channel, asymmetric logk)", d_.filename);
@@ -242,7 +242,7 @@ class FitInputReader {
       meta_channels_ = std::move(meta.channels);
       have_meta_channels_ = true;
     } catch (const pickle::DecodeError& e) {
-      // DECISIONS.md: a meta that cannot be decoded falls back to the no-meta defaults.
+      // docs/input-reader.md "The meta pickle": a meta that cannot be decoded falls back to the no-meta defaults.
       log().warn("{}: {}; falling back to the defaults without meta (one channel, asymmetric logk, "
                  "log_normal)", d_.filename, e.what());
       d_.has_meta = false;
@@ -257,7 +257,7 @@ class FitInputReader {
     }
   }
 
-  // ---------------------------------------------------------------- §2.2
+  // ---------------------------------------------------------------- docs/input-reader.md "Observations"
   void read_observations() {
     const DatasetInfo obs = float_info("hdata_obs");
     if (obs.rank() != 1) fail("hdata_obs", "must be 1-D [nbins], found shape " + obs.shape_string());
@@ -320,7 +320,7 @@ class FitInputReader {
     if (!m.allFinite()) log().warn("{}: '{}' contains NaN/Inf values", d_.filename, path);
   }
 
-  // ---------------------------------------------------------------- §2.6
+  // ---------------------------------------------------------------- docs/input-reader.md "Constraint weights"
   void read_constraint_weights() {
     const DatasetInfo cw = float_info("hconstraintweights");
     expect_shape(cw, {d_.nsyst}, "[nsyst]");
@@ -330,7 +330,7 @@ class FitInputReader {
     check_non_negative("hconstraintweights", d_.constraintweights.data(), d_.nsyst, cw.shape);
   }
 
-  // ---------------------------------------------------------------- §2.3
+  // ---------------------------------------------------------------- docs/input-reader.md "Dense model tensors"
   std::vector<int64_t> logk_shape(int64_t nbinsfull) const {
     return d_.symmetric_tensor ? std::vector<int64_t>{nbinsfull, d_.nproc, d_.nsyst}
                                : std::vector<int64_t>{nbinsfull, d_.nproc, 2, d_.nsyst};
@@ -391,7 +391,7 @@ class FitInputReader {
     }
   }
 
-  // ---------------------------------------------------------------- §2.4
+  // ---------------------------------------------------------------- docs/input-reader.md "Sparse model tensors"
   struct SparseGroup {
     std::vector<int64_t> dense_shape;
     DatasetInfo indices;
@@ -490,7 +490,7 @@ class FitInputReader {
     csr.values = read_checked(logk.values);
   }
 
-  // ---------------------------------------------------------------- §2.5
+  // ---------------------------------------------------------------- docs/input-reader.md "Monte-Carlo statistics"
   void read_mc_stat() {
     const std::vector<int64_t> full2{d_.nbinsfull, d_.nproc};
     const std::vector<int64_t> full1{d_.nbinsfull};
@@ -540,7 +540,7 @@ class FitInputReader {
     log().debug("{}: legacy 'hkstat' converted to per-bin sumw/sumw2", d_.filename);
   }
 
-  // ---------------------------------------------------------------- §2.3 betavariations
+  // ---------------------------------------------------------------- docs/input-reader.md "Dense model tensors" betavariations
   void read_beta_variations() {
     if (!r_.exists("hbetavariations")) return;
     if (d_.sparse) fail("hbetavariations", "present in a sparse file (only dense files may have it)");
@@ -549,7 +549,7 @@ class FitInputReader {
     d_.betavariations = read_checked(info);
   }
 
-  // ---------------------------------------------------------------- §2.7
+  // ---------------------------------------------------------------- docs/input-reader.md "External terms"
   void read_external_terms() {
     if (!r_.exists("external_terms")) return;
     if (!r_.is_group("external_terms")) fail_file("'external_terms' must be a group");
@@ -653,7 +653,7 @@ class FitInputReader {
     return m;
   }
 
-  // ---------------------------------------------------------------- §1.1 legacy / unknown
+  // ---------------------------------------------------------------- docs/input-reader.md "File structure and storage conventions" legacy / unknown
   void note_other_objects() {
     static const std::set<std::string> known = {
         "hprocs", "hsignals", "hsysts", "hsystsnoconstraint", "hsystgroups", "hsystgroupidxs",
@@ -681,7 +681,7 @@ class FitInputReader {
     }
   }
 
-  // ---------------------------------------------------------------- §4.2, §6 item 15
+  // ---------------------------------------------------------------- docs/input-reader.md "Per file", "Validation checklist" item 15
   void derive_channels() {
     if (!have_meta_channels_) {
       d_.channels = io::default_channels(d_.nbins, d_.nbinsmasked);
@@ -714,7 +714,7 @@ class FitInputReader {
     }
   }
 
-  // ---------------------------------------------------------------- §6 item 10
+  // ---------------------------------------------------------------- docs/input-reader.md "Validation checklist" item 10
   void check_names() {
     if (d_.signals.size() > d_.procs.size()) {
       fail("hsignals", "has " + std::to_string(d_.signals.size()) + " names, 'hprocs' only " +

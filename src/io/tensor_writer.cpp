@@ -1,4 +1,4 @@
-// TensorWriter: see tensor_writer.hpp, docs/tensor-writer.md, input-format.md §1–§5.
+// TensorWriter: see tensor_writer.hpp, docs/tensor-writer.md, docs/input-reader.md.
 #include "rabbit/io/tensor_writer.hpp"
 
 #include <hdf5.h>
@@ -44,7 +44,7 @@ AxisInfo regular(int64_t bins, double start, double stop, std::string name, bool
     throw Error("axis::regular '" + name + "': need bins > 0 and stop > start");
   AxisInfo a = make("regular", bins, std::move(name), std::move(label), underflow, overflow);
   // boost-histogram stores min and delta = stop - start; edges follow its regular::value
-  // (input-format.md §4.1), so they match what Python and the reader report bit for bit.
+  // (docs/input-reader.md "Per axis"), so they match what Python and the reader report bit for bit.
   const double delta = stop - start;
   for (int64_t i = 0; i <= bins; ++i) {
     const double z = static_cast<double>(i) / static_cast<double>(bins);
@@ -306,7 +306,7 @@ class H5Out {
     h5::Handle space(check(H5Screate_simple(1, &n, nullptr), "meta/pickle_data"));
     h5::Handle dcpl(check(H5Pcreate(H5P_DATASET_CREATE), "meta/pickle_data"));
     H5Pset_obj_track_times(dcpl, false);
-    // Python writes Blosc v1 (32001) here; any filter HDF5 knows is fine for wums (§5.3).
+    // Python writes Blosc v1 (32001) here; any filter HDF5 knows is fine for wums (docs/tensor-writer.md "The meta pickle bytes").
     if (compression_ != Compression::none) {
       const hsize_t chunk = std::min<hsize_t>(n, 1048576);
       check(H5Pset_chunk(dcpl, 1, &chunk), "meta/pickle_data", 0);
@@ -732,7 +732,7 @@ void TensorWriter::write(const std::string& filename, const WriteOptions& option
   for (int64_t i = 0; i < nproc; ++i) proc_index[procs_list[i]] = i;
   for (int64_t i = 0; i < nsyst; ++i) syst_index[systs_list[i]] = i;
 
-  // Without meta, readers assume the asymmetric layout (input-format.md §4.3, §5.2).
+  // Without meta, readers assume the asymmetric layout (docs/input-reader.md "Defaults without meta", docs/tensor-writer.md "Without meta").
   const bool symmetric_layout = symmetric_tensor_ && options.write_meta;
   const int64_t width = symmetric_layout ? nsyst : 2 * nsyst;
 

@@ -1,5 +1,5 @@
 // minimize(): method dispatch, the preconditioner boundary, early stopping and restarts
-// (minimizers-and-sharding.md §1.3–§1.4).
+// (docs/minimizers.md "Entry point" to "Early stopping and restarts").
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -65,6 +65,17 @@ Preconditioner make_preconditioner(Objective& objective, const Eigen::VectorXd& 
   log().debug("Preconditioner: reference matrix ({}) in {:.3f} s", po.from,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return Preconditioner::build(x, reference, po);
+}
+
+// Work counters of `more` added to `total`.
+void add_work(MinimizerResult& total, const MinimizerResult& more) {
+  total.iterations += more.iterations;
+  total.nfev += more.nfev;
+  total.ngev += more.ngev;
+  total.nhvp += more.nhvp;
+  total.nhess += more.nhess;
+  total.factorizations += more.factorizations;
+  total.subproblem_solves += more.subproblem_solves;
 }
 
 // The trust-region rounds (restarts after early stops) without the certificate.
@@ -148,14 +159,7 @@ MinimizerResult run_rounds(Objective& objective, const Eigen::VectorXd& x0, cons
     } catch (const StallSignal&) {
       stalled = true;
     }
-    // Fold this round into the totals.
-    total.iterations += run.iterations;
-    total.nfev += run.nfev;
-    total.ngev += run.ngev;
-    total.nhvp += run.nhvp;
-    total.nhess += run.nhess;
-    total.factorizations += run.factorizations;
-    total.subproblem_solves += run.subproblem_solves;
+    add_work(total, run);  // fold this round into the totals (its histories went there via the hook)
     total.trust_radius = run.trust_radius;
     const Eigen::VectorXd y = stalled ? last_y : run.x;
     x = pc.to_physical(y);
@@ -202,13 +206,7 @@ MinimizerMethod fallback_method(MinimizerMethod used, bool dense_allowed) {
 }
 
 void add_counters(MinimizerResult& total, const MinimizerResult& more) {
-  total.iterations += more.iterations;
-  total.nfev += more.nfev;
-  total.ngev += more.ngev;
-  total.nhvp += more.nhvp;
-  total.nhess += more.nhess;
-  total.factorizations += more.factorizations;
-  total.subproblem_solves += more.subproblem_solves;
+  add_work(total, more);
   total.restarts += more.restarts;
   total.loss_history.insert(total.loss_history.end(), more.loss_history.begin(), more.loss_history.end());
   total.time_history.insert(total.time_history.end(), more.time_history.begin(), more.time_history.end());

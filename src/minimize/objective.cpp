@@ -7,7 +7,7 @@
 
 namespace rabbit {
 
-// Dense Hessian from batched HVPs against unit vectors (minimizers-and-sharding.md §5). The batch
+// Dense Hessian from batched HVPs against unit vectors (docs/minimizers.md "Dense Hessian from HVPs"). The batch
 // halves when an allocation fails and the reduced width persists for later Hessians (postfit,
 // preconditioner rebuilds), so the limit is found once per run. The result is symmetrised.
 double Objective::value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) {

@@ -1,4 +1,4 @@
-// Internal-coordinate preconditioner (minimizers-and-sharding.md §4).
+// Internal-coordinate preconditioner (docs/minimizers.md "Preconditioner").
 #include "rabbit/minimize/preconditioner.hpp"
 
 #include <algorithm>
@@ -70,7 +70,7 @@ bool factor_block(const Eigen::MatrixXd& B, const PreconditionerOptions& o, cons
   return false;
 }
 
-// Connected components of the correlation graph restricted to `scope` (§4.2 step 4).
+// Connected components of the correlation graph restricted to `scope` (docs/minimizers.md "Preconditioner" step 4).
 std::vector<std::vector<int64_t>> auto_blocks(const Eigen::MatrixXd& H, const std::vector<int64_t>& scope,
                                               double threshold) {
   const size_t m = scope.size();

@@ -1,6 +1,6 @@
 // Nearly-exact trust-region subproblem (More–Sorensen 1983; Conn–Gould–Toint §7.3), following
-// minimizers-and-sharding.md §3.1 with the potrf failure index used for the λ lower bound (D2)
-// and scipy's pᵀ(H+λI)p in the hard-case test (D1).
+// docs/minimizers.md "Subproblems" with the potrf failure index used for the λ lower bound
+// and scipy's pᵀ(H+λI)p in the hard-case test (both adopted from upstream's recommendations).
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-// Matrix-free subproblems: truncated Steihaug-CG (§3.2) and GLTR (§3.3). Both hand the model
+// Matrix-free subproblems: truncated Steihaug-CG (docs/minimizers.md "Subproblems") and GLTR (docs/minimizers.md "Subproblems"). Both hand the model
 // value of the returned step to the outer loop so a proposal costs no extra HVP.
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
-// The trust-region outer loop shared by the three native methods (minimizers-and-sharding.md §2):
+// The trust-region outer loop shared by the three native methods (docs/minimizers.md "Outer loop"):
 // scipy's constants and status codes, proposals judged on f alone, NaN/Inf ρ as a rejection and
-// the model-failure guard of §2.3.
+// the model-failure guard of docs/minimizers.md "Outer loop".
 #include <cmath>
 #include <limits>
 #include <memory>

@@ -1,4 +1,4 @@
-// Blinding random numbers, bit-exact with rabbit's numpy recipe (likelihood.md Appendix A).
+// Blinding random numbers, bit-exact with rabbit's numpy recipe (docs/model.md "Blinding").
 #include "rabbit/model/blinding.hpp"
 
 #include <cmath>
@@ -164,7 +164,7 @@ namespace {
 constexpr double kZigR = 3.6541528853610088;
 
 // numpy ziggurat tables ki_double, wi_double, fi_double (numpy/random/src/distributions/ziggurat_constants.h,
-// BSD-3-Clause), as likelihood.md Appendix A.5 prescribes for bit-exact blinding offsets.
+// BSD-3-Clause), as docs/model.md "Blinding" prescribes for bit-exact blinding offsets.
 constexpr uint64_t kZigKi[256] = {
     0x000ef33d8025ef6aULL, 0x0000000000000000ULL, 0x000c08be98fbc6a8ULL, 0x000da354fabd8142ULL,
     0x000e51f67ec1eeeaULL, 0x000eb255e9d3f77eULL, 0x000eef4b817ecab9ULL, 0x000f19470afa44aaULL,

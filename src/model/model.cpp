@@ -32,7 +32,7 @@ std::vector<std::string> names_at(const std::vector<std::string>& names, const s
   return out;
 }
 
-/// §4: automatic → normal-additive with --covarianceFit, normal-multiplicative in full mode,
+/// docs/likelihood.md "Barlow–Beeston types and modes": automatic → normal-additive with --covarianceFit, normal-multiplicative in full mode,
 /// gamma otherwise; --covarianceFit accepts only the normal types.
 BBType resolve_bb_type(const ModelOptions& options) {
   BBType t = options.bb_type;
@@ -53,7 +53,7 @@ BBType resolve_bb_type(const ModelOptions& options) {
   return t;
 }
 
-/// Blinding values of §2.6 (computed only when some fit of the run is blinded).
+/// Blinding values of docs/model.md "Blinding" (computed only when some fit of the run is blinded).
 void init_blinding(ParameterSpace& ps, const FitInputData& input, const ModelOptions& options) {
   ps.poi_blinding_scale = Eigen::VectorXd::Ones(ps.npoi);
   ps.syst_blinding_offset = Eigen::VectorXd::Zero(ps.nsyst);
@@ -135,7 +135,7 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
   auto model = std::make_shared<Model>();
   model->options = options;
 
-  // --covarianceFit without hdata_cov_inv: rabbit crashes (likelihood.md §10.5); we use the
+  // --covarianceFit without hdata_cov_inv: rabbit crashes (docs/differences-from-rabbit.md); we use the
   // intended fallback C⁻¹ = diag(1/variance), variance = hdata_var or else hdata_obs.
   if (options.likelihood == DataLikelihood::covariance && !input->data_cov_inv) {
     const Eigen::VectorXd var = input->data_var.value_or(input->data_obs);
@@ -222,7 +222,7 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
   ps.constraint_centres_default.resize(n);
   ps.constraint_centres_default << param_x0, theta0;
   ps.constraint_centres = ps.constraint_centres_default;
-  ps.x_default = ps.constraint_centres_default;  // every fit starts at x0default (§2.4)
+  ps.x_default = ps.constraint_centres_default;  // every fit starts at x0default (docs/likelihood.md "Defaults, constraints and prefit variances")
 
   const double u = options.prefit_unconstrained_nuisance_uncertainty;
   ps.prefit_variance.resize(n);
@@ -231,7 +231,7 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
     ps.prefit_variance[i] = cw == 0.0 ? u * u : 1.0 / cw;
   }
 
-  // Frozen parameters (§2.5).
+  // Frozen parameters (docs/likelihood.md "Frozen parameters").
   ps.frozen.assign(n, false);
   if (!options.freeze_parameters.empty()) {
     log().debug("Freeze params with [{}]", fmt::join(options.freeze_parameters, ", "));

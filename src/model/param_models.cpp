@@ -1,4 +1,4 @@
-// The built-in param models of likelihood.md §2.2: Ones, Mu, Mixture and their composite.
+// The built-in param models of docs/model.md "Param models": Ones, Mu, Mixture and their composite.
 #include <algorithm>
 #include <limits>
 
@@ -98,7 +98,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 /// Mixing parameters π_i: the i-th primary process gets π_i, the i-th complementary 1 − π_i.
 /// As in rabbit, "i-th" counts in process-list order, not in the order the user typed
-/// (likelihood.md §10.9); the names follow the typed order.
+/// (docs/model.md "Param models"); the names follow the typed order.
 class MixtureModel final : public ParamModel {
  public:
   MixtureModel(const FitInputData& input, const std::vector<std::string>& args,
@@ -172,7 +172,7 @@ class MixtureModel final : public ParamModel {
   Eigen::VectorXd defaults_;
 };
 
-/// Product of sub-models with the layout [POIs of all | POUs of all] (§2.2).
+/// Product of sub-models with the layout [POIs of all | POUs of all] (docs/model.md "Param models").
 class CompositeModel final : public ParamModel {
  public:
   CompositeModel(std::vector<std::shared_ptr<const ParamModel>> models, int64_t nproc)

@@ -43,7 +43,7 @@ void ParameterSpace::transform(const Eigen::VectorXd& x, Eigen::VectorXd& xi, Ei
     d1[m + s] = 1.0;
     d2[m + s] = 0.0;
   }
-  // Frozen parameters keep their value but the model part of the NLL sees no derivative (§2.5).
+  // Frozen parameters keep their value but the model part of the NLL sees no derivative (docs/likelihood.md "Frozen parameters").
   for (int64_t i = 0; i < n && i < static_cast<int64_t>(frozen.size()); ++i) {
     if (frozen[i]) {
       d1[i] = 0.0;

@@ -16,7 +16,7 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using Mode = CpuShardEvaluator::BetaMode;
 
-// The linear response of the yields to the BB parameters β at one point (likelihood.md §4.2):
+// The linear response of the yields to the BB parameters β at one point (docs/likelihood.md "Applying β to the yields"):
 // dN[b, p] = ∂Ñ_bp/∂β_e with e = entry(b, p), and the curvatures of L in β.
 struct BBResponse {
   bool full = false;
@@ -276,7 +276,7 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
   }
 
   if (req.chi2) {
-    // Linear chi2 over the unmasked bins (§4.11).
+    // Linear chi2 over the unmasked bins (docs/output-format.md "Chi-square values").
     VectorXd r = out.inclusive.head(nobs) - n;
     MatrixXd Vn;  // covariance of the fitted counts
     if (lik == DataLikelihood::covariance && in.data_cov_inv) Vn = in.data_cov_inv->inverse();

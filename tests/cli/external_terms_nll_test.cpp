@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,10 +15,10 @@
 
 #include <Eigen/Dense>
 #include <fmt/format.h>
-#include <sys/wait.h>
 
 #include "rabbit/io/tensor_writer.hpp"
 #include "rabbit/postfit/result_file.hpp"
+#include "support/command.hpp"
 #include "support/test_paths.hpp"
 
 namespace fs = std::filesystem;
@@ -33,15 +32,8 @@ struct RunResult {
 };
 
 RunResult run_fit(const std::string& args) {
-  const std::string cmd = (rabbit::test::binary_dir() / "rabbit_fit").string() + " " + args + " 2>&1";
-  RunResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  while (fgets(buf.data(), buf.size(), pipe)) r.output += buf.data();
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const auto r = rabbit::test::run_command((rabbit::test::binary_dir() / "rabbit_fit").string() + " " + args);
+  return {r.exit_code, r.output};
 }
 
 enum class Prior { none, expanded, with_scalars };

@@ -1,4 +1,4 @@
-// Command-line parsing of rabbit_fit (cli-and-output.md §1): argparse behaviours and refusals.
+// Command-line parsing of rabbit_fit (docs/user-guide.md "Command-line rules"): argparse behaviours and refusals.
 #include <gtest/gtest.h>
 
 #include <algorithm>

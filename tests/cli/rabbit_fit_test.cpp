@@ -1,5 +1,5 @@
 // rabbit_fit end to end: the built executable on generated tensors, checking exit codes, messages
-// and stored values (cli-and-output.md §2–§4).
+// and stored values (docs/user-guide.md "The run"; docs/output-format.md "Definitions").
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -471,7 +471,7 @@ TEST(RabbitFit, TwoShardsGiveTheSameResult) {
     auto a = f1.hist(h), b = f2.hist(h);
     ASSERT_EQ(a.values.size(), b.values.size()) << h;
     // The shards sum in another order, so the minimizer stops at a slightly different point:
-    // DECISIONS.md's tolerances (values to 1e-6 of their uncertainty, the rest 1e-5 relative).
+    // docs/validation.md "Tolerances" (values to 1e-6 of their uncertainty, the rest 1e-5 relative).
     for (size_t i = 0; i < a.values.size(); ++i) {
       const double tol = a.variances.empty() ? 1e-5 * std::abs(a.values[i]) + 1e-12
                                              : std::max(1e-5 * std::abs(a.values[i]), 1e-5 * std::sqrt(a.variances[i]));
@@ -538,7 +538,7 @@ TEST(RabbitFit, ThreeMinimizersReachTheSameMinimum) {
 }
 
 TEST(RabbitFit, PreconditionerDoesNotChangeTheFit) {
-  // The preconditioner is a change of variables only (minimizers-and-sharding.md §4.1): the same
+  // The preconditioner is a change of variables only (docs/minimizers.md "Preconditioner"): the same
   // minimum, NLL to 1e-8, with every method and reference matrix.
   auto dir = rabbit::test::scratch_dir("cli_precondition");
   const std::string base = example() + " -t 0 --unblind -o " + dir.string();
@@ -592,7 +592,7 @@ TEST(RabbitFit, PreconditionerDoesNotChangeTheFit) {
 namespace {
 
 // Two processes with MC-stat variances: bins 0 and 1 have few effective MC events (kstat ≈ 2 and
-// 4); the others have kstat ≥ 100. zero_low_kstat writes sumw2 = 0 there instead (masked by §4.1).
+// 4); the others have kstat ≥ 100. zero_low_kstat writes sumw2 = 0 there instead (masked by docs/likelihood.md "Per-entry BB statistics").
 std::string write_bb_tensor(const fs::path& dir, bool zero_low_kstat) {
   rabbit::TensorWriter w(rabbit::SystematicType::log_normal);
   w.add_channel("ch0", {rabbit::axis::regular(6, 0, 6, "x")});
@@ -614,7 +614,7 @@ std::string write_bb_tensor(const fs::path& dir, bool zero_low_kstat) {
 
 TEST(RabbitFit, MinBBKstatMasksLowStatisticsEntries) {
   // kstat of bins 0/1: (5+100)²/5012.5 ≈ 2.2 and (10+90)²/2025 ≈ 4.9; bins 2..5 have kstat > 100.
-  // --minBBKstat 10 fixes those two β at β⁰ = 1, exactly as zero sumw2 does (likelihood.md §4.1).
+  // --minBBKstat 10 fixes those two β at β⁰ = 1, exactly as zero sumw2 does (docs/likelihood.md "Per-entry BB statistics").
   auto dir = rabbit::test::scratch_dir("cli_minbbkstat");
   const std::string full = write_bb_tensor(dir, false), zeroed = write_bb_tensor(dir, true);
   const std::string common = " -t 0 --unblind -o " + dir.string();

@@ -1,4 +1,4 @@
-// The text reports (cli-and-output.md §5): Python's number format and the report layouts.
+// The text reports (docs/user-guide.md "Reports"): Python's number format and the report layouts.
 #include <gtest/gtest.h>
 
 #include <cmath>

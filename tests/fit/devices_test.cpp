@@ -1,4 +1,4 @@
-// GPU selection (minimizers-and-sharding.md §6.8) as a pure function of the visible devices and
+// GPU selection (docs/sharding-and-gpu.md "Device selection") as a pure function of the visible devices and
 // their occupancy, plus the parsers it relies on. No GPU needed.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// input-format.md §6: each validation class triggered on a small broken file; the InputError is
+// docs/input-reader.md "Validation checklist": each validation class triggered on a small broken file; the InputError is
 // one line naming the file and the object.
 #include <gtest/gtest.h>
 
@@ -357,7 +357,7 @@ TEST(ReaderValidation, Signs) {
 
 TEST(ReaderValidation, MetaProblems) {
   {
-    TensorSpec s;  // undecodable meta: warning and defaults (DECISIONS.md)
+    TensorSpec s;  // undecodable meta: warning and defaults (docs/input-reader.md "The meta pickle")
     std::vector<uint8_t> broken = *s.meta;
     broken.resize(broken.size() / 2);
     s.meta = broken;

@@ -1,5 +1,5 @@
 // TensorWriter output checked at the HDF5/pickle level, independently of the reader: the meta
-// pickle bytes of input-format.md §5.3, natural sort, dataset attributes and filters, errors.
+// pickle bytes of docs/tensor-writer.md "The meta pickle bytes", natural sort, dataset attributes and filters, errors.
 #include <gtest/gtest.h>
 
 #include <hdf5.h>
@@ -28,7 +28,7 @@ void append_str(std::vector<uint8_t>& out, const std::string& s) {
   out.insert(out.end(), s.begin(), s.end());
 }
 
-// The byte recipe of input-format.md §5.3 (one channel ch0 with hist.axis.Regular(2, 0, 1,
+// The byte recipe of docs/tensor-writer.md "The meta pickle bytes" (one channel ch0 with hist.axis.Regular(2, 0, 1,
 // name="x") without flow bins), with our protocol byte 5 instead of 4.
 TEST(WriterPickle, MatchesTheSpecRecipe) {
   std::vector<uint8_t> want = bytes({0x80, 0x05, 0x7d, 0x28});
@@ -171,7 +171,7 @@ TEST(WriterHdf5, AttributesLayoutsAndFilters) {
   EXPECT_EQ(id, 32026);
   f.filter("hsysts", &id);
   EXPECT_EQ(id, H5Z_FILTER_DEFLATE);
-  // The stored chunk is a Blosc2 contiguous frame (input-format.md §1.4.2).
+  // The stored chunk is a Blosc2 contiguous frame (docs/input-reader.md "Compression filters and HDF5_PLUGIN_PATH").
   h5::Handle d(H5Dopen2(f.file, "hnorm", H5P_DEFAULT));
   hsize_t chunk_bytes = 0;
   const hsize_t offset = 0;

@@ -1,6 +1,6 @@
 // TensorWriter -> read_fit_input round trips over dense/sparse × symmetric/asymmetric ×
 // log_normal/normal × float32/float64 × with/without a masked channel × with/without meta.
-// Expected values are computed here from the definitions (input-format.md §2.3), not taken
+// Expected values are computed here from the definitions (docs/input-reader.md "Dense model tensors"), not taken
 // from the writer.
 #include <gtest/gtest.h>
 
@@ -431,7 +431,7 @@ TEST_P(WriterRoundTrip, EveryFieldAsWritten) {
       }
     }
   } else {
-    ASSERT_EQ(d.channels.size(), v.masked ? 2u : 1u);  // rabbit's defaults (§4.3)
+    ASSERT_EQ(d.channels.size(), v.masked ? 2u : 1u);  // rabbit's defaults (docs/input-reader.md "Defaults without meta")
     EXPECT_EQ(d.channels[0].name, "ch0");
     EXPECT_EQ(d.channels[0].nbins(), nbins);
     if (v.masked) {

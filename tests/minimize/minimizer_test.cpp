@@ -97,7 +97,7 @@ TEST(Minimizer, NanOutsideABoxStillConverges) {
 }
 
 TEST(Minimizer, RosenbrockFiveFromTheSpecStarts) {
-  // minimizers-and-sharding.md §7.2: trust-exact and trust-ncg from (−1.2, 1, −0.5, 2, 0.3),
+  // docs/minimizers.md "Tests": trust-exact and trust-ncg from (−1.2, 1, −0.5, 2, 0.3),
   // trust-krylov from (1.3, 0.7, 0.8, 1.9, 1.2).
   Eigen::VectorXd start_a(5), start_b(5);
   start_a << -1.2, 1, -0.5, 2, 0.3;

@@ -1,4 +1,4 @@
-// Blinding random numbers: SHA-256, numpy's SeedSequence/PCG64/ziggurat, likelihood.md Appendix A.
+// Blinding random numbers: SHA-256, numpy's SeedSequence/PCG64/ziggurat, docs/model.md "Blinding".
 #include "rabbit/model/blinding.hpp"
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // build_model on an in-memory FitInputData: names, defaults, constraints, freezing, BB type,
-// blinding, option errors (likelihood.md §2, §4, §9).
+// blinding, option errors (docs/likelihood.md "Parameters and their layout", "Barlow–Beeston types and modes", docs/model.md "Entry point").
 #include "rabbit/model/model.hpp"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Global terms (likelihood.md §5.2, §5.4) and the SVD regulariser (§5.5) vs finite differences.
+// Global terms (docs/likelihood.md "Constraint term", docs/model.md "Global terms") and the SVD regulariser (docs/model.md "The regularisation term") vs finite differences.
 #include "rabbit/model/global_terms.hpp"
 
 #include <cmath>

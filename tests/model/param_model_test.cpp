@@ -1,4 +1,4 @@
-// Param models (likelihood.md §2.2): rates, Jacobian and curvature vs finite differences; options.
+// Param models (docs/model.md "Param models"): rates, Jacobian and curvature vs finite differences; options.
 #include "rabbit/model/param_model.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// ParameterSpace: ξ = T(x) and its derivatives (likelihood.md §2.3, §2.5), name matching.
+// ParameterSpace: ξ = T(x) and its derivatives (docs/likelihood.md "Effective parameters ξ = T(x)", "Frozen parameters"), name matching.
 #include "rabbit/model/parameter_space.hpp"
 
 #include <cmath>

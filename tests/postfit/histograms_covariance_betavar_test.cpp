@@ -1,4 +1,4 @@
-// Postfit histogram variances of a covariance fit with beta variations (likelihood.md §4.2.4): the β
+// Postfit histogram variances of a covariance fit with beta variations (docs/likelihood.md "Beta variations"): the β
 // part is rabbit's pdexpdbeta H_ββ⁻¹ pdexpdbetaᵀ with the masked bins' rows carrying the cross terms
 // to the observed entries (CpuShardEvaluator::beta_yield_partials).
 #include <gtest/gtest.h>

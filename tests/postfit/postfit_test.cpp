@@ -1,4 +1,4 @@
-// Postfit linear algebra (cli-and-output.md §4.2–§4.5, §4.13) and the plain result file (§3.7).
+// Postfit linear algebra (docs/output-format.md "EDM and covariance" to "Gaussian global impacts", docs/output-format.md "Hessian-free mode") and the plain result file (docs/output-format.md "The plain layout").
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>

@@ -1,6 +1,6 @@
 // Writes tests/reference/tensors/beta_variations.hdf5 with our TensorWriter: one observed channel
 // (ch0, 8 bins: sig, bkg), one masked channel (ch0_masked, 8 bins: sig) that receives beta
-// variations of sig from ch0 (likelihood.md §4.2.4), a normalisation and a shape systematic.
+// variations of sig from ch0 (docs/likelihood.md "Beta variations"), a normalisation and a shape systematic.
 // Deterministic (no random numbers). Not part of the build; see tests/reference/README.md:
 //   g++ -std=c++20 -O1 -I include -I /usr/include/eigen3 -I /usr/include/hdf5/serial \
 //     tests/reference/make_beta_variations_tensor.cpp build-cpu/librabbit_io.a build-cpu/librabbit_core.a \

@@ -1,6 +1,6 @@
 // Writes tests/reference/tensors/covariance_bb_masked.hdf5 with our TensorWriter: one channel with a
 // data covariance and a bin without MC statistics (BB-masked in lite mode), for --covarianceFit with
-// normal-multiplicative lite BB, where rabbit solves the masked bin as free (likelihood.md §6.8.3 item 2).
+// normal-multiplicative lite BB, where rabbit solves the masked bin as free (docs/likelihood.md "BB derivative corner cases" item 2).
 // Deterministic; built like make_beta_variations_tensor.cpp (see there).
 #include <cmath>
 #include <cstdio>

@@ -2,7 +2,7 @@
 // rabbit_fit.py (recorded commit) wrote for one run on a tensor of tests/reference/tensors/
 // (tools/make_reference.py made them; the tensors come from our rabbit_make_tensor). Each case runs
 // our rabbit_fit with the same arguments on the same tensor and compares with the shared engine of
-// tests/support/fit_comparison.hpp (what is compared and DECISIONS.md's tolerances are listed there).
+// tests/support/fit_comparison.hpp (what is compared and the tolerances of docs/validation.md "Tolerances" are listed there).
 // A new case is a new fits/CASE.json (and its tensor): the cases are the files of that directory.
 #include <gtest/gtest.h>
 
@@ -37,7 +37,7 @@ std::vector<std::string> case_names() {
 
 // The known deviations from upstream (tests/support/fit_comparison.cpp, each measured and explained
 // in docs/validation.md) get their looser relative tolerance; everything else is held to
-// DECISIONS.md.
+// docs/validation.md "Tolerances".
 rabbit::test::FitTolerances reference_tolerances() {
   rabbit::test::FitTolerances t;
   t.known_deviations = rabbit::test::reference_known_deviations();

@@ -18,7 +18,7 @@ namespace rabbit::test {
 // difference, but the covariance there is 1.6e-6 off, which the grouped "stat" global impact (a
 // difference of squares) and the postfit chi2 (not stationary at the minimum) amplify. These
 // entries get the looser relative tolerance listed; everything else in the same cases is held
-// to DECISIONS.md. A new case with a known deviation adds one line here.
+// to docs/validation.md "Tolerances". A new case with a known deviation adds one line here.
 std::vector<KnownDeviation> reference_known_deviations() {
   return {
       {"no_bbb [results]", "global_impacts_grouped", "[slope_signal_ch0,stat]", 3e-5},             // 1.8e-5 measured

@@ -6,7 +6,7 @@
 // {"tensor", "args", "rabbit_commit", "results": {GROUP: rabbit's results dictionary}}.
 //
 // The comparison is rabbit_compare's library (include/rabbit/compare/compare.hpp: what is compared,
-// the tolerances of DECISIONS.md "Numbers", matching by name), with rabbit's JSON as the reference
+// the tolerances of docs/validation.md "Tolerances", matching by name), with rabbit's JSON as the reference
 // side A and our result file as B; our file may hold more than rabbit wrote. Every disagreement is
 // a non-fatal GoogleTest failure naming case, group, quantity and the worst entry.
 #include <filesystem>

@@ -39,7 +39,7 @@ inline double rel_diff(const Eigen::MatrixXd& a, const Eigen::MatrixXd& ref) {
 }
 
 /// Replaces empty observed bins by 3 events (the GPU tests' data). Lite Poisson empty bins (the n = 0
-/// roots, likelihood.md "Corner cases chosen") are compared between the backends by the host-emulated
+/// roots, docs/likelihood.md "Corner cases chosen") are compared between the backends by the host-emulated
 /// pipeline tests, which keep them.
 inline void fill_empty_bins(FitInputData& input) {
   for (int64_t b = 0; b < input.data_obs.size(); ++b)

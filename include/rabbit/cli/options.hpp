@@ -1,5 +1,5 @@
 #pragma once
-// The command line of rabbit_fit (cli-and-output.md §1): every upstream option is parsed with
+// The command line of rabbit_fit (docs/user-guide.md "Command-line rules"): every upstream option is parsed with
 // argparse's behaviour (negative numbers as values, repeated options, bare list options, unique
 // prefixes of long options); the typed result is FitOptions. Options that this release does not
 // implement are refused with "option --X is not implemented yet"; TensorFlow-only options are
@@ -92,7 +92,7 @@ struct FitOptions {
   int64_t n_devices = 1;
   std::vector<int64_t> devices;
   int64_t hvp_batch = 256;
-  // Internal-coordinate preconditioner (minimizers-and-sharding.md §4.2).
+  // Internal-coordinate preconditioner (docs/minimizers.md "Preconditioner").
   bool precondition = false;
   std::vector<std::string> precondition_params;  // names, full-match regexes or group names; empty: default scope
   std::string precondition_blocks = "auto";      // auto | expressions | none
@@ -103,12 +103,12 @@ struct FitOptions {
 
   /// The command line as typed (arguments with special characters quoted).
   std::string command;
-  /// JSON object {destination name: value} for every option, defaults included (§3.7.4).
+  /// JSON object {destination name: value} for every option, defaults included (docs/output-format.md "File tree").
   std::string args_json;
   /// One line per TensorFlow-only or ignored option that was given (logged as warnings).
   std::vector<std::string> warnings;
 
-  /// The result file path: outpath / outname with postfix and ".hdf5" rules applied (§1.3 A).
+  /// The result file path: outpath / outname with postfix and ".hdf5" rules applied (docs/user-guide.md "Options", output).
   std::string output_file() const;
 };
 

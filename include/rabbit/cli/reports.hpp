@@ -1,5 +1,5 @@
 #pragma once
-// Text reports on a result file (cli-and-output.md §5.1, §5.2), with upstream's columns and the
+// Text reports on a result file (docs/user-guide.md "Reports"), with upstream's columns and the
 // number format of Python's str(round(v, 5)).
 #include <string>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The rabbit_fit run (cli-and-output.md §2): load, prefit outputs, the fits in the order of -t,
+// The rabbit_fit run (docs/user-guide.md "The run"): load, prefit outputs, the fits in the order of -t,
 // postfit quantities, the plain-HDF5 result file.
 #include "rabbit/cli/options.hpp"
 

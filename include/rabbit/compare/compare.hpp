@@ -5,7 +5,7 @@
 // rows/columns by label, category axes by label, binned axes by bin position (flow bins that one
 // side stores and the other does not are dropped).
 //
-// Default tolerances (docs/validation.md, DECISIONS.md "Numbers"):
+// Default tolerances (docs/validation.md "Tolerances"):
 //   nllvalreduced, nllvalfull; nll_scan_*      1e-6 absolute
 //   parameter values (parms, parms_prefit)     1e-6 · max(|value|, σ); uncertainties σ 1e-6 relative
 //   cov                                        2e-6 · σ_i σ_j

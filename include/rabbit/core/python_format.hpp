@@ -1,6 +1,6 @@
 #pragma once
 // Python's text form of a float, for output that Python tools write the same way: rabbit's
-// printed reports (cli-and-output.md §5) and the category labels rabbit makes from float values
+// printed reports (docs/user-guide.md "Reports") and the category labels rabbit makes from float values
 // with numpy's astype(str) (docs/output-format.md).
 #include <string>
 

@@ -1,5 +1,5 @@
 #pragma once
-// GPU enumeration and selection (minimizers-and-sharding.md §6.8, DECISIONS.md "Devices").
+// GPU enumeration and selection (docs/sharding-and-gpu.md "Device selection").
 //
 // Selection happens before any CUDA context exists: the visible CUDA devices are enumerated
 // (cudaGetDeviceCount / cudaDeviceGetPCIBusId create no context), their memory in use is asked
@@ -54,7 +54,7 @@ struct GpuSelection {
 /// >= 0, and as many indices as devices when indices are given.
 void validate_device_options(int n_devices, const std::vector<int>& explicit_indices);
 
-/// The pure selection rule of §6.8(a). `visible` in CUDA ordinal order; `occupancy` nullopt when
+/// The pure selection rule of docs/sharding-and-gpu.md "Device selection". `visible` in CUDA ordinal order; `occupancy` nullopt when
 /// the query failed (then `query_failure` says why). Explicit indices index `visible` sorted by
 /// PCI bus id; out of range → ResourceError. Returns at most n GPUs (all visible when fewer).
 GpuSelection choose_gpus(int n_devices, const std::vector<int>& explicit_indices, const std::vector<GpuInfo>& visible,
@@ -77,7 +77,7 @@ std::vector<GpuInfo> visible_gpus(std::string* failure);
 /// Whether this build contains the CUDA backend.
 bool built_with_cuda();
 
-/// Enumerates, queries and chooses (the whole of §6.8(a)).
+/// Enumerates, queries and chooses (the whole of docs/sharding-and-gpu.md "Device selection").
 GpuSelection select_gpus(int n_devices, const std::vector<int>& explicit_indices);
 
 }  // namespace rabbit

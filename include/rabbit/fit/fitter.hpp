@@ -1,7 +1,7 @@
 #pragma once
 // Fitter: the Objective of a fit. It owns the model and its shards, sums the shards' ξ-space
 // partials in shard order, adds the global terms once and applies the chain rule of ξ = T(x)
-// once (likelihood.md §6.1). The single-device Fitter has one shard; MultiDeviceFitter
+// once (docs/likelihood.md "Derivative structure"). The single-device Fitter has one shard; MultiDeviceFitter
 // (multi_device_fitter.hpp) only changes how shards are built and run concurrently.
 #include <functional>
 #include <memory>
@@ -29,7 +29,7 @@ class Fitter : public Objective {
                         Eigen::MatrixXd& HV) override;
   /// Direct dense Hessian: the shards' H_ξ summed, then the chain rule.
   double value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) override;
-  /// profile = false: β held at its profiled value (for impacts, likelihood.md §6.8).
+  /// profile = false: β held at its profiled value (for impacts, docs/likelihood.md "BB derivative corner cases").
   double value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess, bool profile);
 
   /// New observed data over all nbins observed bins (variances may be empty: = nobs); reaches

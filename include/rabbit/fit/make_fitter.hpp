@@ -1,6 +1,6 @@
 #pragma once
 // make_fitter: builds the Fitter of a run from the model and the device options — one shard
-// (Fitter) or N shards (MultiDeviceFitter), on CPU or CUDA (minimizers-and-sharding.md §6).
+// (Fitter) or N shards (MultiDeviceFitter), on CPU or CUDA (docs/sharding-and-gpu.md "MultiDeviceFitter").
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 // MultiDeviceFitter: a Fitter over N shards that evaluates the shards concurrently, one host
-// thread per shard (minimizers-and-sharding.md §6). It owns no likelihood math: the base Fitter
+// thread per shard (docs/sharding-and-gpu.md "MultiDeviceFitter"). It owns no likelihood math: the base Fitter
 // sums the shards' ξ-space partials in shard order, adds the global terms once and applies the
 // chain rule once, so a sharded fit differs from a single-device one only in orchestration.
 //

@@ -1,7 +1,7 @@
 #pragma once
 // HDF5 filters 32001 (Blosc v1) and 32026 (Blosc2 contiguous frame, PyTables' hdf5-blosc2 layout),
-// implemented with the real libraries: Debian's c-blosc and C-Blosc2 (input-format.md §1.4,
-// DECISIONS.md "Input files"). Registered in-process with H5Zregister unless a filter with that
+// implemented with the real libraries: Debian's c-blosc and C-Blosc2 (docs/input-reader.md
+// "Compression filters and HDF5_PLUGIN_PATH"). Registered in-process with H5Zregister unless a filter with that
 // id is already available (a dynamic plugin found through HDF5_PLUGIN_PATH / the default plugin
 // directory, or an earlier in-process registration), which then takes precedence.
 //

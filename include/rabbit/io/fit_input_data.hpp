@@ -1,6 +1,6 @@
 #pragma once
 // FitInputData: everything a rabbit fit tensor holds, host-resident and immutable once read.
-// Layouts follow ../shared/spec/input-format.md; all numbers are promoted to double on load.
+// Layouts follow docs/input-reader.md "Datasets"; all numbers are promoted to double on load.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -13,7 +13,7 @@ namespace rabbit {
 
 enum class SystematicType { log_normal, normal };
 
-/// One axis of a channel, as decoded from the pickled hist/boost-histogram axis (§3.4, §4.1).
+/// One axis of a channel, as decoded from the pickled hist/boost-histogram axis (docs/input-reader.md "Per axis").
 struct AxisInfo {
   /// "regular", "variable", "integer", "category_str", "category_int", "boolean", or "opaque"
   /// when the pickle held something the reader does not know (then only `size` is reliable).
@@ -44,7 +44,7 @@ struct ChannelInfo {
   int64_t nbins() const { return stop - start; }
 };
 
-/// One external likelihood term (input-format.md §2.7): adds g·x_sub + ½ x_subᵀ H x_sub, plus the
+/// One external likelihood term (docs/input-reader.md "External terms"): adds g·x_sub + ½ x_subᵀ H x_sub, plus the
 /// Gaussian scalars of rabbit PR #147 (docs/model.md "External terms"): `const_value` in every NLL,
 /// `lognorm` in the full NLL only. Absent scalars are derived by the model where rabbit does.
 struct ExternalTerm {
@@ -69,7 +69,7 @@ struct SparseLogk {
 struct FitInputData {
   std::string filename;
 
-  // ---- names (§2.1) ----
+  // ---- names (docs/input-reader.md "Name and index lists") ----
   std::vector<std::string> procs;               // signals first
   std::vector<std::string> signals;
   std::vector<std::string> systs;
@@ -79,7 +79,7 @@ struct FitInputData {
   std::vector<int64_t> noiidxs;                 // indices into systs
   Eigen::VectorXd constraintweights;            // [nsyst]
 
-  // ---- observations (§2.2), over the nbins observed bins ----
+  // ---- observations (docs/input-reader.md "Observations"), over the nbins observed bins ----
   Eigen::VectorXd data_obs;                     // [nbins]
   std::optional<Eigen::VectorXd> data_var;      // [nbins]
   std::vector<std::string> pseudodatanames;
@@ -87,7 +87,7 @@ struct FitInputData {
   std::optional<Eigen::MatrixXd> pseudodatavar; // [nbins, npseudo]
   std::optional<Eigen::MatrixXd> data_cov_inv;  // [nbins, nbins]
 
-  // ---- model tensors (§2.3, §2.4) ----
+  // ---- model tensors (docs/input-reader.md "Dense model tensors", "Sparse model tensors") ----
   bool sparse = false;
   bool symmetric_tensor = false;
   SystematicType systematic_type = SystematicType::log_normal;
@@ -100,7 +100,7 @@ struct FitInputData {
   /// Sparse only.
   SparseLogk logk_sparse;
 
-  // ---- Monte-Carlo statistics (§2.5), [nbinsfull * nproc] ----
+  // ---- Monte-Carlo statistics (docs/input-reader.md "Monte-Carlo statistics"), [nbinsfull * nproc] ----
   std::vector<double> sumw;
   std::vector<double> sumw2;
   /// True when sumw/sumw2 were derived from the legacy per-bin hkstat (then per bin, nproc = 1
@@ -111,13 +111,13 @@ struct FitInputData {
 
   std::vector<ExternalTerm> external_terms;
 
-  // ---- meta (§3) ----
+  // ---- meta (docs/input-reader.md "The meta pickle") ----
   bool has_meta = false;
   std::vector<ChannelInfo> channels;            // in bin-layout order
   /// The raw pickled meta bytes (for passing provenance through to outputs), empty if absent.
   std::vector<uint8_t> meta_pickle;
 
-  // ---- derived (§4.2) ----
+  // ---- derived (docs/input-reader.md "Per file") ----
   int64_t nbins = 0;
   int64_t nbinsfull = 0;
   int64_t nbinsmasked = 0;

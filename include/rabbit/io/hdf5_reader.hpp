@@ -1,5 +1,5 @@
 #pragma once
-// A thin, read-only layer over the HDF5 C API for the fit-tensor reader (input-format.md §1.3):
+// A thin, read-only layer over the HDF5 C API for the fit-tensor reader (docs/input-reader.md "File structure and storage conventions"):
 // logical shapes from `original_shape`, numeric reads promoted to double / int64 straight into
 // the caller's buffer (HDF5 converts chunk by chunk, no second full-size copy), vlen/fixed
 // strings, ragged int lists, attributes. HDF5's own error printing is silenced while a Reader
@@ -55,7 +55,7 @@ class Reader {
   /// Names of the links in a group, in HDF5's name-index (byte-wise sorted) order.
   std::vector<std::string> children(const std::string& group) const;
 
-  /// Type and logical shape of a dataset; validates `original_shape` (§6 item 7).
+  /// Type and logical shape of a dataset; validates `original_shape` (docs/input-reader.md "Validation checklist" item 7).
   DatasetInfo info(const std::string& path) const;
 
   /// Reads a floating-point dataset (float32 promoted, with a warning) into dst[info.size].
@@ -89,7 +89,7 @@ class Reader {
 
  private:
   Handle open_dataset(const std::string& path) const;
-  /// Every filter of the dataset must be available (§6 item 5), checked before reading.
+  /// Every filter of the dataset must be available (docs/input-reader.md "Validation checklist" item 5), checked before reading.
   void check_filters(hid_t dataset, const std::string& path) const;
   void read_numeric(const DatasetInfo& info, hid_t mem_type, void* dst, int64_t offset,
                     int64_t count) const;

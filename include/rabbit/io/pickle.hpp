@@ -1,6 +1,6 @@
 #pragma once
 // A small, non-executing reader of Python pickle streams (protocols 2-5), enough for rabbit's
-// `meta` (input-format.md §3.2, §3.5) and result files (docs/output-format.md). Nothing is ever
+// `meta` (docs/input-reader.md "The meta pickle") and result files (docs/output-format.md). Nothing is ever
 // imported or called: globals stay names, REDUCE/NEWOBJ/BUILD build opaque Object nodes (class +
 // args + state), except a few known callables that are interpreted as data (numpy arrays and
 // dtypes, numpy.frombuffer, OrderedDict, set, frozenset, _codecs.encode). Persistent ids

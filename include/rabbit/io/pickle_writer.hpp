@@ -1,8 +1,8 @@
 #pragma once
-// A small Python pickle *writer* for the `meta` group of rabbit fit tensors (input-format.md §3,
-// §5.3): emits a protocol-5 stream (no frames, no memo) that CPython's unpickler loads into the
+// A small Python pickle *writer* for the `meta` group of rabbit fit tensors (docs/input-reader.md "The meta pickle",
+// docs/tensor-writer.md "The meta pickle bytes"): emits a protocol-5 stream (no frames, no memo) that CPython's unpickler loads into the
 // same objects rabbit's TensorWriter pickles — plain containers plus hist.axis.* wrappers around
-// boost_histogram._core.axis cores with the §3.4 state tuples, numpy arrays in the
+// boost_histogram._core.axis cores with the docs/input-reader.md "Per axis" state tuples, numpy arrays in the
 // `_frombuffer` form.
 #include <cstdint>
 #include <string>
@@ -65,7 +65,7 @@ class PickleWriter {
 };
 
 /// boost-histogram core class name implied by an axis kind and its flow/growth/circular flags
-/// (the inverse of input-format.md §4.1). Throws rabbit::Error for combinations that
+/// (the inverse of docs/input-reader.md "Per axis"). Throws rabbit::Error for combinations that
 /// boost-histogram does not have (e.g. a circular integer axis with underflow).
 std::string core_class_for(const AxisInfo& axis);
 
@@ -75,7 +75,7 @@ enum class ArrayEncoding {
   numpy_frombuffer,       // numpy.frombuffer: result files, read by numpy 1 and 2
 };
 
-/// Pickles one axis as hist.axis.<Type>(…) with its boost_histogram._core.axis core (§3.4).
+/// Pickles one axis as hist.axis.<Type>(…) with its boost_histogram._core.axis core (docs/input-reader.md "Per axis").
 void write_axis(PickleWriter& writer, const AxisInfo& axis,
                 ArrayEncoding arrays = ArrayEncoding::numpy_core_frombuffer);
 

@@ -1,5 +1,5 @@
 #pragma once
-// TensorWriter: builds a rabbit fit tensor (input-format.md) from per-channel histograms, the C++
+// TensorWriter: builds a rabbit fit tensor (docs/input-reader.md) from per-channel histograms, the C++
 // counterpart of rabbit's Python TensorWriter. Histogram contents are flat vectors in the C-order
 // (row-major) flattening of the channel's axes, without flow bins unless the channel keeps them.
 // Conventions follow upstream: processes signals-first, each block sorted; nuisances
@@ -109,14 +109,14 @@ class TensorWriter {
                            const std::string& channel, double kappa_up, double kappa_down,
                            const SystematicOptions& options = {});
 
-  /// Beta variation (rabbit's add_beta_variations, input-format.md hbetavariations): the template
+  /// Beta variation (rabbit's add_beta_variations, docs/input-reader.md "Dense model tensors"): the template
   /// change of `process` in the masked channel `dest_channel` per unit shift of the BB parameter of
   /// the same process in each bin of the observed channel `source_channel`. `variation` is
   /// [dest bins × source bins], row-major (destination index first). Dense tensors only.
   void add_beta_variations(const std::string& process, const std::string& source_channel,
                            const std::string& dest_channel, std::vector<double> variation);
 
-  /// External likelihood term (input-format.md §2.7): g·x_sub + ½ x_subᵀ H x_sub, with rabbit's
+  /// External likelihood term (docs/input-reader.md "External terms"): g·x_sub + ½ x_subᵀ H x_sub, with rabbit's
   /// optional scalars `const` and `lognorm` (PR #147, docs/tensor-writer.md); left out, the fit
   /// derives them from a dense Hessian.
   void add_external_term(const std::string& name, std::vector<std::string> params,

@@ -1,5 +1,5 @@
 #pragma once
-// Native trust-region minimizers (minimizers-and-sharding.md §1–§4): one outer loop with
+// Native trust-region minimizers (docs/minimizers.md "Entry point" to "Preconditioner"): one outer loop with
 // scipy's constants driving a More–Sorensen (trust-exact), Steihaug-CG (trust-ncg) or GLTR
 // (trust-krylov) subproblem, optional internal-coordinate preconditioning, early stopping and
 // restarts.

@@ -2,7 +2,7 @@
 // What the minimizers and the postfit code see: a smooth function of the parameter vector with
 // its gradient, Hessian-vector products and (directly or assembled from HVPs) dense Hessian.
 // Every call takes its point explicitly, so an HVP is always taken at the caller's own point
-// (minimizers-and-sharding.md §1.2); implementations may cache per-point state keyed by x.
+// (docs/minimizers.md "Entry point"); implementations may cache per-point state keyed by x.
 #include <cstdint>
 
 #include <Eigen/Core>
@@ -30,7 +30,7 @@ class Objective {
   virtual void hvp(const Eigen::VectorXd& x, const Eigen::MatrixXd& V, Eigen::MatrixXd& HV);
 
   /// Returns f(x), writes ∇f(x) and the dense Hessian. The default assembles it from batched
-  /// HVPs (minimizers-and-sharding.md §5); backends with a direct Hessian override it.
+  /// HVPs (docs/minimizers.md "Dense Hessian from HVPs"); backends with a direct Hessian override it.
   virtual double value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess);
 
   /// Batch width used by the default value_grad_hess (--hvpBatch).

@@ -1,5 +1,5 @@
 #pragma once
-// Internal-coordinate preconditioner (minimizers-and-sharding.md §4): x = x_ref + T y with
+// Internal-coordinate preconditioner (docs/minimizers.md "Preconditioner"): x = x_ref + T y with
 // T = L⁻ᵀ on selected index blocks (L Lᵀ ≈ the block of a reference Hessian) and the identity
 // elsewhere. It is a change of variables only; every solver sees it through an Objective.
 #include <cstdint>
@@ -46,7 +46,7 @@ class Preconditioner {
   /// Identity about x_ref (y = x − x_ref).
   explicit Preconditioner(Eigen::VectorXd x_ref) : x_ref_(std::move(x_ref)) {}
 
-  /// Builds the blocks from the reference matrix at x_ref (§4.2, steps 2 and 4–6). Never throws
+  /// Builds the blocks from the reference matrix at x_ref (docs/minimizers.md "Preconditioner", steps 2 and 4–6). Never throws
   /// on numerical trouble: blocks that cannot be used are skipped with a warning.
   static Preconditioner build(const Eigen::VectorXd& x_ref, const Eigen::MatrixXd& reference,
                               const PreconditionerOptions& options);

@@ -1,5 +1,5 @@
 #pragma once
-// Trust-region subproblems (minimizers-and-sharding.md §3): minimise the quadratic model
+// Trust-region subproblems (docs/minimizers.md "Subproblems"): minimise the quadratic model
 //   m(p) = f + gᵀp + ½ pᵀHp   subject to ‖p‖ ≤ Δ
 // at one linearisation point. A subproblem is built once per accepted iterate and may be solved
 // again at a smaller radius after a rejected proposal (same point, same data).
@@ -59,7 +59,7 @@ class TrustRegionSubproblem {
   SubproblemStats stats_;
 };
 
-/// Nearly-exact More–Sorensen solver on a dense Hessian (trust-exact, §3.1).
+/// Nearly-exact More–Sorensen solver on a dense Hessian (trust-exact, docs/minimizers.md "Subproblems").
 ///
 /// Beyond the spec's bracket, the first λ of each solve comes from a short Lanczos start (two
 /// runs sharing one block product per step: one from g, whose projected trust-region problem
@@ -119,7 +119,7 @@ class ExactSubproblem : public TrustRegionSubproblem {
   double ritz_residual_ = 0.0;  // its residual bound β_k|s_k|
 };
 
-/// Truncated conjugate gradients (Steihaug, trust-ncg, §3.2).
+/// Truncated conjugate gradients (Steihaug, trust-ncg, docs/minimizers.md "Subproblems").
 class SteihaugSubproblem : public TrustRegionSubproblem {
  public:
   /// cg_maxiter ≤ 0 means n; tol < 0 means the forcing sequence min(0.5, sqrt‖g‖)·‖g‖.
@@ -137,7 +137,7 @@ class SteihaugSubproblem : public TrustRegionSubproblem {
   bool have_last_ = false;
 };
 
-/// Generalized Lanczos trust region (trust-krylov, §3.3), fully reorthogonalised Lanczos whose
+/// Generalized Lanczos trust region (trust-krylov, docs/minimizers.md "Subproblems"), fully reorthogonalised Lanczos whose
 /// basis survives re-solves at smaller radii.
 class GltrSubproblem : public TrustRegionSubproblem {
  public:

@@ -1,5 +1,5 @@
 #pragma once
-// Blinding random numbers (likelihood.md §2.6, Appendix A): bit-exact re-implementation of
+// Blinding random numbers (docs/model.md "Blinding", Appendix A): bit-exact re-implementation of
 //   5 · numpy.random.default_rng(SeedSequence(int(sha256(seed).hexdigest(), 16))).standard_normal()
 // from SHA-256, numpy's SeedSequence, PCG64 and numpy's 256-layer ziggurat.
 #include <array>
@@ -35,7 +35,7 @@ class Pcg64 {
 /// numpy's Generator.standard_normal (ziggurat, A.5).
 double numpy_standard_normal(Pcg64& rng);
 
-/// V(seed) = 5 · Z with Z the first standard-normal deviate seeded from SHA-256(seed) (§2.6).
+/// V(seed) = 5 · Z with Z the first standard-normal deviate seeded from SHA-256(seed) (docs/model.md "Blinding").
 double blinding_value(std::string_view seed_bytes);
 
 }  // namespace rabbit

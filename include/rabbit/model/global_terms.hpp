@@ -28,7 +28,7 @@ class GlobalTerms {
 struct Model;
 class ParameterSpace;
 
-/// The global terms of a Model (likelihood.md §5.2, §5.4, §5.5 parameter-only part):
+/// The global terms of a Model (docs/likelihood.md "Constraint term", docs/model.md "Global terms", "The regularisation term" parameter-only part):
 ///  * ξ-space: ½ Σ cw_i (ξ_i − x0_i)² with the model's *current* constraint centres (toys change
 ///    them), plus exp(2τ)·penalty of the parameter-only regularisers (τ read at each call);
 ///  * x-space: Σ_t g_tᵀ x[P_t] + ½ x[P_t]ᵀ H_t x[P_t] + const_t of the input's external terms, names

@@ -23,7 +23,7 @@ struct Model {
   ParameterSpace parameters;
   std::shared_ptr<const ParamModel> param_model;
   std::shared_ptr<const GlobalTerms> global_terms;
-  /// The BB type after resolving "automatic" (likelihood.md §4).
+  /// The BB type after resolving "automatic" (docs/likelihood.md "Barlow–Beeston types and modes").
   BBType bb_type = BBType::gamma;
   /// The regularisers of -r/--regularization (armed per fit, see regularizer.hpp).
   std::vector<std::shared_ptr<Regularizer>> regularizers;
@@ -51,7 +51,7 @@ void check_observed(const Model& model, const Eigen::VectorXd& nobs, const std::
 void check_start_point(const Model& model, const Eigen::VectorXd& nobs, const Eigen::VectorXd& xi,
                        const std::function<Eigen::VectorXd()>& expected_at_start);
 
-/// Prefit quantities (likelihood.md §7.4): the stored start values x0default, var_prefit, and
+/// Prefit quantities (docs/likelihood.md "Defaults, constraints and prefit variances"): the stored start values x0default, var_prefit, and
 /// its square root; the prefit covariance is diag(var_prefit).
 Eigen::VectorXd prefit_values(const Model& model);
 Eigen::VectorXd prefit_variances(const Model& model);

@@ -1,5 +1,5 @@
 #pragma once
-// The options that change the model or the NLL (likelihood.md §9). Filled by the CLI, consumed by
+// The options that change the model or the NLL (docs/model.md "Entry point"). Filled by the CLI, consumed by
 // build_model(); defaults are rabbit's.
 #include <cstdint>
 #include <string>
@@ -41,7 +41,7 @@ struct ModelOptions {
   std::vector<RegularizationSpec> regularization;
   double regularization_strength = 0.0;                 // tau
 
-  /// Blinding (likelihood.md §2.6): whether any fit of the run is blinded, what to unblind and
+  /// Blinding (docs/model.md "Blinding"): whether any fit of the run is blinded, what to unblind and
   /// which groups share offsets. Offsets are only switched on for blinded fits.
   bool blinding_active = false;
   std::vector<std::string> unblind;

@@ -1,6 +1,6 @@
 #pragma once
 // A param model maps the effective model parameters π = ξ[0:M] (POIs then model nuisances) to a
-// multiplicative rate r_p(π) per process (likelihood.md §2.2). The built-in models (Ones, Mu,
+// multiplicative rate r_p(π) per process (docs/model.md "Param models"). The built-in models (Ones, Mu,
 // Mixture and composites of them) are bin-independent, so r is one row [nproc] broadcast over bins.
 #include <cstdint>
 #include <memory>
@@ -33,7 +33,7 @@ class ParamModel {
   virtual bool allow_negative_param() const { return false; }
   /// Whether r is linear in π (rabbit's is_linear of the param model).
   virtual bool is_linear() const { return nparams() == 0; }
-  /// Optional Gaussian priors (§2.4), length nparams() or empty: entries finite and > 0 constrain
+  /// Optional Gaussian priors (docs/likelihood.md "Defaults, constraints and prefit variances"), length nparams() or empty: entries finite and > 0 constrain
   /// the parameter at that width; prior means default to the stored defaults when empty.
   virtual Eigen::VectorXd prior_sigmas() const { return {}; }
   virtual Eigen::VectorXd prior_means() const { return {}; }
@@ -42,7 +42,7 @@ class ParamModel {
 struct FitInputData;
 struct ParamModelSpec;
 
-/// The built-in param models: "Ones", "Mu", "Mixture". Several specs make a composite (§2.2).
+/// The built-in param models: "Ones", "Mu", "Mixture". Several specs make a composite (docs/model.md "Param models").
 /// Unknown names, bad arguments and unknown --expectSignal names throw OptionError.
 std::shared_ptr<const ParamModel> make_param_model(const FitInputData& input, const std::vector<ParamModelSpec>& specs,
                                                    const std::vector<std::pair<std::string, double>>& expect_signal,

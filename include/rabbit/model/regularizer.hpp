@@ -1,12 +1,12 @@
 #pragma once
-// Regularisers (-r/--regularization, likelihood.md §5.5; minimizers-and-sharding.md §6.11).
+// Regularisers (-r/--regularization, docs/model.md "The regularisation term"; docs/sharding-and-gpu.md "Regularisers and shards").
 //
 // A regulariser adds exp(2 τ) · penalty to the NLL, τ = --regularizationStrength (Model::options).
 // Two kinds:
 //  * needs_observables() == false: a penalty on the effective parameters ξ only. Evaluated once
 //    per call inside GlobalTerms::xi_terms (single device and sharded alike).
 //  * needs_observables() == true (the SVD regulariser): a penalty on the *full* predicted yields
-//    ν_full (all B_f bins, masked channels included, after BB, §3.4). GlobalTerms cannot see the
+//    ν_full (all B_f bins, masked channels included, after BB, docs/likelihood.md "Masked channels and full evaluation"). GlobalTerms cannot see the
 //    yields, so the backend that computes ν_full adds it, exactly like a data term on ν_full:
 //      value   += observable_penalty(model, ν_full, &g)        (g = ∂/∂ν_full, weight included)
 //      ∇_ξ     += 𝒥ᵀ g                                           (𝒥 = ∂ν_full/∂ξ)
@@ -31,7 +31,7 @@ class Regularizer {
  public:
   virtual ~Regularizer() = default;
   virtual std::string name() const = 0;
-  /// Defaults to true (the safe answer, §6.11).
+  /// Defaults to true (the safe answer, docs/sharding-and-gpu.md "Regularisers and shards").
   virtual bool needs_observables() const { return true; }
 
   /// Arms the regulariser: ξ at the start point (offsets off) and, only if needs_observables(),
@@ -51,7 +51,7 @@ class Regularizer {
                                     Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const;
 };
 
-/// The SVD regulariser (§5.5): L = Σ_cells (Lap d)², d = y / y⁰ (1 where y⁰ = 0), y = 𝓜 ν_full.
+/// The SVD regulariser (docs/model.md "The regularisation term"): L = Σ_cells (Lap d)², d = y / y⁰ (1 where y⁰ = 0), y = 𝓜 ν_full.
 /// The mapping 𝓜 is "Select <channel>" (the channel's bins in its axes' shape) or
 /// "Project <channel> <axis>..." (sum over the other axes); other mappings and mapping options
 /// throw OptionError. Lap is the discrete Laplacian with edge-repeating padding (sum of the 1-D

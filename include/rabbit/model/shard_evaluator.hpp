@@ -3,8 +3,8 @@
 // bins on one device. Everything that scales with the number of bins lives behind this interface;
 // there is one implementation per backend (backend/cpu, backend/cuda).
 //
-// All derivatives are with respect to the *effective* parameters ξ = T(x) (likelihood.md §2.3,
-// §6.1). The fitter applies the chain rule of T once, for all shards together, so the shard math
+// All derivatives are with respect to the *effective* parameters ξ = T(x) (docs/likelihood.md "Effective parameters ξ = T(x)",
+// docs/likelihood.md "Derivative structure"). The fitter applies the chain rule of T once, for all shards together, so the shard math
 // never sees POI transforms, blinding or frozen parameters.
 #include <cstdint>
 #include <string>
@@ -38,7 +38,7 @@ class ShardEvaluator {
                                 Eigen::MatrixXd& HV) = 0;
 
   /// Partial NLL, ∇_ξ and the dense H_ξ (overwritten). profile = false: β held fixed at its
-  /// profiled value instead of differentiated through (likelihood.md §6.8).
+  /// profiled value instead of differentiated through (docs/likelihood.md "BB derivative corner cases").
   virtual double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
                                  bool profile = true) = 0;
 

@@ -1,6 +1,6 @@
 #pragma once
-// Expected-yield histograms of the BaseMapping with their uncertainties (cli-and-output.md §4.10)
-// and the linear chi2 (§4.11), from the CPU shard's yields and Jacobians.
+// Expected-yield histograms of the BaseMapping with their uncertainties (docs/output-format.md "Histogram uncertainties")
+// and the linear chi2 (docs/output-format.md "Chi-square values"), from the CPU shard's yields and Jacobians.
 #include <cstdint>
 
 #include <Eigen/Core>

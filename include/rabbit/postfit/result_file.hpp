@@ -92,7 +92,7 @@ class ResultReader {
   /// Names (keys) of the result groups in run order (creation order; name order for files that do
   /// not track it).
   std::vector<std::string> result_groups() const;
-  /// §5.4: KEY -> "results_KEY"; none -> "results", else "results_asimov". Unknown: InputError listing groups.
+  /// docs/user-guide.md "Choosing a result": KEY -> "results_KEY"; none -> "results", else "results_asimov". Unknown: InputError listing groups.
   std::string pick_result(const std::optional<std::string>& key) const;
   bool exists(const std::string& path) const;
   /// A histogram's bins in C order: without flow bins, or with `flow_bins` including the flow bins

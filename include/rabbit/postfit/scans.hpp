@@ -1,5 +1,5 @@
 #pragma once
-// Profile-likelihood scans and contours (cli-and-output.md §4.12), and the restricted objective
+// Profile-likelihood scans and contours (docs/output-format.md "Likelihood scans and contours"), and the restricted objective
 // they (and the main fit) minimise: the floating coordinates only, the others held fixed.
 #include <cstdint>
 #include <functional>
@@ -49,7 +49,7 @@ struct Scan1D {
   std::vector<double> dnll;    // L − L_best (ΔNLL); 0 at the centre
 };
 
-/// §4.12 1D scan of parameter p around xhat: offsets linspace(0, range, floor(P/2)+1)·sigma,
+/// docs/output-format.md "Likelihood scans and contours" 1D scan of parameter p around xhat: offsets linspace(0, range, floor(P/2)+1)·sigma,
 /// walked outwards on each side from the previous point; p fixed, the other floating ones profiled.
 Scan1D scan_1d(Objective& objective, const ProfileMinimizer& minimizer, const std::vector<int64_t>& floating,
                const Eigen::VectorXd& xhat, int64_t p, double sigma, double range, int64_t points);
@@ -59,7 +59,7 @@ struct ContourPoint {
   bool success = false;
 };
 
-/// §4.12 contour at level c (Δ(2NLL) = c²) on side s = ±1: the point that extremises x_p on the
+/// docs/output-format.md "Likelihood scans and contours" contour at level c (Δ(2NLL) = c²) on side s = ±1: the point that extremises x_p on the
 /// contour is where the profile likelihood in x_p reaches L_min + c²/2; found by a safeguarded
 /// secant/bisection search on x_p, each step a profile fit. cov_column = C[:, p] gives the
 /// Gaussian start x_hat + s·c·C[:,p]/sqrt(C_pp).

@@ -35,7 +35,7 @@ constexpr int64_t kMinWorkPerThread = 2048;
 constexpr int kMaxCols = 4;
 using RowBlock = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 
-// Smooth asymmetric interpolation h(θ) = θ·α(θ) and its derivatives (likelihood.md §3.1).
+// Smooth asymmetric interpolation h(θ) = θ·α(θ) and its derivatives (docs/likelihood.md "Asymmetric interpolation").
 void interpolation(double theta, double& h, double& hp, double& hpp) {
   const double twox = 2.0 * theta;
   const double twox2 = twox * twox;
@@ -286,13 +286,13 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
     if (e != nnz) throw InputError(fmt::format("{}: hnorm_sparse indices are not sorted by bin", in.filename));
   }
 
-  // ρ (normal pre-scaling, §3.3): the param model at the stored defaults.
+  // ρ (normal pre-scaling, docs/likelihood.md "Systematic type normal"): the param model at the stored defaults.
   rho_ = VectorXd::Ones(nproc_);
   if (nparams_ > 0 && !I.lognormal) {
     model_->param_model->rates(model_->parameters.x_default.head(nparams_), rho_, nullptr);
   }
 
-  // ---- BB statistics (§4.1) ----
+  // ---- BB statistics (docs/likelihood.md "Per-entry BB statistics") ----
   const auto& opt = model_->options;
   if (opt.bin_by_bin_stat) {
     switch (model_->bb_type) {
@@ -361,7 +361,7 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
     if (in.data_cov_inv) {
       I.cov_inv = *in.data_cov_inv;
     } else {
-      // rabbit's intended fallback (its code path is broken, likelihood.md §10.5)
+      // rabbit's intended fallback (its code path is broken, docs/differences-from-rabbit.md)
       const VectorXd var = in.data_var.value_or(in.data_obs);
       I.cov_inv = var.cwiseInverse().asDiagonal();
     }
@@ -391,7 +391,7 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
     }
   }
 
-  // beta variations (§4.2.4): masked-channel yields of full evaluations follow the observed β
+  // beta variations (docs/likelihood.md "Beta variations"): masked-channel yields of full evaluations follow the observed β
   std::vector<uint8_t> betavar_rows(nbinsfull_, 0);
   if (in.betavariations && bb_full_ && (bb_ == BBKind::gamma || bb_ == BBKind::normal_multiplicative)) {
     betavar_ = true;
@@ -756,7 +756,7 @@ struct Engine {
     return F;
   }
 
-  // gamma + full: per-bin Newton (§4.4), envelope gradient and Schur curvature (§6.4.4).
+  // gamma + full: per-bin Newton (docs/likelihood.md "Profiled β"), envelope gradient and Schur curvature (docs/likelihood.md "Profiles and their derivatives").
   double full_gamma_profile(int64_t b, Scratch& sc, int64_t slot, int64_t bslot, bool derivs, bool profile,
                             double* beta_out) const {
     const int64_t e0 = I.bin_ptr[b], e1 = I.bin_ptr[b + 1];
@@ -856,7 +856,7 @@ struct Engine {
     }
     sc.nu[bslot] = nu;
     const double F = cpu::data_term(nu, o, s.likelihood_) + Lb;
-    bool special = false;  // a masked entry with β⁰ ≠ 1: rabbit's Newton ν̃ ≠ the bin's ν (§6.8.3 item 3)
+    bool special = false;  // a masked entry with β⁰ ≠ 1: rabbit's Newton ν̃ ≠ the bin's ν (docs/likelihood.md "BB derivative corner cases" item 3)
     if (derivs && profile && any_free && sc.ncol >= ne)
       for (int64_t e = e0; e < e1; ++e) {
         const int64_t f = I.entry_flat[e];
@@ -1106,7 +1106,7 @@ struct Engine {
   }
 
   // Δ_{jp} = √k_{jp} (β_{jp} − 1) over the observed entries (0 where BB-masked), with β of `mode`
-  // (§4.2.4); only the source bins of hbetavariations are filled.
+  // (docs/likelihood.md "Beta variations"); only the source bins of hbetavariations are filled.
   VectorXd beta_variation_shifts(BetaMode mode, const VectorXd& coupled_beta) const {
     VectorXd delta = VectorXd::Zero(s.nbins_ * P);
     if (!s.betavar_ || mode == BetaMode::none) return delta;
@@ -1124,7 +1124,7 @@ struct Engine {
     return delta;
   }
 
-  // §4.2.4 on masked bin b (phase A in slot 0 of sc, dense): N_bp ← N_bp (1 + var_bp/n⁰_bp) where
+  // docs/likelihood.md "Beta variations" on masked bin b (phase A in slot 0 of sc, dense): N_bp ← N_bp (1 + var_bp/n⁰_bp) where
   // n⁰_bp > 0; the π- and θ-weights a, c scale alike. factor (optional, P values) receives the factors.
   void apply_beta_variations(int64_t b, const VectorXd& delta, Scratch& sc, double* factor) const {
     const auto& bv = *in.betavariations;
@@ -1391,7 +1391,7 @@ struct Engine {
     accs[0].gpi = cache.gpi;
   }
 
-  // Adds exp(2τ)·penalty(ν_full) (§5.5): the value, and through accumulate() with φ = ∂pen/∂ν the
+  // Adds exp(2τ)·penalty(ν_full) (docs/model.md "The regularisation term"): the value, and through accumulate() with φ = ∂pen/∂ν the
   // gradient 𝒥ᵀφ and the second-order yield term 𝒞(φ). Returns 𝒥ᵀ (n × B_f) when curvature is needed.
   MatrixXd add_regularizer(const Request& req, Accum& acc, bool derivs, VectorXd& nu_full) {
     const int64_t Bf = s.nbinsfull_;
@@ -1594,7 +1594,7 @@ struct Engine {
             beta_b[b * P + p] = s.beta0_[b * P + p] - s.sqrt_sigma2_[b * P + p] * u[b];
       }
     }
-    // normal-multiplicative (likelihood.md §4.4 covariance table): general linear solves
+    // normal-multiplicative (docs/likelihood.md "Profiled β" covariance table): general linear solves
     VectorXd xval;  // the coupled variables' values (A/Z per bin, or N per (bin, process))
     Eigen::PartialPivLU<MatrixXd> lite_mult_lu;  // lite: the solve of rabbit's closed form, its A', all β̂
     VectorXd lite_mult_Ap, lite_mult_beta;
@@ -1678,7 +1678,7 @@ struct Engine {
       const int64_t nbeta = static_cast<int64_t>(free_index.size());
       if (req.profile && !s.bb_full_) {
         // rabbit's derivatives of its own closed form (covers the BB-masked bins solved as free and
-        // A' = 1 for A ≤ 0, where β̂ is not the profile, §6.8.3 item 2)
+        // A' = 1 for A ≤ 0, where β̂ is not the profile, docs/likelihood.md "BB derivative corner cases" item 2)
         gradx = lite_multiplicative_exact(B, xval, g, R, lite_mult_lu, lite_mult_Ap, lite_mult_beta, Wmat);
       } else if (req.profile && nbeta > 0) {
         MatrixXd D = MatrixXd::Zero(B, nbeta), G = MatrixXd::Zero(nvar, nbeta);
@@ -1869,7 +1869,7 @@ VectorXd CpuShardEvaluator::profiled_beta(const VectorXd& xi) {
   VectorXd beta;
   req.beta_out = &beta;
   eng.run(req);
-  // masked entries stay at β⁰ (§4.4)
+  // masked entries stay at β⁰ (docs/likelihood.md "Profiled β")
   const int64_t w = bb_full_ ? nproc_ : 1;
   for (int64_t i = 0; i < beta.size(); ++i) {
     const int64_t f = begin_ * w + i;
@@ -2063,7 +2063,7 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
   const bool through_beta = mode == BetaMode::profiled && has_bb();
   VectorXd coupled_beta;
   if (through_beta && I.coupled && (first < nbins_ || betavar_)) coupled_beta = profiled_beta(xi);
-  // beta variations (§4.2.4): masked-bin factors and, through β̂, dβ̂/dξ of the source bins
+  // beta variations (docs/likelihood.md "Beta variations"): masked-bin factors and, through β̂, dβ̂/dξ of the source bins
   const bool betavar_rows = betavar_ && mode != BetaMode::none && last > nbins_;
   VectorXd delta;
   MatrixXd source_jac;
@@ -2153,7 +2153,7 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
                                      : 2.0 * N / kstat_[f] * hnu.g[0] + beta0_[f] * hnu.g[1];
         }
       } else {
-        bool masked_off_one = false;  // §6.8.3 item 3: the Newton objective's ν̃ ≠ the bin's ν
+        bool masked_off_one = false;  // docs/likelihood.md "BB derivative corner cases" item 3: the Newton objective's ν̃ ≠ the bin's ν
         for (int64_t e = e0; e < e1; ++e) {
           const int64_t f = I.entry_flat[e];
           masked_off_one = masked_off_one || (bbmask_[f] && beta0_[f] != 1.0);

@@ -62,7 +62,7 @@ inline uint64_t shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_e
 }
 
 
-// Smooth asymmetric interpolation h(θ) and its derivatives (likelihood.md §3.1), in rabbit's
+// Smooth asymmetric interpolation h(θ) and its derivatives (docs/likelihood.md "Asymmetric interpolation"), in rabbit's
 // operation order for h.
 inline void interpolation(double th, double& h, double& h1, double& h2) {
   const double twox = 2.0 * th, twox2 = twox * twox;
@@ -243,7 +243,7 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
     if (beta0.size() != in.nbinsfull * per_bin)
       throw Error(fmt::format("BB centres have {} entries, expected {}", beta0.size(), in.nbinsfull * per_bin));
     std::vector<double> slice(beta0.data() + begin_ * per_bin, beta0.data() + end_ * per_bin);
-    // likelihood.md §6.8.3 item 3: on masked full-mode entries rabbit's closed forms use β⁰ N where
+    // docs/likelihood.md "BB derivative corner cases" item 3: on masked full-mode entries rabbit's closed forms use β⁰ N where
     // the yields use N; the CPU backend differentiates that composite, this pipeline does not.
     if (cfg_.bb == bm::kFull && cfg_.type != bm::kNormalAdd)
       for (size_t i = 0; i < slice.size(); ++i)
@@ -368,7 +368,7 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
         }
     }
     if (cfg_.bb == bm::kNoBB) return h;
-    // BB statistics (likelihood.md §4.1).
+    // BB statistics (docs/likelihood.md "Per-entry BB statistics").
     const double K = model_->options.min_bb_kstat;
     const double default_beta0 = cfg_.type == bm::kNormalAdd ? 0.0 : 1.0;
     auto stats = [&](double sig2, double wbar, double& k, unsigned char& m) {

@@ -1,4 +1,4 @@
-// Beta variations (likelihood.md §4.2.4): masked-channel yields of the full (postfit) evaluations
+// Beta variations (docs/likelihood.md "Beta variations"): masked-channel yields of the full (postfit) evaluations
 // follow the observed BB parameters through hbetavariations; their Jacobian goes through β̂.
 #include <gtest/gtest.h>
 

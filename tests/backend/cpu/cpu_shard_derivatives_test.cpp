@@ -1,5 +1,5 @@
 // Gradient, HVP and Hessian of the CPU shard against finite differences in many configurations
-// (likelihood.md Appendix B), plus dense/sparse and thread-count agreement.
+// (docs/likelihood.md "Tests"), plus dense/sparse and thread-count agreement.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -137,7 +137,7 @@ std::vector<ShardConfig> all_configs() {
           out.push_back(c);
         }
   // covariance with the normal types (normal-multiplicative lite: the closed form is a true profile only
-  // without BB-masked bins, likelihood.md §6.8.3)
+  // without BB-masked bins, docs/likelihood.md "BB derivative corner cases")
   for (auto mode : {BBMode::lite, BBMode::full}) {
     ShardConfig c;
     c.likelihood = DataLikelihood::covariance;
@@ -152,7 +152,7 @@ std::vector<ShardConfig> all_configs() {
     out.push_back(c);
     c.sparse = true;
     out.push_back(c);
-    // lite with a BB-masked bin: rabbit's solve treats it as free (§6.8.3 item 2), differentiated literally
+    // lite with a BB-masked bin: rabbit's solve treats it as free (docs/likelihood.md "BB derivative corner cases" item 2), differentiated literally
     c.bb_masked_bin = true;
     out.push_back(c);
     c.sparse = false;
@@ -215,7 +215,7 @@ INSTANTIATE_TEST_SUITE_P(AllConfigurations, ShardDerivatives, ::testing::ValuesI
                            return fmt::format("{}_{}", info.index, describe(info.param));
                          });
 
-// SVD regulariser (likelihood.md §5.5) on the masked channel (with BB) and on the observed channel (no BB).
+// SVD regulariser (docs/model.md "The regularisation term") on the masked channel (with BB) and on the observed channel (no BB).
 TEST(CpuShard, SvdRegularizerDerivatives) {
   for (bool bb : {true, false}) {
     for (auto mode : {BBMode::lite, BBMode::full}) {
@@ -324,7 +324,7 @@ TEST(CpuShard, CovarianceFitCannotBeSharded) {
 namespace rabbit::testing {
 namespace {
 // Covariance fit, lite, at a negative signal strength: bin 2 has only the signal as active process
-// (bkg1 absent, bkg2 without MC statistics), so A_2 < 0 and rabbit uses A' = 1 (§6.8.3 items 1, 2):
+// (bkg1 absent, bkg2 without MC statistics), so A_2 < 0 and rabbit uses A' = 1 (docs/likelihood.md "BB derivative corner cases" items 1, 2):
 // normal-multiplicative and normal-additive (ν_2 = ν⁰_2 + s β̂ A_2); the derivatives are those of the
 // literal closed forms.
 TEST(CpuShard, CovarianceLiteWithNegativeActiveSum) {

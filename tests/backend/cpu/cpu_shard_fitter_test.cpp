@@ -1,5 +1,5 @@
 // The CPU shard inside the real Fitter and build_model: x-space derivatives with squared POIs,
-// frozen parameters and an external term with a non-symmetric H (likelihood.md Appendix B).
+// frozen parameters and an external term with a non-symmetric H (docs/likelihood.md "Tests").
 #include <gtest/gtest.h>
 
 #include "rabbit/backend/cpu/cpu_shard.hpp"

@@ -1,7 +1,7 @@
 // gamma + BB full with masked entries whose centre β⁰ ≠ 1 (frequentist toys randomise all β⁰):
 // rabbit's Newton objective carries β⁰N for those entries while the bin's yield uses N, so its β̂ is
 // not the profile; rabbit's derivatives are those of its composite (one differentiable Newton step
-// from the converged point, likelihood.md §6.8.3 item 3). The shard's gradient is checked against
+// from the converged point, docs/likelihood.md "BB derivative corner cases" item 3). The shard's gradient is checked against
 // finite differences of its value; the composite's exact derivatives (what the Hessian is made of)
 // against finite differences of the composite at a fixed Newton point.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// likelihood.md Appendix B worked example, reproduced to its printed precision.
+// The worked example of docs/likelihood.md "Tests", reproduced to its printed precision.
 #include <gtest/gtest.h>
 
 #include <cmath>

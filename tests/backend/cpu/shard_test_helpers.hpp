@@ -221,7 +221,7 @@ inline std::shared_ptr<FitInputData> make_test_input(const ShardConfig& c) {
 
 /// make_test_input (dense) with unit MC weights (sumw2 = sumw) and bin 3 empty (data 0, Poisson) with
 /// the integer yields 10, 20, 12: at the nominal point (μ = 1, θ = 0) its σ² = ν⁰ = k = 42, the
-/// double root of the lite n = 0 profile (likelihood.md "Corner cases chosen").
+/// double root of the lite n = 0 profile (docs/likelihood.md "Corner cases chosen").
 inline std::shared_ptr<FitInputData> make_unit_weight_empty_bin_input(const ShardConfig& c) {
   auto in = make_test_input(c);
   const int64_t P = in->nproc;

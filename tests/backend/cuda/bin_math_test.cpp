@@ -212,7 +212,9 @@ TEST(BinMath, LitePoissonEmptyBinAtTheDoubleRoot) {
     EXPECT_NEAR(r.value, type == kGamma ? 0.0 : 4.0, 1e-12);
     for (int p = 0; p < P; ++p) EXPECT_NEAR(phi[p], type == kNormalAdd ? 1.0 : 0.0, 1e-12) << p;
     EXPECT_TRUE(std::isfinite(r.m11) && std::isfinite(r.m12) && std::isfinite(r.m22));
-    if (type == kGamma) EXPECT_EQ(r.m11, 0.0);
+    if (type == kGamma) {
+      EXPECT_EQ(r.m11, 0.0);
+    }
   }
 }
 

@@ -112,7 +112,7 @@ std::vector<Case> cases() {
   for (bool sparse : {false, true}) {
     const std::string tag = sparse ? "sparse" : "dense";
     // The test data keep their empty bin (bin 3) in every case: Poisson lite n = 0 takes the factored
-    // roots, with the closed form's derivatives on the ν = 0 root (likelihood.md "Corner cases chosen").
+    // roots, with the closed form's derivatives on the ν = 0 root (docs/likelihood.md "Corner cases chosen").
     for (auto& [name, cfg] : fixtures::bb_mode_matrix(sparse)) out.push_back({name, cfg});
     ShardConfig c;
     c.sparse = sparse;
@@ -298,16 +298,20 @@ TEST(PipelineHost, LiteEmptyBinOnBothRootsAgreesWithCpuShard) {
       EXPECT_NEAR(f2, f1, 1e-10 * std::max(1.0, std::abs(f1)));
       EXPECT_LE(rel_diff(g2, g1), 1e-10);
       EXPECT_LE(rel_diff(emu.profiled_beta(x), cpu.profiled_beta(x)), 1e-10);
-      if (mu != 1.0) EXPECT_LE(rel_diff(h2, h1), 1e-10);
+      if (mu != 1.0) {
+        EXPECT_LE(rel_diff(h2, h1), 1e-10);
+      }
       cpu.value_grad_hess(x, g1, h1, false);
       emu.value_grad_hess(x, g2, h2, false);
       EXPECT_LE(rel_diff(g2, g1), 1e-10) << "profile false";
-      if (mu != 1.0) EXPECT_LE(rel_diff(h2, h1), 1e-10) << "profile false";
+      if (mu != 1.0) {
+        EXPECT_LE(rel_diff(h2, h1), 1e-10) << "profile false";
+      }
     }
   }
 }
 
-// likelihood.md §6.8.3 item 3: β⁰ ≠ 1 on a masked full-mode entry is where the CPU backend follows
+// docs/likelihood.md "BB derivative corner cases" item 3: β⁰ ≠ 1 on a masked full-mode entry is where the CPU backend follows
 // rabbit's closed form and the pipeline would not; it is refused before the fit.
 TEST(PipelineHost, RefusesBetaCentresOnMaskedFullEntries) {
   ShardConfig cfg;

@@ -1,5 +1,5 @@
 #pragma once
-// Per-bin data terms and Barlow–Beeston profiles (likelihood.md §4.4, §5.1), written once as
+// Per-bin data terms and Barlow–Beeston profiles (docs/likelihood.md "Profiled β", "The NLL and its data term"), written once as
 // templates so that the same literal closed forms give the value (double) and the exact first and
 // second derivatives (HyperDual) with respect to the bin's sums.
 #include <cmath>
@@ -20,7 +20,7 @@ struct BinObservation {
   double log_n = 0.0;
 };
 
-/// Reduced data term ℓ(ν) of §5.1 for Poisson or χ² (covariance is handled globally).
+/// Reduced data term ℓ(ν) of docs/likelihood.md "The NLL and its data term" for Poisson or χ² (covariance is handled globally).
 template <class T>
 T data_term(const T& nu, const BinObservation& obs, DataLikelihood lik) {
   if (lik == DataLikelihood::chisq) {
@@ -42,7 +42,7 @@ T plus_root(const T& a, const T& b, const T& c) {
 }
 
 /// The "+" root of a quadratic with a > 0 that factors into the roots r1, r2: the larger one (r1 at
-/// a tie). For n = 0 the lite Poisson quadratics factor (likelihood.md "Corner cases chosen"), and
+/// a tie). For n = 0 the lite Poisson quadratics factor (docs/likelihood.md "Corner cases chosen"), and
 /// rabbit's √(b² − 4ac) = |r1 − r2|·a cancels to rounding, to √(< 0) = NaN or, at r1 = r2, to the
 /// derivative 0/0 of √ at 0; the factored form is the same root with finite derivatives.
 template <class T>
@@ -58,7 +58,7 @@ struct LiteEntry {
   bool masked = false;
 };
 
-/// The reduced gamma constraint of one entry at β (§4.3).
+/// The reduced gamma constraint of one entry at β (docs/likelihood.md "BB constraint term").
 template <class T>
 T gamma_constraint(const T& beta, double k, double beta0, double log_beta0) {
   if (beta0 == 0.0) return k * (beta - beta0);
@@ -137,7 +137,7 @@ T lite_bin_objective(const T& A, const T& Z, const BinObservation& obs, DataLike
 /// Profiled objective of one full-mode normal-multiplicative bin as a function of
 /// S = Σ_unmasked N²/k, Tu = Σ_unmasked β⁰N, Tm = Σ_masked β⁰N, Mm = Σ_masked N. Writes the common
 /// factor ρ with β_p = β⁰_p + ρ N_p/k_p, and ν. Empty Poisson bins whose closed form would divide
-/// 0/0 take the finite limit n/ν̂ → b/S (DECISIONS.md).
+/// 0/0 take the finite limit n/ν̂ → b/S (docs/differences-from-rabbit.md).
 template <class T>
 T full_multiplicative_bin_objective(const T& S, const T& Tu, const T& Tm, const T& Mm, const BinObservation& obs,
                                     DataLikelihood lik, T* rho_out, T* nu_out) {
@@ -194,12 +194,12 @@ struct GammaFullEntry {
   bool masked = false;
 };
 
-/// gamma + full (§4.4): rabbit's composite for one bin as a function of its entries' yields N, at
+/// gamma + full (docs/likelihood.md "Profiled β"): rabbit's composite for one bin as a function of its entries' yields N, at
 /// the converged Newton point u0 (held constant, as rabbit's stop_gradient does): one differentiable
 /// Newton step u* = u0 − f'(u0)/max(f''(u0), 1e-8) with the threshold X_thr(N) (through the argmin
 /// entry), X* = X_thr + e^{u*}, β_p = kβ⁰/d_p(X*, N_p), and ℓ(ν) + Σ c(β) with ν = Σ_unmasked βN +
 /// Σ_masked N. Its derivatives are rabbit's; they differ from the envelope/Schur forms only when a
-/// masked entry has β⁰ ≠ 1 (the Newton objective ν̃ carries β⁰N for it, ν does not; §6.8.3 item 3).
+/// masked entry has β⁰ ≠ 1 (the Newton objective ν̃ carries β⁰N for it, ν does not; docs/likelihood.md "BB derivative corner cases" item 3).
 template <class T>
 T gamma_full_bin_composite(const T* N, const GammaFullEntry* e, int K, const BinObservation& obs,
                            DataLikelihood lik, double u0) {

@@ -1,5 +1,5 @@
 #pragma once
-// CpuShardEvaluator: the CPU ShardEvaluator (likelihood.md §3–§6) plus what the postfit code and
+// CpuShardEvaluator: the CPU ShardEvaluator (docs/likelihood.md "Expected yields" to "Derivative structure") plus what the postfit code and
 // the toys need beyond the ShardEvaluator interface (expected yields over any bin range, their
 // Jacobian, the full NLL, the BB centres β⁰ and the stored β). The postfit/toy code reaches it
 // with dynamic_cast<CpuShardEvaluator*>(fitter.shards()[i].get()); see docs/likelihood.md.
@@ -43,19 +43,19 @@ class CpuShardEvaluator : public ShardEvaluator {
   bool bb_full() const { return bb_full_; }
   /// Number of BB entries over all B_f bins (0 without BB).
   int64_t bb_entries() const { return has_bb() ? (bb_full_ ? nbinsfull_ * nproc_ : nbinsfull_) : 0; }
-  /// k_e = sumw²/sumw2 (1 where masked), the masks and the default centres (§4.1).
+  /// k_e = sumw²/sumw2 (1 where masked), the masks and the default centres (docs/likelihood.md "Per-entry BB statistics").
   const Eigen::VectorXd& bb_kstat() const { return kstat_; }
   const std::vector<uint8_t>& bb_mask() const { return bbmask_; }
   Eigen::VectorXd default_beta_centres() const;
   /// Sets β⁰ (toys randomise it); ln β⁰ is recomputed (0 where β⁰ = 0).
   void set_beta_centres(const Eigen::VectorXd& beta0);
   const Eigen::VectorXd& beta_centres() const { return beta0_; }
-  /// The stored β used by non-profiled evaluations (§4.5); reset to β⁰ by set_beta_centres.
+  /// The stored β used by non-profiled evaluations (docs/likelihood.md "Non-profiled evaluation"); reset to β⁰ by set_beta_centres.
   void set_stored_beta(const Eigen::VectorXd& beta);
   const Eigen::VectorXd& stored_beta() const { return beta_stored_; }
 
   // ---- postfit ----
-  /// How β enters yields: none (ν⁰), stored β (§4.5, profile = false), or profiled at ξ (§4.4;
+  /// How β enters yields: none (ν⁰), stored β (docs/likelihood.md "Non-profiled evaluation", profile = false), or profiled at ξ (docs/likelihood.md "Profiled β";
   /// masked-channel entries always use their stored β, observed bins β̂).
   enum class BetaMode { none, stored, profiled };
   /// Expected yields of bins [first, last) of the full bin axis (masked channels included):
@@ -72,13 +72,13 @@ class CpuShardEvaluator : public ShardEvaluator {
 
   /// ∂ν_b/∂β_e [nb × bb_entries()] of the per-bin yields of [first, last) with respect to the BB
   /// entries at the β of `mode` (rabbit's `pdexpdbeta`): the entry's own factor and, with beta
-  /// variations (§4.2.4), the masked-channel bins' dependence on the observed entries' β.
+  /// variations (docs/likelihood.md "Beta variations"), the masked-channel bins' dependence on the observed entries' β.
   /// BetaMode::none (yields ν⁰, β no variable of them) gives zero partials.
   Eigen::MatrixXd beta_yield_partials(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode);
   /// Whether hbetavariations act on the full evaluations (BB full, gamma or normal-multiplicative).
   bool beta_variations_active() const { return betavar_; }
 
-  /// The full NLL of the shard's bins (§5.1–5.3 full forms, --fullNll) = value + the constants of
+  /// The full NLL of the shard's bins (docs/likelihood.md "The NLL and its data term" to "BB constraint term" full forms, --fullNll) = value + the constants of
   /// full_nll_constant(); the last shard also carries the masked-channel BB constants.
   double full_value(const Eigen::VectorXd& xi);
   double full_nll_constant() const;
@@ -106,8 +106,8 @@ class CpuShardEvaluator : public ShardEvaluator {
   bool any_zero_var_ = false;
   bool regularized_ = false;       // an observable (SVD) regulariser is configured
   Eigen::VectorXd rho_;            // normal-type pre-scaling ρ_p
-  bool gamma_masked_centres_ = false;  // gamma full: a masked entry with β⁰ ≠ 1 (toys), §6.8.3 item 3
-  bool betavar_ = false;           // hbetavariations applied to full evaluations (§4.2.4)
+  bool gamma_masked_centres_ = false;  // gamma full: a masked entry with β⁰ ≠ 1 (toys), docs/likelihood.md "BB derivative corner cases" item 3
+  bool betavar_ = false;           // hbetavariations applied to full evaluations (docs/likelihood.md "Beta variations")
   std::vector<int64_t> betavar_sources_;  // observed bins with a non-zero hbetavariations column
 
   std::unique_ptr<Impl> impl_;

@@ -3,7 +3,7 @@
 // closed forms of a few per-bin sums (lite: A, Z; full: S, T, ...); evaluating those closed
 // forms on HyperDual<K> yields their exact first and second derivatives, i.e. exactly what
 // rabbit's autodiff of the same closed forms produces, including the degenerate cases of
-// likelihood.md §6.8.3 where the closed form is not a true profile.
+// docs/likelihood.md "BB derivative corner cases" where the closed form is not a true profile.
 #include <cmath>
 
 #include <Eigen/Core>

@@ -1,5 +1,5 @@
 #pragma once
-// Per-bin likelihood math of the CUDA backend (likelihood.md §4.1–§4.4, §5.1, §6.4): the profiled
+// Per-bin likelihood math of the CUDA backend (docs/likelihood.md "Per-entry BB statistics" to "Profiled β", docs/likelihood.md "The NLL and its data term", "Profiles and their derivatives"): the profiled
 // Barlow–Beeston β of one observed bin, the bin's reduced NLL contribution, the yield weights
 // φ = ∂Φ/∂N and the bin's block of the yield curvature Ψ = ∂²Φ/∂N∂Nᵀ.
 //
@@ -55,7 +55,7 @@ struct BinResult {
 /// Q(a, b, c) = ½(−b + √(b² − 4ac))/a, the "+" root, evaluated as rabbit does.
 RABBIT_HD inline double quad_root(double a, double b, double c) { return 0.5 * (-b + sqrt(b * b - 4.0 * a * c)) / a; }
 
-/// Reduced data term ℓ and its first two derivatives at ν (§5.1).
+/// Reduced data term ℓ and its first two derivatives at ν (docs/likelihood.md "The NLL and its data term").
 RABBIT_HD inline void data_term(int likelihood, double nu, double n, double v, double lognobs, double& l, double& g,
                                 double& q) {
   if (likelihood == kChisq) {
@@ -73,20 +73,20 @@ RABBIT_HD inline void data_term(int likelihood, double nu, double n, double v, d
   }
 }
 
-/// Reduced gamma constraint of one entry (§4.3).
+/// Reduced gamma constraint of one entry (docs/likelihood.md "BB constraint term").
 RABBIT_HD inline double gamma_constraint(double k, double beta, double beta0) {
   if (beta0 == 0.0) return k * beta;
   return -k * beta0 * (log(beta) - log(beta0)) + k * (beta - beta0);
 }
 
 /// n/ν̂ for the Poisson full closed forms, ν̂ = Q(1, b, −n S); for n = 0 the finite limit
-/// max(b, 0)/S instead of rabbit's 0/0 (likelihood.md §10.26, DECISIONS.md).
+/// max(b, 0)/S instead of rabbit's 0/0 (docs/likelihood.md "Corner cases chosen", docs/differences-from-rabbit.md).
 RABBIT_HD inline double poisson_full_ratio(double n, double b, double S) {
   if (n == 0.0) return (b > 0.0 && S > 0.0) ? b / S : 0.0;
   return n / quad_root(1.0, b, -n * S);
 }
 
-// ---- gamma + full: Newton on u with X = X_thr + e^u (§4.4) ----------------------------------
+// ---- gamma + full: Newton on u with X = X_thr + e^u (docs/likelihood.md "Profiled β") ----------------------------------
 struct GammaFullBin {
   int likelihood, nproc;
   double n, v, lognobs;
@@ -188,7 +188,7 @@ RABBIT_HD inline void profile_bin(const BinConfig& cfg, double n, double v, doub
     const double k = st.kstat[0], b0 = st.beta0[0], sig2 = st.sigma2[0];
     const bool masked = st.masked[0] != 0;
     double b, nu, lb;
-    // Poisson, n = 0: the quadratics factor (cpu::lite_bin_objective, likelihood.md "Corner cases
+    // Poisson, n = 0: the quadratics factor (cpu::lite_bin_objective, docs/likelihood.md "Corner cases
     // chosen"); `edge`: the larger root is the one with ν = 0, where β̂ is no stationary point of the
     // bin's NLL and φ, Ψ are the derivatives of the closed form instead of the envelope/Schur forms.
     const bool empty = cfg.likelihood != kChisq && n == 0.0;

@@ -1,0 +1,157 @@
+#include "fit_context.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+#include "rabbit/core/error.hpp"
+#include "rabbit/core/logging.hpp"
+#include "rabbit/fit/make_fitter.hpp"
+
+namespace rabbit::cli {
+namespace {
+
+// Bytes of memory available to this process (MemAvailable), or 0 if unknown.
+double available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double value = 0;
+  std::string unit;
+  while (f >> key >> value >> unit)
+    if (key == "MemAvailable:") return value * 1024.0;
+  return 0.0;
+}
+
+}  // namespace
+
+std::string py_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+Eigen::VectorXd FitContext::xi(const Eigen::VectorXd& x, Eigen::VectorXd* d1) const {
+  Eigen::VectorXd out, t1, t2;
+  model->parameters.transform(x, out, t1, t2);
+  if (d1) *d1 = t1;
+  return out;
+}
+
+void check_sharding(const FitOptions& o) {
+  ShardingRequest request;
+  request.fitter.backend = parse_backend(o.backend);
+  request.fitter.n_devices = static_cast<int>(o.n_devices);
+  for (auto d : o.devices) request.fitter.devices.push_back(static_cast<int>(d));
+  request.likelihood = o.model.likelihood;
+  request.bin_by_bin_stat = o.model.bin_by_bin_stat;
+  for (const auto& r : o.model.regularization) request.regularizers.push_back(r.name);
+  request.global_impacts = o.global_impacts;
+  request.gaussian_global_impacts = o.gaussian_global_impacts;
+  request.diagnostics = o.diagnostics;
+  check_sharding_supported(request);
+}
+
+void read_input(FitContext& ctx) {
+  const auto& o = ctx.options;
+  ctx.input = std::make_shared<FitInputData>(read_fit_input(o.filename));
+  for (const auto& ch : ctx.input->channels)
+    std::cout << ch.name << " masked=" << (ch.masked ? "True" : "False")
+              << " flow=" << (ch.flow ? "True" : "False") << " bins=" << ch.nbins() << std::endl;
+  if (o.pseudo_data) std::cout << "Initialize pseudodata" << std::endl;
+}
+
+void build_run_model(FitContext& ctx) {
+  const auto& o = ctx.options;
+  ModelOptions mo = o.model;
+  bool any_blinded = false;
+  for (auto t : o.toys)
+    if (t == 0 || (t >= 1 && o.toys_data_mode == "observed")) any_blinded = true;
+  mo.blinding_active = any_blinded && !o.prefit_only;
+  ctx.model = build_model(ctx.input, mo);
+}
+
+void make_run_fitter(FitContext& ctx) {
+  const auto& o = ctx.options;
+  FitterOptions fo;
+  fo.backend = parse_backend(o.backend);
+  fo.n_devices = static_cast<int>(o.n_devices);
+  for (auto d : o.devices) fo.devices.push_back(static_cast<int>(d));
+  fo.hvp_batch = o.hvp_batch;
+  ctx.fitter = make_fitter(ctx.model, fo);
+  ctx.fitter->set_hvp_batch(o.hvp_batch);
+}
+
+void describe_layout(FitContext& ctx) {
+  const auto& ps = ctx.model->parameters;
+  const auto& input = *ctx.input;
+  auto* c = dynamic_cast<CpuShardEvaluator*>(ctx.fitter->shards().front().get());
+  ctx.bb_on = c ? c->has_bb() : ctx.options.model.bin_by_bin_stat;
+  ctx.bb_full = c ? c->bb_full() : ctx.options.model.bb_mode == BBMode::full;
+
+  auto& layout = ctx.layout;
+  const int64_t off = ps.npoi + ps.npou;
+  for (int64_t i = 0; i < ps.npoi; ++i) {
+    layout.reported.push_back(i);
+    ctx.reported_names.push_back(ps.names[i]);
+  }
+  for (auto k : input.noiidxs) {
+    layout.reported.push_back(off + k);
+    ctx.reported_names.push_back(ps.names[off + k]);
+  }
+  for (size_t g = 0; g < input.systgroups.size(); ++g) {
+    layout.group_names.push_back(input.systgroups[g]);
+    std::vector<int64_t> members;
+    for (auto k : input.systgroupidxs[g]) members.push_back(off + k);
+    layout.groups.push_back(members);
+  }
+  layout.nstat = off + input.nsystnoconstraint;
+  layout.floating = ps.floating_indices();
+  ctx.trad_groups = layout.group_names;
+  ctx.trad_groups.push_back("stat");
+  if (ctx.bb_on) ctx.trad_groups.push_back("binByBinStat");
+  ctx.glob_groups = layout.group_names;
+  ctx.glob_groups.push_back("stat");
+  if (ctx.bb_on) {
+    ctx.glob_groups.push_back("binByBinStat");
+    if (ctx.bb_full)
+      for (const auto& p : input.procs) ctx.glob_groups.push_back("binByBinStat" + p);
+  }
+}
+
+void check_memory(const FitContext& ctx) {
+  const auto& o = ctx.options;
+  // The dense postfit matrices: Hessian, its β-fixed twin, covariance, Cholesky factor and inverse
+  // work arrays (about 5 npar² doubles), histogram Jacobians and covariances.
+  const double npar = static_cast<double>(ctx.model->parameters.size());
+  const double nbf = static_cast<double>(ctx.input->nbinsfull);
+  double need = 0.0;
+  std::string what;
+  if (!o.no_hessian && !o.prefit_only) {
+    need += 5.0 * npar * npar * 8.0;
+    what = "Hessian and covariance";
+  }
+  if (o.save_hists && (o.compute_hist_errors || o.compute_hist_cov || !o.no_chi2)) {
+    need += 2.0 * nbf * npar * 8.0;
+    what += what.empty() ? "histogram Jacobian" : ", histogram Jacobian";
+  }
+  if (o.save_hists && (o.compute_hist_cov || !o.no_chi2)) {
+    need += 2.0 * nbf * nbf * 8.0;
+    what += ", histogram covariance";
+  }
+  if (o.save_hists && o.compute_hist_errors_per_process)
+    need += nbf * static_cast<double>(ctx.input->nproc) * npar * 8.0;
+  const double avail = available_memory_bytes();
+  log().debug("postfit memory estimate {:.3f} GiB ({}), available {:.3f} GiB", need / 1073741824.0, what,
+              avail / 1073741824.0);
+  if (avail > 0 && need > avail)
+    throw ResourceError(
+        fmt::format("the requested postfit steps ({}) need about {:.2f} GiB but only {:.2f} GiB of "
+                    "memory are available",
+                    what, need / 1073741824.0, avail / 1073741824.0));
+}
+
+}  // namespace rabbit::cli

@@ -1,0 +1,68 @@
+#pragma once
+// The state that the parts of one rabbit_fit run share (docs/architecture.md, "The rabbit_fit
+// run"): the options, the input, the model, the fitter and the reported-parameter layout. It is
+// filled once by load_fit_context and read by the fit session, the toy generator, the impacts and
+// the result writers; only the toy generator and the run sequence change the fitter's data.
+#include <Eigen/Core>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "rabbit/cli/options.hpp"
+#include "rabbit/fit/fitter.hpp"
+#include "rabbit/io/fit_input_data.hpp"
+#include "rabbit/model/model.hpp"
+#include "rabbit/postfit/uncertainties.hpp"
+
+namespace rabbit::cli {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// Python's str() of a float: shortest round-trip representation (rabbit's log lines).
+std::string py_float(double v);
+
+struct FitContext {
+  explicit FitContext(const FitOptions& o) : options(o) {}
+
+  const FitOptions& options;
+  std::shared_ptr<FitInputData> input;
+  std::shared_ptr<Model> model;
+  std::unique_ptr<Fitter> fitter;
+  /// Reported parameters (POIs, NOIs), systematic groups, the stat set, floating indices.
+  postfit::ImpactLayout layout;
+  std::vector<std::string> reported_names;
+  std::vector<std::string> trad_groups;  // columns of impacts_grouped
+  std::vector<std::string> glob_groups;  // columns of (gaussian_)global_impacts_grouped
+  bool bb_on = false;
+  bool bb_full = false;
+
+  /// The yields API for postfit work: the first shard of a CPU fit, a host-side CPU shard over all
+  /// bins for CUDA fits (Fitter::postfit_shard keeps its data and BB state in step with the fit).
+  CpuShardEvaluator& cpu() const { return fitter->postfit_shard(); }
+  /// ξ(x), the model's internal coordinates; d1 (optional) gets dξ/dx.
+  Eigen::VectorXd xi(const Eigen::VectorXd& x, Eigen::VectorXd* d1 = nullptr) const;
+};
+
+// ---- the load steps, in the order the run takes them ----
+/// Refuses what cannot run sharded before anything is read (docs/sharding-and-gpu.md "Refused in multi-device
+/// mode").
+void check_sharding(const FitOptions& o);
+/// Reads the input and prints its channels as rabbit does.
+void read_input(FitContext& ctx);
+/// Builds the model (blinding active when a fit of observed data is asked for).
+void build_run_model(FitContext& ctx);
+/// Builds the fitter on the requested backend and devices.
+void make_run_fitter(FitContext& ctx);
+/// The reported parameters and groups (docs/output-format.md "Traditional impacts", "Global impacts") and the
+/// BB flags.
+void describe_layout(FitContext& ctx);
+/// Refuses a run whose dense postfit matrices do not fit in the available memory.
+void check_memory(const FitContext& ctx);
+
+}  // namespace rabbit::cli

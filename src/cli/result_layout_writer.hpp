@@ -1,0 +1,59 @@
+#pragma once
+// The result file of a run (docs/output-format.md): rabbit's layout or the plain one, the meta
+// group, the shared axes, and per fit the mapping dict with the observed and expected histograms.
+// What is computed lives in postfit/; this class decides where it goes and under which names.
+#include <Eigen/Core>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fit_context.hpp"
+#include "rabbit/postfit/result_file.hpp"
+
+namespace rabbit::cli {
+
+/// The result-file axis of one input channel axis.
+result::Axis channel_axis(const AxisInfo& a);
+
+class ResultLayoutWriter {
+ public:
+  /// Opens the output file (under a temporary name until commit) in the layout of --outputFormat.
+  explicit ResultLayoutWriter(const FitContext& ctx);
+
+  /// The meta group and the shared axes (parameters, impacts columns, variations, yield).
+  void write_meta();
+  result::Group root() { return out_->root(); }
+  /// A shared axis declared by write_meta, by id ("parms", "poinoi", "impacts", ...).
+  result::Axis shared(const std::string& id) const { return shared_axes_.at(id); }
+  /// Writes the completed top-level groups (each fit's group when it is done, as upstream does).
+  void flush() { out_->flush(); }
+  /// Moves the file to its final name.
+  void commit() { out_->commit(); }
+  const std::string& final_path() const { return out_->final_path(); }
+
+  /// Forgets the mapping groups of the previous fit's group (call when a fit's group starts and ends).
+  void reset_mappings();
+  /// The observed data and the fit's data per channel (BaseMapping).
+  void save_observed_hists(result::Group group, const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs);
+  /// The expected histograms (inclusive, per process, variations, covariance, chi2) prefit or
+  /// postfit at x with the parameter covariance cov (BaseMapping).
+  void save_hists(result::Group group, const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, bool prefit);
+
+ private:
+  void add_shared(const std::string& id, result::Axis axis);
+  /// The mapping dict of the current fit's group, created on first use; returns its BaseMapping.
+  result::Group mapping_group(result::Group group);
+  /// The axes of channel c's histograms (a one-bin "yield" axis for a channel without axes).
+  std::vector<result::Axis> channel_axes(size_t c) const;
+
+  const FitContext& ctx_;
+  std::unique_ptr<result::ResultWriter> out_;
+  std::map<std::string, result::Axis> shared_axes_;
+  result::Group mappings_;      // mapping dict of the current fit
+  result::Group base_mapping_;  // its BaseMapping group
+  result::Group base_channels_;
+  std::vector<result::Group> channel_groups_;
+};
+
+}  // namespace rabbit::cli

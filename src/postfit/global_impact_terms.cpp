@@ -1,0 +1,93 @@
+#include "rabbit/postfit/global_impact_terms.hpp"
+
+namespace rabbit::postfit {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, CpuShardEvaluator& c,
+                                     const VectorXd& x, const MatrixXd& cov,
+                                     const std::vector<int64_t>& reported, bool bb_full, int64_t nproc) {
+  const int64_t nimp = static_cast<int64_t>(reported.size());
+  const VectorXd beta_hat = fitter.profiled_beta(x);
+  const VectorXd& k = c.bb_kstat();
+  const VectorXd& beta0 = c.beta_centres();
+  const auto& mask = c.bb_mask();
+  const int64_t ne = beta_hat.size();
+  VectorXd s2(ne);
+  for (int64_t e = 0; e < ne; ++e) {
+    if (mask[e]) {
+      s2(e) = 0.0;
+      continue;
+    }
+    switch (model.bb_type) {
+      case BBType::gamma:
+        s2(e) = k(e) * beta0(e) / (beta_hat(e) * beta_hat(e));
+        break;
+      case BBType::normal_multiplicative:
+        s2(e) = k(e);
+        break;
+      default:
+        s2(e) = 1.0;
+        break;
+    }
+  }
+  McStatImpacts out;
+  out.total_sq = VectorXd::Zero(nimp);
+  if (bb_full) out.per_process_sq = MatrixXd::Zero(nimp, nproc);
+  for (int64_t r = 0; r < nimp; ++r) {
+    VectorXd w = cov.col(reported[r]);
+    const double scale = w.lpNorm<Eigen::Infinity>();
+    if (!(scale > 0.0)) continue;
+    const double h = 1e-4 / scale;
+    VectorXd db = (fitter.profiled_beta(x + h * w) - fitter.profiled_beta(x - h * w)) / (2.0 * h);
+    VectorXd a2 = s2.array() * db.array().square();
+    out.total_sq(r) = a2.sum();
+    if (bb_full)
+      for (int64_t e = 0; e < ne; ++e) out.per_process_sq(r, e % nproc) += a2(e);
+  }
+  return out;
+}
+
+VectorXd gaussian_stat_impacts_sq(const Model& model, const FitInputData& input, Fitter& fitter,
+                                  CpuShardEvaluator& c, const VectorXd& x, const MatrixXd& cov,
+                                  const std::vector<int64_t>& reported) {
+  const int64_t nimp = static_cast<int64_t>(reported.size());
+  VectorXd xis, d1, d2;
+  model.parameters.transform(x, xis, d1, d2);
+  MatrixXd J = c.yield_jacobian(xis, 0, input.nbins, CpuShardEvaluator::BetaMode::profiled) * d1.asDiagonal();
+  VectorXd nu;
+  c.expected_yields(xis, 0, input.nbins, CpuShardEvaluator::BetaMode::profiled, &nu);
+  const VectorXd& n = fitter.observed();
+  const VectorXd& var = fitter.observed_variances();
+  VectorXd stat_sq(nimp);
+  for (int64_t r = 0; r < nimp; ++r) {
+    VectorXd jw = J * cov.col(reported[r]);
+    double s = 0.0;
+    switch (model.options.likelihood) {
+      case DataLikelihood::poisson:
+        for (int64_t i = 0; i < jw.size(); ++i) s += jw(i) * jw(i) * n(i) / (nu(i) * nu(i));
+        break;
+      case DataLikelihood::chisq:
+        for (int64_t i = 0; i < jw.size(); ++i) {
+          double v = var.size() ? var(i) : n(i);
+          s += jw(i) * jw(i) / v;
+        }
+        break;
+      case DataLikelihood::covariance:
+        if (input.data_cov_inv) {
+          s = jw.dot(*input.data_cov_inv * jw);
+        } else {
+          for (int64_t i = 0; i < jw.size(); ++i) {
+            double v = var.size() ? var(i) : n(i);
+            s += jw(i) * jw(i) / v;
+          }
+        }
+        break;
+    }
+    stat_sq(r) = s;
+  }
+  return stat_sq;
+}
+
+}  // namespace rabbit::postfit
