@@ -11,6 +11,7 @@
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
+#include "support/finite_differences.hpp"
 
 namespace rabbit {
 namespace {
@@ -204,13 +205,9 @@ TEST_P(MultiDeviceFitterTest, AgreesWithSingleShard) {
   expect_close(multi.profiled_beta(x), single.profiled_beta(x), 1e-14);
 
   // The chain rule was applied once: compare with central differences of the value.
-  for (int64_t i = 0; i < kPar; ++i) {
-    const double eps = 1e-6;
-    Eigen::VectorXd xp = x, xm = x;
-    xp[i] += eps;
-    xm[i] -= eps;
-    EXPECT_NEAR(g2[i], (multi.value(xp) - multi.value(xm)) / (2 * eps), 1e-6 * std::max(1.0, std::abs(g2[i])));
-  }
+  const Eigen::VectorXd gfd =
+      test::central_gradient([&](const Eigen::VectorXd& y) { return multi.value(y); }, x, 1e-6);
+  for (int64_t i = 0; i < kPar; ++i) EXPECT_NEAR(g2[i], gfd[i], 1e-6 * std::max(1.0, std::abs(g2[i])));
 
   // New observed data reaches every shard and changes the value identically.
   const Eigen::VectorXd nobs = Eigen::VectorXd::LinSpaced(kBins, 2.0, 0.5);

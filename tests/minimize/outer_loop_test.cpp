@@ -16,6 +16,7 @@
 #include "rabbit/core/logging.hpp"
 #include "rabbit/minimize/minimizer.hpp"
 #include "rabbit/minimize/preconditioner.hpp"
+#include "support/finite_differences.hpp"
 
 using namespace rabbit;
 using rabbit::test::Quadratic;
@@ -283,11 +284,9 @@ TEST(Preconditioner, PartialBlocksDoNotMixAndChainRuleHolds) {
   const Eigen::VectorXd y = Eigen::VectorXd::LinSpaced(n, 0.3, -0.2);
   Eigen::VectorXd g;
   internal.value_grad(y, g);
+  const auto internal_value = [&](const Eigen::VectorXd& z) { return internal.value(z); };
   for (int i = 0; i < n; ++i) {
-    Eigen::VectorXd e = Eigen::VectorXd::Zero(n);
-    const double h = 1e-5;
-    e[i] = h;
-    const double fd = (internal.value(y + e) - internal.value(y - e)) / (2 * h);
+    const double fd = test::central_partial(internal_value, y, i, 1e-5);
     EXPECT_NEAR(g[i], fd, 1e-5 * std::abs(fd) + 1e-7);
   }
   Eigen::MatrixXd dense;

@@ -11,6 +11,7 @@
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/regularizer.hpp"
 #include "small_input.hpp"
+#include "support/finite_differences.hpp"
 
 namespace rabbit {
 namespace {
@@ -26,15 +27,18 @@ void check_term(const Fn& f, const Eigen::VectorXd& x) {
   const double v = f(x, &g, nullptr, nullptr, &H);
   EXPECT_DOUBLE_EQ(v, f(x, nullptr, nullptr, nullptr, nullptr));
   const double h = 1e-5;
+  const auto value = [&](const Eigen::VectorXd& y) {
+    Eigen::VectorXd gy = Eigen::VectorXd::Zero(n);
+    return f(y, &gy, nullptr, nullptr, nullptr);
+  };
+  const auto grad = [&](const Eigen::VectorXd& y) {
+    Eigen::VectorXd gy = Eigen::VectorXd::Zero(n);
+    f(y, &gy, nullptr, nullptr, nullptr);
+    return gy;
+  };
   for (int64_t i = 0; i < n; ++i) {
-    Eigen::VectorXd xp = x, xm = x;
-    xp[i] += h;
-    xm[i] -= h;
-    Eigen::VectorXd gp = Eigen::VectorXd::Zero(n), gm = Eigen::VectorXd::Zero(n);
-    const double fp = f(xp, &gp, nullptr, nullptr, nullptr);
-    const double fm = f(xm, &gm, nullptr, nullptr, nullptr);
-    EXPECT_NEAR(g[i], (fp - fm) / (2 * h), 1e-7 * (1 + std::abs(g[i]))) << "grad " << i;
-    const Eigen::VectorXd col = (gp - gm) / (2 * h);
+    EXPECT_NEAR(g[i], test::central_partial(value, x, i, h), 1e-7 * (1 + std::abs(g[i]))) << "grad " << i;
+    const Eigen::VectorXd col = test::central_partial(grad, x, i, h);
     EXPECT_LT((H.col(i) - col).cwiseAbs().maxCoeff(), 1e-6) << "hessian column " << i;
   }
   Eigen::MatrixXd V(n, 2);
@@ -236,15 +240,15 @@ TEST(SvdRegularizer, TwoDimensionalValueAndDerivatives) {
   reg.penalty_observables(nu, &g);
   const double h = 1e-6;
   Eigen::MatrixXd Hfd(5, 5);
+  const auto penalty = [&](const Eigen::VectorXd& y) { return reg.penalty_observables(y, nullptr); };
+  const auto penalty_grad = [&](const Eigen::VectorXd& y) {
+    Eigen::VectorXd gy = Eigen::VectorXd::Zero(5);
+    reg.penalty_observables(y, &gy);
+    return gy;
+  };
   for (int i = 0; i < 5; ++i) {
-    Eigen::VectorXd p = nu, m = nu;
-    p[i] += h;
-    m[i] -= h;
-    EXPECT_NEAR(g[i], (reg.penalty_observables(p, nullptr) - reg.penalty_observables(m, nullptr)) / (2 * h), 1e-8);
-    Eigen::VectorXd gp = Eigen::VectorXd::Zero(5), gm = Eigen::VectorXd::Zero(5);
-    reg.penalty_observables(p, &gp);
-    reg.penalty_observables(m, &gm);
-    Hfd.col(i) = (gp - gm) / (2 * h);
+    EXPECT_NEAR(g[i], test::central_partial(penalty, nu, i, h), 1e-8);
+    Hfd.col(i) = test::central_partial(penalty_grad, nu, i, h);
   }
   EXPECT_EQ(g[1], 0.0);  // the y⁰ = 0 cell is constant
   EXPECT_EQ(g[4], 0.0);  // masked channel not regularised

@@ -5,6 +5,7 @@
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model_options.hpp"
+#include "support/finite_differences.hpp"
 #include "small_input.hpp"
 
 namespace rabbit {
@@ -30,15 +31,24 @@ void check_against_fd(const ParamModel& m, const Eigen::VectorXd& pi, const Eige
   const double h = 1e-6;
   Eigen::MatrixXd curv_fd(m.nparams(), m.nparams());
   for (int64_t a = 0; a < m.nparams(); ++a) {
-    Eigen::VectorXd pp = pi, pm = pi, rp, rm;
-    pp[a] += h;
-    pm[a] -= h;
-    Eigen::MatrixXd jp, jm;
-    m.rates(pp, rp, &jp);
-    m.rates(pm, rm, &jm);
-    const Eigen::VectorXd fd = (rp - rm) / (2 * h);
+    const Eigen::VectorXd fd = test::central_partial(
+        [&](const Eigen::VectorXd& p) {
+          Eigen::VectorXd r;
+          Eigen::MatrixXd j;
+          m.rates(p, r, &j);
+          return r;
+        },
+        pi, a, h);
     EXPECT_LT((fd - jac.col(a)).cwiseAbs().maxCoeff(), 1e-8) << "column " << a;
-    curv_fd.col(a) = ((jp - jm) / (2 * h)).transpose() * w;
+    const Eigen::MatrixXd jac_fd = test::central_partial(
+        [&](const Eigen::VectorXd& p) {
+          Eigen::VectorXd r;
+          Eigen::MatrixXd j;
+          m.rates(p, r, &j);
+          return j;
+        },
+        pi, a, h);
+    curv_fd.col(a) = jac_fd.transpose() * w;
   }
   const Eigen::MatrixXd curv = m.rate_curvature(pi, w);
   EXPECT_LT((curv - curv_fd).cwiseAbs().maxCoeff(), 1e-7) << "curvature\n" << curv << "\nvs\n" << curv_fd;

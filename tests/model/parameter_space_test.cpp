@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "rabbit/core/error.hpp"
+#include "support/finite_differences.hpp"
 
 namespace rabbit {
 namespace {
@@ -30,17 +31,17 @@ void check_derivatives(const ParameterSpace& ps, const Eigen::VectorXd& x) {
   ps.transform(x, xi, d1, d2);
   const double h = 1e-6;
   for (int64_t i = 0; i < x.size(); ++i) {
-    Eigen::VectorXd xp = x, xm = x;
-    xp[i] += h;
-    xm[i] -= h;
-    Eigen::VectorXd xip, xim, a, b;
-    ps.transform(xp, xip, a, b);
-    Eigen::VectorXd d1p = a;
-    ps.transform(xm, xim, a, b);
-    Eigen::VectorXd d1m = a;
+    // (ξ_i, ∂ξ_i/∂x_i) at x ± h·e_i, differenced together
+    const Eigen::Vector2d fd = test::central_partial(
+        [&](const Eigen::VectorXd& y) {
+          Eigen::VectorXd t, a, b;
+          ps.transform(y, t, a, b);
+          return Eigen::Vector2d(t[i], a[i]);
+        },
+        x, i, h);
     const bool frozen = ps.frozen[i];
-    const double fd1 = (xip[i] - xim[i]) / (2 * h);
-    const double fd2 = (d1p[i] - d1m[i]) / (2 * h);
+    const double fd1 = fd[0];
+    const double fd2 = fd[1];
     if (frozen) {
       EXPECT_EQ(d1[i], 0.0) << ps.names[i];
       EXPECT_EQ(d2[i], 0.0) << ps.names[i];

@@ -7,6 +7,7 @@
 
 #include "rabbit/core/error.hpp"
 #include "shard_test_helpers.hpp"
+#include "support/finite_differences.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -125,20 +126,23 @@ TEST(BetaVariations, JacobiansMatchFiniteDifferences) {
       const MatrixXd J = shard.yield_jacobian(xi, 0, Bf, mode);
       const MatrixXd Jp = shard.process_yield_jacobian(xi, B, Bf, mode);
       MatrixXd fd(Bf, n), fdp((Bf - B) * P, n);
+      const auto yields = [&](const VectorXd& x) {
+        VectorXd nu;
+        shard.expected_yields(x, 0, Bf, mode, &nu);
+        return nu;
+      };
+      const auto process_yields = [&](const VectorXd& x) {
+        MatrixXd per;
+        shard.expected_yields(x, B, Bf, mode, nullptr, &per);
+        return per;
+      };
       for (int64_t i = 0; i < n; ++i) {
         const double h = 1e-6;
-        VectorXd xp = xi, xm = xi, np, nm;
-        MatrixXd pp, pm;
-        xp[i] += h;
-        xm[i] -= h;
-        shard.expected_yields(xp, 0, Bf, mode, &np);
-        shard.expected_yields(xm, 0, Bf, mode, &nm);
-        fd.col(i) = (np - nm) / (2 * h);
+        fd.col(i) = test::central_partial(yields, xi, i, h);
         if (mode == Mode::stored) {  // β fixed: the per-process Jacobian is the total one
-          shard.expected_yields(xp, B, Bf, mode, nullptr, &pp);
-          shard.expected_yields(xm, B, Bf, mode, nullptr, &pm);
+          const MatrixXd dp = test::central_partial(process_yields, xi, i, h);
           for (int64_t b = 0; b < Bf - B; ++b)
-            for (int64_t p = 0; p < P; ++p) fdp(b * P + p, i) = (pp(b, p) - pm(b, p)) / (2 * h);
+            for (int64_t p = 0; p < P; ++p) fdp(b * P + p, i) = dp(b, p);
         }
       }
       const double scale = fd.cwiseAbs().maxCoeff();
@@ -165,18 +169,15 @@ TEST(BetaVariations, BetaPartialsMatchFiniteDifferences) {
     shard.set_stored_beta(stored);
     const MatrixXd D = shard.beta_yield_partials(xi, 0, Bf, Mode::stored);
     ASSERT_EQ(D.cols(), shard.bb_entries());
-    MatrixXd fd(Bf, stored.size());
-    for (int64_t e = 0; e < stored.size(); ++e) {
-      const double h = 1e-6;
-      VectorXd bp = stored, bm = stored, np, nm;
-      bp[e] += h;
-      bm[e] -= h;
-      shard.set_stored_beta(bp);
-      shard.expected_yields(xi, 0, Bf, Mode::stored, &np);
-      shard.set_stored_beta(bm);
-      shard.expected_yields(xi, 0, Bf, Mode::stored, &nm);
-      fd.col(e) = (np - nm) / (2 * h);
-    }
+    // yields as a function of the stored β
+    const MatrixXd fd = test::central_jacobian(
+        [&](const VectorXd& beta) {
+          VectorXd nu;
+          shard.set_stored_beta(beta);
+          shard.expected_yields(xi, 0, Bf, Mode::stored, &nu);
+          return nu;
+        },
+        stored, 1e-6);
     EXPECT_LT((D - fd).cwiseAbs().maxCoeff(), 1e-6 * fd.cwiseAbs().maxCoeff());
     EXPECT_GT(D.bottomLeftCorner(Bf - in->nbins, in->nbins * in->nproc).cwiseAbs().maxCoeff(), 0.1);
   }

@@ -9,6 +9,7 @@
 #include "rabbit/model/model_options.hpp"
 #include "rabbit/model/regularizer.hpp"
 #include "shard_test_helpers.hpp"
+#include "support/finite_differences.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -55,12 +56,14 @@ void check_model(std::shared_ptr<Model> model, const VectorXd& xi) {
 
   // gradient vs central differences of the value
   const double gscale = g.cwiseAbs().maxCoeff();
+  const auto value = [&](const VectorXd& x) { return shard->value(x); };
+  const auto grad = [&](const VectorXd& x) {
+    VectorXd gx;
+    shard->value_grad(x, gx);
+    return gx;
+  };
   for (int64_t i = 0; i < n; ++i) {
-    const double h = 1e-5 * std::max(1.0, std::abs(xi[i]));
-    VectorXd xp = xi, xm = xi;
-    xp[i] += h;
-    xm[i] -= h;
-    const double fd = (shard->value(xp) - shard->value(xm)) / (2 * h);
+    const double fd = test::central_partial(value, xi, i, 1e-5, test::FdStep::relative);
     EXPECT_LT(rel_err(g[i], fd, 1e-3 * gscale), 2e-6) << "grad " << i << " analytic " << g[i] << " fd " << fd;
   }
 
@@ -81,13 +84,7 @@ void check_model(std::shared_ptr<Model> model, const VectorXd& xi) {
   shard->value_grad_hvp(xi, Vr, gv, HV);
   EXPECT_LT((HV - H * Vr).cwiseAbs().maxCoeff(), 1e-11 * hscale * 3);
   for (int64_t i = 0; i < n; ++i) {
-    const double h = 1e-5 * std::max(1.0, std::abs(xi[i]));
-    VectorXd xp = xi, xm = xi, gp, gm;
-    xp[i] += h;
-    xm[i] -= h;
-    shard->value_grad(xp, gp);
-    shard->value_grad(xm, gm);
-    const VectorXd fd = (gp - gm) / (2 * h);
+    const VectorXd fd = test::central_partial(grad, xi, i, 1e-5, test::FdStep::relative);
     for (int64_t j = 0; j < n; ++j)
       EXPECT_LT(rel_err(H(j, i), fd[j], 1e-3 * hscale), 2e-6) << "hess " << j << "," << i << " analytic " << H(j, i)
                                                               << " fd " << fd[j];
@@ -377,12 +374,9 @@ TEST(CpuShard, EmptyDataBinAtTheLiteDoubleRoot) {
       // The profile is C¹ across the double root (its second derivative jumps): the gradient is the
       // difference quotient of the value.
       const double gscale = g.cwiseAbs().maxCoeff();
+      const auto value = [&](const VectorXd& x) { return shard.value(x); };
       for (int64_t i = 0; i < x0.size(); ++i) {
-        const double h = 1e-6;
-        VectorXd xp = x0, xm = x0;
-        xp[i] += h;
-        xm[i] -= h;
-        const double fd = (shard.value(xp) - shard.value(xm)) / (2 * h);
+        const double fd = test::central_partial(value, x0, i, 1e-6);
         EXPECT_LT(rel_err(g[i], fd, 1e-3 * gscale), 1e-5) << "grad " << i << " analytic " << g[i] << " fd " << fd;
       }
       // Either side of the double root (ν⁰ < σ² and ν⁰ > σ² in bin 3): derivatives vs differences,
@@ -432,16 +426,17 @@ TEST(CpuShard, GammaLiteEmptyDataBinWithZeroCentre) {
   ASSERT_TRUE(H.allFinite()) << H;
   EXPECT_EQ(shard.profiled_beta(xi)[3], 0.0);
   const double gscale = g.cwiseAbs().maxCoeff(), hscale = H.cwiseAbs().maxCoeff();
+  const auto value = [&](const VectorXd& x) { return shard.value(x); };
+  const auto grad = [&](const VectorXd& x) {
+    VectorXd gx;
+    shard.value_grad(x, gx);
+    return gx;
+  };
   for (int64_t i = 0; i < xi.size(); ++i) {
     const double h = 1e-5;
-    VectorXd xp = xi, xm = xi, gp, gm;
-    xp[i] += h;
-    xm[i] -= h;
-    const double fd = (shard.value(xp) - shard.value(xm)) / (2 * h);
+    const double fd = test::central_partial(value, xi, i, h);
     EXPECT_LT(rel_err(g[i], fd, 1e-3 * gscale), 2e-6) << "grad " << i << " analytic " << g[i] << " fd " << fd;
-    shard.value_grad(xp, gp);
-    shard.value_grad(xm, gm);
-    const VectorXd fdh = (gp - gm) / (2 * h);
+    const VectorXd fdh = test::central_partial(grad, xi, i, h);
     for (int64_t j = 0; j < xi.size(); ++j)
       EXPECT_LT(rel_err(H(j, i), fdh[j], 1e-3 * hscale), 2e-6) << "hess " << j << "," << i;
   }

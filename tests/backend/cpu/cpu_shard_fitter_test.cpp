@@ -6,6 +6,7 @@
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/model/model.hpp"
 #include "shard_test_helpers.hpp"
+#include "support/finite_differences.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -60,14 +61,15 @@ void check_fitter(const ShardConfig& c, bool freeze, bool external) {
       continue;
     }
     const double h = 1e-5;
-    VectorXd xp = x, xm = x, gp, gm;
-    xp[i] += h;
-    xm[i] -= h;
-    const double fd = (fitter.value(xp) - fitter.value(xm)) / (2 * h);
+    const double fd = test::central_partial([&](const VectorXd& y) { return fitter.value(y); }, x, i, h);
     EXPECT_NEAR(g[i], fd, 2e-6 * std::max(1.0, std::abs(fd))) << "grad " << i;
-    fitter.value_grad(xp, gp);
-    fitter.value_grad(xm, gm);
-    const VectorXd fdh = (gp - gm) / (2 * h);
+    const VectorXd fdh = test::central_partial(
+        [&](const VectorXd& y) {
+          VectorXd gy;
+          fitter.value_grad(y, gy);
+          return gy;
+        },
+        x, i, h);
     for (int64_t j = 0; j < n; ++j) {
       if (frozen[j]) continue;
       EXPECT_NEAR(H(j, i), fdh[j], 2e-6 * std::max(1.0, std::abs(fdh[j]))) << "hess " << j << "," << i;

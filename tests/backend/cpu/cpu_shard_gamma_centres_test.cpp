@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "shard_test_helpers.hpp"
+#include "support/finite_differences.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -44,12 +45,9 @@ TEST(GammaFullMaskedCentres, DerivativesOfRabbitsCompositeMatchFiniteDifferences
       const double f = shard.value_grad(xi, g);
       ASSERT_TRUE(std::isfinite(f));
       const double gscale = g.cwiseAbs().maxCoeff();
+      const auto value = [&](const VectorXd& x) { return shard.value(x); };
       for (int64_t i = 0; i < n; ++i) {
-        const double h = 1e-5;
-        VectorXd xp = xi, xm = xi;
-        xp[i] += h;
-        xm[i] -= h;
-        const double fd = (shard.value(xp) - shard.value(xm)) / (2 * h);
+        const double fd = test::central_partial(value, xi, i, 1e-5);
         EXPECT_LT(rel(g[i], fd, 1e-3 * gscale), 2e-6) << "grad " << i << " " << g[i] << " fd " << fd;
       }
       VectorXd gh;
@@ -89,22 +87,21 @@ TEST(GammaFullMaskedCentres, CompositeDerivativesAtFixedNewtonPoint) {
       const DynHyperDual F = cpu::gamma_full_bin_composite(N.data(), entries.data(), K, obs, lik, u0);
       const double F0 = cpu::gamma_full_bin_composite(N0.data(), entries.data(), K, obs, lik, u0);
       EXPECT_NEAR(F.v, F0, 1e-12 * std::abs(F0));
-      auto value_at = [&](const std::vector<double>& n) {
+      const VectorXd n0 = Eigen::Map<const VectorXd>(N0.data(), K);
+      auto value_at = [&](const VectorXd& n) {
         return cpu::gamma_full_bin_composite(n.data(), entries.data(), K, obs, lik, u0);
+      };
+      // Hessian rows against differences of the (value-checked) gradient
+      auto grad_at = [&](const VectorXd& n) {
+        std::vector<DynHyperDual> M(K);
+        for (int i = 0; i < K; ++i) M[i] = DynHyperDual::variable(n[i], i, K);
+        return cpu::gamma_full_bin_composite(M.data(), entries.data(), K, obs, lik, u0).g;
       };
       for (int a = 0; a < K; ++a) {
         const double h = 1e-5 * N0[a];
-        std::vector<double> p = N0, m = N0;
-        p[a] += h;
-        m[a] -= h;
-        EXPECT_NEAR(F.g[a], (value_at(p) - value_at(m)) / (2 * h), 1e-7 * std::max(1.0, std::abs(F.g[a])));
-        // Hessian rows against differences of the (value-checked) gradient
-        auto grad_at = [&](double d) {
-          std::vector<DynHyperDual> M(K);
-          for (int i = 0; i < K; ++i) M[i] = DynHyperDual::variable(N0[i] + (i == a ? d : 0.0), i, K);
-          return cpu::gamma_full_bin_composite(M.data(), entries.data(), K, obs, lik, u0).g;
-        };
-        const Eigen::VectorXd fd = (grad_at(h) - grad_at(-h)) / (2 * h);
+        const double fd_g = test::central_partial(value_at, n0, a, h);
+        EXPECT_NEAR(F.g[a], fd_g, 1e-7 * std::max(1.0, std::abs(F.g[a])));
+        const Eigen::VectorXd fd = test::central_partial(grad_at, n0, a, h);
         for (int c = 0; c < K; ++c) {
           EXPECT_NEAR(F.h(c, a), fd[c], 1e-7 * std::max(1.0, std::abs(F.h(c, a)))) << c << "," << a;
           EXPECT_NEAR(F.h(a, c), F.h(c, a), 1e-12 * std::max(1.0, std::abs(F.h(a, c))));

@@ -7,6 +7,7 @@
 
 #include "rabbit/core/error.hpp"
 #include "shard_test_helpers.hpp"
+#include "support/finite_differences.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -22,16 +23,13 @@ void expect_profiled_jacobian_matches_fd(CpuShardEvaluator& shard, const VectorX
   const MatrixXd J = shard.yield_jacobian(xi, 0, Bf, Mode::profiled);
   ASSERT_EQ(J.rows(), Bf);
   ASSERT_EQ(J.cols(), n);
-  MatrixXd fd(Bf, n);
-  for (int64_t i = 0; i < n; ++i) {
-    const double h = 1e-5 * std::max(1.0, std::abs(xi[i]));
-    VectorXd xp = xi, xm = xi, np, nm;
-    xp[i] += h;
-    xm[i] -= h;
-    shard.expected_yields(xp, 0, Bf, Mode::profiled, &np);
-    shard.expected_yields(xm, 0, Bf, Mode::profiled, &nm);
-    fd.col(i) = (np - nm) / (2 * h);
-  }
+  const MatrixXd fd = test::central_jacobian(
+      [&](const VectorXd& x) {
+        VectorXd nu;
+        shard.expected_yields(x, 0, Bf, Mode::profiled, &nu);
+        return nu;
+      },
+      xi, 1e-5, test::FdStep::relative);
   for (int64_t b = 0; b < Bf; ++b) {
     const double scale = std::max(1.0, fd.row(b).cwiseAbs().maxCoeff());
     EXPECT_LT((J.row(b) - fd.row(b)).cwiseAbs().maxCoeff(), tol * scale)
@@ -116,16 +114,16 @@ TEST(PostfitJacobian, LegacyAdditiveLiteWithNegativeBinYield) {
     shard.set_stored_beta(VectorXd::Constant(shard.bb_entries(), 0.7));
     const MatrixXd Jp = shard.process_yield_jacobian(xi, 0, Bf, Mode::stored);
     for (int64_t i = 0; i < xi.size(); ++i) {
-      const double h = 1e-5;
-      VectorXd xp = xi, xm = xi;
-      MatrixXd pp, pm;
-      xp[i] += h;
-      xm[i] -= h;
-      shard.expected_yields(xp, 0, Bf, Mode::stored, nullptr, &pp);
-      shard.expected_yields(xm, 0, Bf, Mode::stored, nullptr, &pm);
+      const MatrixXd dp = test::central_partial(
+          [&](const VectorXd& x) {
+            MatrixXd per;
+            shard.expected_yields(x, 0, Bf, Mode::stored, nullptr, &per);
+            return per;
+          },
+          xi, i, 1e-5);
       for (int64_t b = 0; b < Bf; ++b)
         for (int64_t p = 0; p < P; ++p) {
-          const double fd = (pp(b, p) - pm(b, p)) / (2 * h);
+          const double fd = dp(b, p);
           EXPECT_NEAR(Jp(b * P + p, i), fd, 1e-7 * std::max(1.0, std::abs(fd))) << b << " " << p << " " << i;
         }
     }

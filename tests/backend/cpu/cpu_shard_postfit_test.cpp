@@ -5,6 +5,7 @@
 
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "shard_test_helpers.hpp"
+#include "support/finite_differences.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -93,22 +94,24 @@ TEST(Yields, JacobiansMatchFiniteDifferences) {
           shard.expected_yields(xi, 0, Bf, m, &tot, &per);
           EXPECT_LT((per.rowwise().sum() - tot).cwiseAbs().maxCoeff(), 1e-10);
           const MatrixXd J = shard.yield_jacobian(xi, 0, Bf, m);
-          const MatrixXd Jp = shard.process_yield_jacobian(xi, 0, Bf, m == Mode::profiled ? Mode::stored : m);
+          const Mode pm_mode = m == Mode::profiled ? Mode::stored : m;
+          const MatrixXd Jp = shard.process_yield_jacobian(xi, 0, Bf, pm_mode);
+          const auto totals = [&](const VectorXd& x) {
+            VectorXd t;
+            shard.expected_yields(x, 0, Bf, m, &t, nullptr);
+            return t;
+          };
+          const auto per_process = [&](const VectorXd& x) {
+            MatrixXd pp;
+            shard.expected_yields(x, 0, Bf, pm_mode, nullptr, &pp);
+            return pp;
+          };
           for (int64_t i = 0; i < n; ++i) {
             const double h = 1e-6;
-            VectorXd xp = xi, xm = xi, tp, tm;
-            MatrixXd pp, pm;
-            xp[i] += h;
-            xm[i] -= h;
-            shard.expected_yields(xp, 0, Bf, m, &tp, nullptr);
-            shard.expected_yields(xm, 0, Bf, m, &tm, nullptr);
-            const VectorXd fd = (tp - tm) / (2 * h);
+            const VectorXd fd = test::central_partial(totals, xi, i, h);
             EXPECT_LT((J.col(i) - fd).cwiseAbs().maxCoeff(), 1e-6 * std::max(1.0, fd.cwiseAbs().maxCoeff()))
                 << "mode " << int(m) << " param " << i;
-            const Mode pm_mode = m == Mode::profiled ? Mode::stored : m;
-            shard.expected_yields(xp, 0, Bf, pm_mode, nullptr, &pp);
-            shard.expected_yields(xm, 0, Bf, pm_mode, nullptr, &pm);
-            const MatrixXd fdp = (pp - pm) / (2 * h);
+            const MatrixXd fdp = test::central_partial(per_process, xi, i, h);
             for (int64_t b = 0; b < Bf; ++b)
               for (int64_t p = 0; p < P; ++p)
                 EXPECT_NEAR(Jp(b * P + p, i), fdp(b, p), 1e-6 * std::max(1.0, std::abs(fdp(b, p))))
