@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "listed_tree.hpp"
 #include "rabbit/compare/result_tree.hpp"
 #include "rabbit/core/error.hpp"
 
@@ -14,7 +15,7 @@ using io::Json;
 
 bool is_hist(const Json& j) { return j.is_object() && j.find("axes") && j.find("values"); }
 
-class JsonResultTree : public ResultTree {
+class JsonResultTree : public detail::ListedResultTree<const Json*> {
  public:
   JsonResultTree(const Json& results, std::string description)
       : results_(results), description_(std::move(description)) {
@@ -30,29 +31,13 @@ class JsonResultTree : public ResultTree {
   JsonResultTree& operator=(const JsonResultTree&) = delete;
 
   std::string description() const override { return description_; }
-  std::vector<std::string> groups() const override { return groups_; }
-
-  std::vector<QuantityInfo> quantities(const std::string& group) const override {
-    std::vector<QuantityInfo> out;
-    const auto it = listing_.find(group);
-    if (it != listing_.end())
-      for (const auto& entry : it->second) out.push_back(entry.info);
-    return out;
-  }
 
   Quantity load(const std::string& group, const std::string& name) const override {
-    const auto it = listing_.find(group);
-    if (it != listing_.end())
-      for (const auto& entry : it->second)
-        if (entry.info.name == name) return convert(*entry.json, entry.info.kind, name);
+    if (const Entry* entry = find_entry(group, name)) return convert(*entry->source, entry->info.kind, name);
     throw InputError(description_ + ": no quantity " + name + " in " + group);
   }
 
  private:
-  struct Entry {
-    QuantityInfo info;
-    const Json* json;
-  };
 
   void list(const std::string& group, const Json& dict, const std::string& prefix) {
     for (const auto& [key, value] : dict.object()) {
@@ -101,8 +86,6 @@ class JsonResultTree : public ResultTree {
 
   const Json results_;
   const std::string description_;
-  std::vector<std::string> groups_;
-  std::map<std::string, std::vector<Entry>> listing_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "listed_tree.hpp"
 #include "rabbit/compare/result_tree.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/postfit/result_file.hpp"
@@ -19,7 +20,7 @@ std::string number_label(double value) {
 
 namespace {
 
-class ResultFileTree : public ResultTree {
+class ResultFileTree : public detail::ListedResultTree<std::string> {  // source: the path for ResultReader
  public:
   explicit ResultFileTree(const std::string& path) : reader_(path) {
     // A file without any fit (a fit tensor, say) is no result to compare, not one that lacks them all.
@@ -35,30 +36,20 @@ class ResultFileTree : public ResultTree {
   std::string description() const override {
     return reader_.path() + (reader_.layout() == result::Layout::plain ? " (plain layout)" : " (rabbit layout)");
   }
-  std::vector<std::string> groups() const override { return groups_; }
-
-  std::vector<QuantityInfo> quantities(const std::string& group) const override {
-    std::vector<QuantityInfo> out;
-    const auto it = listing_.find(group);
-    if (it != listing_.end())
-      for (const auto& entry : it->second) out.push_back(entry.info);
-    return out;
-  }
-
   Quantity load(const std::string& group, const std::string& name) const override {
     const Entry& entry = find(group, name);
     Quantity q;
     q.kind = entry.info.kind;
-    if (q.kind == Quantity::Kind::scalar) q.scalar = reader_.scalar(entry.path);
+    if (q.kind == Quantity::Kind::scalar) q.scalar = reader_.scalar(entry.source);
     if (q.kind != Quantity::Kind::hist) return q;
     // With the flow bins, in either layout, as the plain layout holds them: two result files then
     // compare them too. Read once more without them where a binned axis may have some: which
     // entries are flow bins (named so) and which in-range bin k (matched with a JSON's bin k).
-    const result::Hist stored = reader_.hist(entry.path, true);
+    const result::Hist stored = reader_.hist(entry.source, true);
     bool binned = false;
     for (size_t i = 0; i < stored.shape.size(); ++i) binned = binned || !is_category(stored, i);
     if (binned) {
-      const result::Hist in_range = reader_.hist(entry.path, false);
+      const result::Hist in_range = reader_.hist(entry.source, false);
       q.hist = to_tree(stored, &in_range);
     } else {
       q.hist = to_tree(stored, nullptr);
@@ -67,11 +58,6 @@ class ResultFileTree : public ResultTree {
   }
 
  private:
-  struct Entry {
-    QuantityInfo info;
-    std::string path;  // for ResultReader
-  };
-
   // Descends into the dictionaries of a group (mappings, channels, our `_cpp`), recording every
   // histogram and scalar under its key path.
   void list(const std::string& group, const std::string& path, const std::string& prefix) {
@@ -89,10 +75,7 @@ class ResultFileTree : public ResultTree {
   }
 
   const Entry& find(const std::string& group, const std::string& name) const {
-    const auto it = listing_.find(group);
-    if (it != listing_.end())
-      for (const auto& entry : it->second)
-        if (entry.info.name == name) return entry;
+    if (const Entry* entry = find_entry(group, name)) return *entry;
     throw InputError(reader_.path() + ": no quantity " + name + " in " + group);
   }
 
@@ -129,8 +112,6 @@ class ResultFileTree : public ResultTree {
   }
 
   result::ResultReader reader_;
-  std::vector<std::string> groups_;
-  std::map<std::string, std::vector<Entry>> listing_;
 };
 
 }  // namespace

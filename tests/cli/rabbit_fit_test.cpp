@@ -22,6 +22,7 @@
 #include "rabbit/io/tensor_writer.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/postfit/result_file.hpp"
+#include "support/command.hpp"
 #include "support/test_paths.hpp"
 
 namespace fs = std::filesystem;
@@ -35,16 +36,8 @@ struct RunResult {
 };
 
 RunResult run_fit(const std::string& args) {
-  const auto exe = rabbit::test::binary_dir() / "rabbit_fit";
-  std::string cmd = exe.string() + " " + args + " 2>&1";
-  RunResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  while (fgets(buf.data(), buf.size(), pipe)) r.output += buf.data();
-  int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const auto r = rabbit::test::run_command((rabbit::test::binary_dir() / "rabbit_fit").string() + " " + args);
+  return {r.exit_code, r.output};
 }
 
 std::string example() { return (rabbit::test::source_dir() / "examples" / "example_tensor.hdf5").string(); }
