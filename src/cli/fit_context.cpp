@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "rabbit/cli/validate_run.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/fit/make_fitter.hpp"
@@ -41,23 +42,11 @@ Eigen::VectorXd FitContext::xi(const Eigen::VectorXd& x, Eigen::VectorXd* d1) co
   return out;
 }
 
-void check_sharding(const FitOptions& o) {
-  ShardingRequest request;
-  request.fitter.backend = parse_backend(o.backend);
-  request.fitter.n_devices = static_cast<int>(o.n_devices);
-  for (auto d : o.devices) request.fitter.devices.push_back(static_cast<int>(d));
-  request.likelihood = o.model.likelihood;
-  request.bin_by_bin_stat = o.model.bin_by_bin_stat;
-  for (const auto& r : o.model.regularization) request.regularizers.push_back(r.name);
-  request.global_impacts = o.global_impacts;
-  request.gaussian_global_impacts = o.gaussian_global_impacts;
-  request.diagnostics = o.diagnostics;
-  check_sharding_supported(request);
-}
-
 void read_input(FitContext& ctx) {
   const auto& o = ctx.options;
   ctx.input = std::make_shared<FitInputData>(read_fit_input(o.filename));
+  // The front door, before the model or any shard is built (docs/user-guide.md "Rules across options").
+  validate_run(o, *ctx.input, known_capabilities());
   for (const auto& ch : ctx.input->channels)
     std::cout << ch.name << " masked=" << (ch.masked ? "True" : "False")
               << " flow=" << (ch.flow ? "True" : "False") << " bins=" << ch.nbins() << std::endl;

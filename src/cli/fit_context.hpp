@@ -50,10 +50,8 @@ struct FitContext {
 };
 
 // ---- the load steps, in the order the run takes them ----
-/// Refuses what cannot run sharded before anything is read (docs/sharding-and-gpu.md "Refused in multi-device
-/// mode").
-void check_sharding(const FitOptions& o);
-/// Reads the input and prints its channels as rabbit does.
+/// Reads the input, checks the run at its front door (rabbit/cli/validate_run.hpp) and prints the input's
+/// channels as rabbit does.
 void read_input(FitContext& ctx);
 /// Builds the model (blinding active when a fit of observed data is asked for).
 void build_run_model(FitContext& ctx);

@@ -55,7 +55,6 @@ class Run {
 
 void Run::load() {
   auto t0 = Clock::now();
-  check_sharding(o_);  // before anything is read
   read_input(ctx_);
   log().debug("{} seconds to read the input", seconds_since(t0));
   build_run_model(ctx_);

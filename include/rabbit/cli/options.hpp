@@ -113,7 +113,8 @@ struct FitOptions {
 };
 
 /// Parses argv (argv[0] is the program name). Throws OptionError with a one-line message for
-/// any bad argument, and HelpRequested for -h/--help.
+/// any bad argument or broken rule on the options alone (check_option_rules, validate_run.hpp), and
+/// HelpRequested for -h/--help.
 FitOptions parse_fit_options(int argc, const char* const* argv);
 
 /// The --help text.
