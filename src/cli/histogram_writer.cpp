@@ -1,5 +1,5 @@
-// ResultLayoutWriter's per-fit histograms (docs/output-format.md "Members of a result group"): the observed
-// data and the prefit/postfit expectations of BaseMapping, per channel.
+// ResultLayoutWriter's per-fit histograms (docs/output-format.md "Members of a result group"): for each
+// mapping of -m, the observed data and the prefit/postfit expectations, per output channel.
 #include <Eigen/LU>
 #include <algorithm>
 #include <cmath>
@@ -16,58 +16,104 @@ using Eigen::VectorXd;
 using result::Axis;
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+namespace {
+
+/// Counts given on the observed bins (values, variances, optionally a dense covariance) carried
+/// through a mapping: y = f(d), Var(y) and Cov(y) through A = ∂y/∂d, as rabbit's get_data does; the
+/// identity leaves them as they are.
+struct MappedCounts {
+  VectorXd values, variances;
+  MatrixXd cov;  // only with a dense input covariance
+};
+
+MappedCounts map_counts(const postfit::Mapping& mapping, int64_t nbinsfull, const VectorXd& values,
+                        const VectorXd& variances, const MatrixXd* cov) {
+  if (mapping.is_identity()) return {values, variances, cov ? *cov : MatrixXd()};
+  const int64_t nobs = values.size(), nyo = mapping.observed_size();
+  VectorXd full = VectorXd::Zero(nbinsfull);
+  full.head(nobs) = values;
+  const postfit::MappingJacobian Ao = mapping.jacobian(full).topLeftCorner(nyo, nobs);
+  MappedCounts out;
+  out.values = mapping.apply(full).head(nyo);
+  if (cov) {
+    out.cov = MatrixXd(Ao * *cov) * Ao.transpose();
+    out.variances = out.cov.diagonal();
+  } else {
+    out.variances = Ao.cwiseAbs2() * variances;
+  }
+  return out;
+}
+
+}  // namespace
+
 void ResultLayoutWriter::save_observed_hists(result::Group group, const VectorXd& nobs,
                                              const VectorXd& varnobs) {
   const auto& input = *ctx_.input;
   const DataLikelihood lik = ctx_.model->options.likelihood;
-  mapping_group(group);
-  std::cout << "Save data histogram for BaseMapping" << std::endl;
+  mapping_groups(group);
   MatrixXd data_cov;
   if (input.data_cov_inv) data_cov = input.data_cov_inv->inverse();
-  for (size_t c = 0; c < input.channels.size(); ++c) {
-    const auto& ch = input.channels[c];
-    if (ch.masked) continue;
-    const std::vector<Axis> axes = channel_axes(c);
-    const int64_t nb = ch.nbins();
-    VectorXd d = input.data_obs.segment(ch.start, nb);
-    VectorXd dv = input.data_var ? VectorXd(input.data_var->segment(ch.start, nb)) : d;
-    if (input.data_cov_inv) dv = data_cov.diagonal().segment(ch.start, nb);
-    result::write_hist(channel_groups_[c], "hist_data_obs", axes, d.data(), dv.data(),
-                       "observed number of events in data");
-    VectorXd n = nobs.segment(ch.start, nb);
-    VectorXd nv = n;
-    if (lik == DataLikelihood::chisq && varnobs.size()) nv = varnobs.segment(ch.start, nb);
-    if (lik == DataLikelihood::covariance && input.data_cov_inv)
-      nv = data_cov.diagonal().segment(ch.start, nb);
-    result::write_hist(channel_groups_[c], "hist_nobs", axes, n.data(), nv.data(),
-                       "observed number of events for fit");
-    if (input.data_cov_inv) {
-      std::vector<Axis> axes2;
-      for (auto a : axes) {
-        a.name += "_x";
-        axes2.push_back(a);
-      }
-      for (auto a : axes) {
-        a.name += "_y";
-        axes2.push_back(a);
-      }
-      RowMajorMatrix block = data_cov.block(ch.start, ch.start, nb, nb);
-      result::write_hist(channel_groups_[c], "cov_data_obs", axes2, block.data(), nullptr,
-                         "covariance of observed number of events in data");
-      if (lik == DataLikelihood::covariance)
-        result::write_hist(channel_groups_[c], "cov_nobs_obs", axes2, block.data(), nullptr,
+  // Over the observed bins: the input data and the fit's data, with their variances.
+  const VectorXd& d = input.data_obs;
+  VectorXd dv = input.data_var ? *input.data_var : d;
+  if (input.data_cov_inv) dv = data_cov.diagonal();
+  VectorXd nv = nobs;
+  if (lik == DataLikelihood::chisq && varnobs.size()) nv = varnobs;
+  if (lik == DataLikelihood::covariance && input.data_cov_inv) nv = data_cov.diagonal();
+  const MatrixXd* cov = input.data_cov_inv ? &data_cov : nullptr;
+  for (auto& m : mappings_) {
+    const postfit::Mapping& mapping = *m.mapping;
+    if (!mapping.has_data()) continue;
+    std::cout << "Save data histogram for " << mapping.key() << std::endl;
+    const MappedCounts data = map_counts(mapping, input.nbinsfull, d, dv, cov);
+    const MappedCounts fit_data = map_counts(mapping, input.nbinsfull, nobs, nv, cov);
+    const auto& channels = mapping.channels();
+    for (size_t c = 0; c < channels.size(); ++c) {
+      const auto& ch = channels[c];
+      if (ch.masked) continue;
+      const std::vector<Axis> axes = channel_axes(ch);
+      const int64_t nb = ch.nbins();
+      VectorXd y = data.values.segment(ch.start, nb), yv = data.variances.segment(ch.start, nb);
+      result::write_hist(m.channel_groups[c], "hist_data_obs", axes, y.data(), yv.data(),
+                         "observed number of events in data");
+      VectorXd n = fit_data.values.segment(ch.start, nb), n_var = fit_data.variances.segment(ch.start, nb);
+      result::write_hist(m.channel_groups[c], "hist_nobs", axes, n.data(), n_var.data(),
+                         "observed number of events for fit");
+      if (cov) {
+        std::vector<Axis> axes2;
+        for (auto a : axes) {
+          a.name += "_x";
+          axes2.push_back(a);
+        }
+        for (auto a : axes) {
+          a.name += "_y";
+          axes2.push_back(a);
+        }
+        RowMajorMatrix block = data.cov.block(ch.start, ch.start, nb, nb);
+        result::write_hist(m.channel_groups[c], "cov_data_obs", axes2, block.data(), nullptr,
                            "covariance of observed number of events in data");
+        if (lik == DataLikelihood::covariance)
+          result::write_hist(m.channel_groups[c], "cov_nobs_obs", axes2, block.data(), nullptr,
+                             "covariance of observed number of events in data");
+      }
     }
   }
 }
 
 void ResultLayoutWriter::save_hists(result::Group group, const VectorXd& x, const MatrixXd& cov,
                                     bool prefit) {
+  mapping_groups(group);
+  for (auto& m : mappings_) save_mapping_hists(m, x, cov, prefit);
+}
+
+void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x, const MatrixXd& cov,
+                                            bool prefit) {
   const auto& o = ctx_.options;
   const auto& input = *ctx_.input;
-  mapping_group(group);
+  const postfit::Mapping& mapping = *m.mapping;
+  const std::string& key = mapping.key();
   auto& c = ctx_.cpu();
-  log().info("Save inclusive histogram for BaseMapping");
+  log().info("Save inclusive histogram for {}", key);
   postfit::HistogramRequest req;
   // --noPostfitProfileBB: the postfit histograms are evaluated like the prefit ones (β not
   // profiled, H_ββ of L_β alone), with the postfit parameters and covariance.
@@ -76,16 +122,17 @@ void ResultLayoutWriter::save_hists(result::Group group, const VectorXd& x, cons
   req.covariance = o.compute_hist_cov;
   req.per_process = o.save_hists_per_process;
   req.errors_per_process = o.compute_hist_errors_per_process;
-  req.chi2 = !o.no_chi2;
-  auto h = postfit::compute_histograms(*ctx_.model, c, *ctx_.fitter, x, cov, req);
+  req.chi2 = !o.no_chi2 && mapping.has_data();
+  auto h = postfit::compute_histograms(*ctx_.model, c, *ctx_.fitter, mapping, x, cov, req);
   const std::string stage = prefit ? "prefit" : "postfit";
-  for (size_t ci = 0; ci < input.channels.size(); ++ci) {
-    const auto& ch = input.channels[ci];
-    const std::vector<Axis> axes = channel_axes(ci);
+  const auto& channels = mapping.channels();
+  for (size_t ci = 0; ci < channels.size(); ++ci) {
+    const auto& ch = channels[ci];
+    const std::vector<Axis> axes = channel_axes(ch);
     const int64_t nb = ch.nbins();
     VectorXd y = h.inclusive.segment(ch.start, nb);
     VectorXd v = req.errors ? VectorXd(h.inclusive_var.segment(ch.start, nb)) : VectorXd();
-    result::write_hist(channel_groups_[ci], "hist_" + stage + "_inclusive", axes, y.data(),
+    result::write_hist(m.channel_groups[ci], "hist_" + stage + "_inclusive", axes, y.data(),
                        req.errors ? v.data() : nullptr,
                        stage + " expected number of events, for all processes combined, ", ch.flow);
     if (req.per_process) {
@@ -94,15 +141,16 @@ void ResultLayoutWriter::save_hists(result::Group group, const VectorXd& x, cons
       RowMajorMatrix pp = h.per_process.middleRows(ch.start, nb);
       RowMajorMatrix pv;
       if (req.errors_per_process) pv = h.per_process_var.middleRows(ch.start, nb);
-      result::write_hist(channel_groups_[ci], "hist_" + stage, paxes, pp.data(),
+      result::write_hist(m.channel_groups[ci], "hist_" + stage, paxes, pp.data(),
                          req.errors_per_process ? pv.data() : nullptr, stage + " expected number of events, ",
                          ch.flow);
     }
   }
-  if (req.per_process) log().info("Save processes histogram for BaseMapping");
+  if (req.per_process) log().info("Save processes histogram for {}", key);
   if (o.compute_variations) {
-    // docs/output-format.md "Histogram uncertainties": y ∓ J[:, p]·sqrt(C_pp) for every parameter, J at fixed
-    // β (the stored β prefit, β̂ postfit); prefit C = diag(var_prefit) with unconstrained sigma 1.
+    // docs/output-format.md "Histogram uncertainties": y ∓ J_y[:, p]·sqrt(C_pp) for every parameter, J_y =
+    // ∂y/∂ν J at fixed β (the stored β prefit, β̂ postfit); prefit C = diag(var_prefit) with unconstrained
+    // sigma 1.
     const auto& ps = ctx_.model->parameters;
     const int64_t npar = ps.size(), nbf = input.nbinsfull;
     VectorXd d1;
@@ -121,10 +169,13 @@ void ResultLayoutWriter::save_hists(result::Group group, const VectorXd& x, cons
       c.set_stored_beta(b);
     }
     MatrixXd J = c.yield_jacobian(xis, 0, nbf, CpuShardEvaluator::BetaMode::stored) * d1.asDiagonal();
+    VectorXd nu;  // ∂y/∂ν is taken at ν (only a mapping other than the identity needs it)
+    if (!mapping.is_identity()) c.expected_yields(xis, 0, nbf, CpuShardEvaluator::BetaMode::stored, &nu);
+    J = mapping.chain(nu, std::move(J));
     if (ctx_.bb_on) c.set_stored_beta(stored);
-    for (size_t ci = 0; ci < input.channels.size(); ++ci) {
-      const auto& ch = input.channels[ci];
-      std::vector<Axis> axes = channel_axes(ci);
+    for (size_t ci = 0; ci < channels.size(); ++ci) {
+      const auto& ch = channels[ci];
+      std::vector<Axis> axes = channel_axes(ch);
       axes.push_back(shared("vars"));
       axes.push_back(shared("downUpVar"));
       const int64_t nb = ch.nbins();
@@ -136,14 +187,14 @@ void ResultLayoutWriter::save_hists(result::Group group, const VectorXd& x, cons
           vals[(b * npar + p) * 2 + 1] = h.inclusive(ch.start + b) + shift;
         }
       result::write_hist(
-          channel_groups_[ci], "hist_" + stage + "_inclusive_variations", axes, vals.data(), nullptr,
+          m.channel_groups[ci], "hist_" + stage + "_inclusive_variations", axes, vals.data(), nullptr,
           stage + " expected number of events, for all processes combined, with variations, ", ch.flow);
     }
   }
   if (req.covariance) {
     const int64_t N = h.inclusive_cov.rows();
     RowMajorMatrix cv = h.inclusive_cov;
-    result::write_hist(base_mapping_, "hist_" + stage + "_inclusive_cov",
+    result::write_hist(m.group, "hist_" + stage + "_inclusive_cov",
                        {Axis::integer("x", 0, N), Axis::integer("y", 0, N)}, cv.data(), nullptr,
                        stage + " expected number of events, for all processes combined,  covariance");
   }
@@ -155,8 +206,8 @@ void ResultLayoutWriter::save_hists(result::Group group, const VectorXd& x, cons
     log().info("    chi2/ndf = {:.0f}", h.chi2);
     log().info("    p-value: {}%",
                std::round(10000.0 * postfit::chi2_survival(h.chi2, static_cast<double>(h.ndf))) / 100.0);
-    result::write_scalar(base_mapping_, prefit ? "chi2_prefit" : "chi2", h.chi2);
-    result::write_scalar(base_mapping_, prefit ? "ndf_prefit" : "ndf", h.ndf);
+    result::write_scalar(m.group, prefit ? "chi2_prefit" : "chi2", h.chi2);
+    result::write_scalar(m.group, prefit ? "ndf_prefit" : "ndf", h.ndf);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "result_layout_writer.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 #include "rabbit/core/python_format.hpp"
@@ -50,7 +51,17 @@ ResultLayoutWriter::ResultLayoutWriter(const FitContext& ctx)
     : ctx_(ctx),
       out_(std::make_unique<result::ResultWriter>(
           ctx.options.output_file(),
-          ctx.options.output_format == "plain" ? result::Layout::plain : result::Layout::rabbit)) {}
+          ctx.options.output_format == "plain" ? result::Layout::plain : result::Layout::rabbit)) {
+  // The mappings are built here, before any fit, so that a bad -m fails early; rabbit keeps one
+  // result per key, so a repeated mapping is written once.
+  for (const auto& tokens : ctx.options.mappings) {
+    auto mapping = postfit::make_mapping(*ctx.input, tokens);
+    const std::string key = mapping->key();
+    if (std::none_of(mappings_.begin(), mappings_.end(),
+                     [&](const MappingOutput& m) { return m.mapping->key() == key; }))
+      mappings_.push_back({std::move(mapping), {}, {}});
+  }
+}
 
 void ResultLayoutWriter::add_shared(const std::string& id, Axis axis) {
   out_->shared_axis(id, axis);
@@ -124,31 +135,34 @@ void ResultLayoutWriter::write_meta() {
 }
 
 void ResultLayoutWriter::reset_mappings() {
-  mappings_ = result::Group();
-  base_mapping_ = result::Group();
-  base_channels_ = result::Group();
-  channel_groups_.clear();
-}
-
-result::Group ResultLayoutWriter::mapping_group(result::Group group) {
-  if (!mappings_.valid()) {
-    mappings_ = result::create_group(group, "mappings", "dict");
-    result::write_strings(mappings_, "_order", {"BaseMapping"});
-    base_mapping_ = result::create_group(mappings_, "BaseMapping", "dict");
-    base_channels_ = result::create_group(base_mapping_, "channels", "dict");
-    std::vector<std::string> order;
-    for (const auto& ch : ctx_.input->channels) {
-      order.push_back(ch.name);
-      channel_groups_.push_back(result::create_group(base_channels_, ch.name, "dict"));
-    }
-    result::write_strings(base_channels_, "_order", order);
+  mapping_dict_ = result::Group();
+  for (auto& m : mappings_) {
+    m.group = result::Group();
+    m.channel_groups.clear();
   }
-  return base_mapping_;
 }
 
-std::vector<Axis> ResultLayoutWriter::channel_axes(size_t c) const {
+void ResultLayoutWriter::mapping_groups(result::Group group) {
+  if (mapping_dict_.valid()) return;
+  mapping_dict_ = result::create_group(group, "mappings", "dict");
+  std::vector<std::string> keys;
+  for (const auto& m : mappings_) keys.push_back(m.mapping->key());
+  result::write_strings(mapping_dict_, "_order", keys);
+  for (auto& m : mappings_) {
+    m.group = result::create_group(mapping_dict_, m.mapping->key(), "dict");
+    auto channels = result::create_group(m.group, "channels", "dict");
+    std::vector<std::string> order;
+    for (const auto& ch : m.mapping->channels()) {
+      order.push_back(ch.name);
+      m.channel_groups.push_back(result::create_group(channels, ch.name, "dict"));
+    }
+    result::write_strings(channels, "_order", order);
+  }
+}
+
+std::vector<Axis> ResultLayoutWriter::channel_axes(const ChannelInfo& channel) const {
   std::vector<Axis> axes;
-  for (const auto& a : ctx_.input->channels[c].axes) axes.push_back(channel_axis(a));
+  for (const auto& a : channel.axes) axes.push_back(channel_axis(a));
   if (axes.empty()) axes.push_back(shared("yield"));
   return axes;
 }

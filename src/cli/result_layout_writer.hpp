@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fit_context.hpp"
+#include "rabbit/postfit/mapping.hpp"
 #include "rabbit/postfit/result_file.hpp"
 
 namespace rabbit::cli {
@@ -34,26 +35,34 @@ class ResultLayoutWriter {
 
   /// Forgets the mapping groups of the previous fit's group (call when a fit's group starts and ends).
   void reset_mappings();
-  /// The observed data and the fit's data per channel (BaseMapping).
+  /// The observed data and the fit's data per channel, for each mapping with data.
   void save_observed_hists(result::Group group, const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs);
   /// The expected histograms (inclusive, per process, variations, covariance, chi2) prefit or
-  /// postfit at x with the parameter covariance cov (BaseMapping).
+  /// postfit at x with the parameter covariance cov, for each mapping.
   void save_hists(result::Group group, const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, bool prefit);
 
  private:
+  /// One mapping of -m and its groups in the current fit's group.
+  struct MappingOutput {
+    std::unique_ptr<postfit::Mapping> mapping;
+    result::Group group;                        // mappings/<key>
+    std::vector<result::Group> channel_groups;  // mappings/<key>/channels/<channel>, in channel order
+  };
+
   void add_shared(const std::string& id, result::Axis axis);
-  /// The mapping dict of the current fit's group, created on first use; returns its BaseMapping.
-  result::Group mapping_group(result::Group group);
-  /// The axes of channel c's histograms (a one-bin "yield" axis for a channel without axes).
-  std::vector<result::Axis> channel_axes(size_t c) const;
+  /// The mapping dict of the current fit's group with one group per mapping, created on first use.
+  void mapping_groups(result::Group group);
+  /// The axes of channel c of a mapping's output (a one-bin "yield" axis for a channel without axes).
+  std::vector<result::Axis> channel_axes(const ChannelInfo& channel) const;
+  /// The expected histograms of one mapping.
+  void save_mapping_hists(MappingOutput& m, const Eigen::VectorXd& x, const Eigen::MatrixXd& cov,
+                          bool prefit);
 
   const FitContext& ctx_;
   std::unique_ptr<result::ResultWriter> out_;
   std::map<std::string, result::Axis> shared_axes_;
-  result::Group mappings_;      // mapping dict of the current fit
-  result::Group base_mapping_;  // its BaseMapping group
-  result::Group base_channels_;
-  std::vector<result::Group> channel_groups_;
+  std::vector<MappingOutput> mappings_;  // the -m mappings in order, one per key (rabbit's dict)
+  result::Group mapping_dict_;           // mapping dict of the current fit
 };
 
 }  // namespace rabbit::cli

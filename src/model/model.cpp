@@ -132,6 +132,14 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
                                    std::shared_ptr<const ParamModel> pm) {
   if (!input) throw Error("build_model: no input data");
   if (!pm) throw Error("build_model: no param model");
+  if (!pm->bin_independent()) {
+    // The backends still take one rate row per process (docs/model.md "Param models").
+    std::vector<std::string> names;
+    for (const auto& spec : options.param_models) names.push_back(spec.name);
+    const std::string name = names.empty() ? "given to build_model" : fmt::format("{}", fmt::join(names, " + "));
+    throw OptionError(
+        fmt::format("--paramModel: param model {} depends on the bin; not supported by this release", name));
+  }
   auto model = std::make_shared<Model>();
   model->options = options;
 

@@ -261,6 +261,11 @@ class CompositeModel final : public ParamModel {
   }
   bool allow_negative_param() const override { return allow_negative_; }
   bool is_linear() const override { return is_linear_; }
+  // The bin-range methods are ParamModel's defaults, built on rates() above: exact while every member
+  // is bin-independent, which build_model requires for now.
+  bool bin_independent() const override {
+    return std::all_of(models_.begin(), models_.end(), [](const auto& m) { return m->bin_independent(); });
+  }
   Eigen::VectorXd prior_sigmas() const override { return permuted_priors(true); }
   Eigen::VectorXd prior_means() const override { return permuted_priors(false); }
 
@@ -307,10 +312,49 @@ class CompositeModel final : public ParamModel {
   bool is_linear_ = true;
 };
 
+using ExpectSignal = std::vector<std::pair<std::string, double>>;
+
+void expect_no_arguments(const ParamModelSpec& spec) {
+  if (!spec.args.empty())
+    throw OptionError(fmt::format("--paramModel {} takes no arguments, got {}", spec.name, spec.args.size()));
+}
+
+std::shared_ptr<const ParamModel> make_ones(const FitInputData& input, const ParamModelSpec& spec, const ExpectSignal&,
+                                            bool) {
+  expect_no_arguments(spec);
+  return std::make_shared<OnesModel>(input.nproc);
+}
+
+std::shared_ptr<const ParamModel> make_mu(const FitInputData& input, const ParamModelSpec& spec,
+                                          const ExpectSignal& expect_signal, bool allow_negative) {
+  expect_no_arguments(spec);
+  return std::make_shared<MuModel>(input, expect_signal, allow_negative);
+}
+
+std::shared_ptr<const ParamModel> make_mixture(const FitInputData& input, const ParamModelSpec& spec,
+                                               const ExpectSignal& expect_signal, bool allow_negative) {
+  return std::make_shared<MixtureModel>(input, spec.args, expect_signal, allow_negative);
+}
+
+/// The registry of --paramModel names (docs/architecture.md "How to add a param model"): one line per model.
+struct ParamModelEntry {
+  const char* name;
+  std::shared_ptr<const ParamModel> (*make)(const FitInputData&, const ParamModelSpec&, const ExpectSignal&, bool);
+};
+constexpr ParamModelEntry kParamModels[] = {
+    {"Ones", make_ones},
+    {"Mu", make_mu},
+    {"Mixture", make_mixture},
+};
+
 }  // namespace
 
 const std::vector<std::string>& supported_param_models() {
-  static const std::vector<std::string> names{"Ones", "Mu", "Mixture"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& e : kParamModels) out.emplace_back(e.name);
+    return out;
+  }();
   return names;
 }
 
@@ -321,22 +365,14 @@ std::shared_ptr<const ParamModel> make_param_model(const FitInputData& input, co
   if (list.empty()) list.push_back(ParamModelSpec{});
   std::vector<std::shared_ptr<const ParamModel>> models;
   for (const auto& spec : list) {
-    if (spec.name == "Ones") {
-      if (!spec.args.empty())
-        throw OptionError(fmt::format("--paramModel Ones takes no arguments, got {}", spec.args.size()));
-      models.push_back(std::make_shared<OnesModel>(input.nproc));
-    } else if (spec.name == "Mu") {
-      if (!spec.args.empty())
-        throw OptionError(fmt::format("--paramModel Mu takes no arguments, got {}", spec.args.size()));
-      models.push_back(std::make_shared<MuModel>(input, expect_signal, allow_negative_param));
-    } else if (spec.name == "Mixture") {
-      models.push_back(std::make_shared<MixtureModel>(input, spec.args, expect_signal, allow_negative_param));
-    } else {
+    const auto entry = std::find_if(std::begin(kParamModels), std::end(kParamModels),
+                                    [&](const ParamModelEntry& e) { return spec.name == e.name; });
+    if (entry == std::end(kParamModels))
       throw OptionError(fmt::format(
           "--paramModel: unknown param model '{}'; supported: {} (rabbit's ABCD, AxisNorm, AxisExp, AxisBernstein, "
           "SaturatedProjectModel and user-defined models are not implemented)",
           spec.name, fmt::join(supported_param_models(), ", ")));
-    }
+    models.push_back(entry->make(input, spec, expect_signal, allow_negative_param));
   }
   if (models.size() == 1) return models.front();
   return std::make_shared<CompositeModel>(std::move(models), input.nproc);

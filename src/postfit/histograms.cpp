@@ -8,6 +8,7 @@
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
+#include "rabbit/postfit/mapping.hpp"
 
 namespace rabbit::postfit {
 namespace {
@@ -112,16 +113,30 @@ MatrixXd profiled_beta_jacobian(Fitter& fitter, const VectorXd& x, const VectorX
 
 HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard, Fitter& fitter, const VectorXd& x,
                                    const MatrixXd& cov, const HistogramRequest& req) {
+  const auto base = make_mapping(*model.input, {"BaseMapping"});
+  return compute_histograms(model, shard, fitter, *base, x, cov, req);
+}
+
+HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard, Fitter& fitter, const Mapping& mapping,
+                                   const VectorXd& x, const MatrixXd& cov, const HistogramRequest& req) {
   const FitInputData& in = *model.input;
   const int64_t nbf = in.nbinsfull, nobs = in.nbins, P = in.nproc, npar = x.size();
   const Mode mode = req.prefit ? Mode::stored : Mode::profiled;
   VectorXd xi, d1, d2;
   model.parameters.transform(x, xi, d1, d2);
 
+  // Everything is computed on the yields ν of all bins and carried to y = f(ν) by the sparse A = ∂y/∂ν
+  // (docs/architecture.md "Mappings"); the identity (BaseMapping) skips every product with A.
+  const bool identity = mapping.is_identity();
   HistogramResult out;
+  VectorXd nu;
   MatrixXd per_process;
-  shard.expected_yields(xi, 0, nbf, mode, &out.inclusive, req.per_process ? &per_process : nullptr);
-  if (req.per_process) out.per_process = per_process;
+  const bool need_per_process = req.per_process || (!identity && req.errors_per_process);
+  shard.expected_yields(xi, 0, nbf, mode, &nu, need_per_process ? &per_process : nullptr);
+  MappingJacobian A;
+  if (!identity) A = mapping.jacobian(nu);
+  out.inclusive = identity ? nu : mapping.apply(nu);
+  if (req.per_process) out.per_process = identity ? per_process : mapping.apply_per_process(per_process);
   const bool need_incl = req.errors || req.covariance || req.chi2;
   if (!need_incl && !req.errors_per_process) return out;
 
@@ -130,9 +145,12 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
   const VectorXd& n = fitter.observed();
   const VectorXd& varn = fitter.observed_variances();
 
-  // Parameter part.
-  MatrixXd J = shard.yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal();  // [nbf × npar]
-  MatrixXd JC = J * cov;
+  // Parameter part: J = ∂ν/∂x [nbf × npar], J_y = A J [ny × npar]; JC = J_y C.
+  MatrixXd J = shard.yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal();
+  MatrixXd mapped_J;
+  if (!identity) mapped_J = A * J;
+  const MatrixXd& Jy = identity ? J : mapped_J;
+  MatrixXd JC = Jy * cov;
 
   // β part: per-bin curvature of the data term ℓ''_b (postfit, observed bins, diagonal likelihoods).
   BBResponse bbr;
@@ -143,7 +161,7 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
     dd = VectorXd::Zero(nbf);
     if (!req.prefit && lik != DataLikelihood::covariance) {
       for (int64_t b = 0; b < nobs; ++b) {
-        if (lik == DataLikelihood::poisson) dd(b) = n(b) == 0.0 ? 0.0 : n(b) / (out.inclusive(b) * out.inclusive(b));
+        if (lik == DataLikelihood::poisson) dd(b) = n(b) == 0.0 ? 0.0 : n(b) / (nu(b) * nu(b));
         else dd(b) = 1.0 / (varn.size() ? varn(b) : n(b));
       }
     }
@@ -245,15 +263,55 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
     return bb_full_entry_var(b, p);
   };
 
+  // The β part of Cov(ν) over bins [0, nb) seen through a block Ar = A[rows, 0:nb] of a mapping:
+  // Ar·Cβ [rows × nb]. Cβ is dense only with the covariance fit's H_ββ⁻¹ (then through R = ∂ν/∂β with
+  // the rows bb_incl_cov takes); otherwise it is diagonal and Ar·Cβ scales the columns of Ar.
+  auto beta_rows = [&](int64_t nb) -> MatrixXd {
+    MatrixXd R = MatrixXd::Zero(nb, Hinv.rows());
+    for (int64_t b = 0; b < nb; ++b) {
+      if (betavar_partials.size() && b >= nobs) R.row(b) = betavar_partials.row(b);
+      else
+        for (int64_t p = 0; p < P; ++p) R(b, bbr.entry(b, p)) += bbr.dN(b, p);
+    }
+    return R;
+  };
+  auto beta_diagonal = [&](int64_t nb, bool exact_block) -> VectorXd {
+    VectorXd s(nb);
+    for (int64_t b = 0; b < nb; ++b) s(b) = bb_incl_cov(b, b, exact_block);
+    return s;
+  };
+  auto mapped_beta_left = [&](const MappingJacobian& Ar, bool exact_block) -> MatrixXd {
+    if (Hinv.size()) {
+      const MatrixXd R = beta_rows(Ar.cols());
+      return MatrixXd(Ar * R) * Hinv * R.transpose();
+    }
+    return MatrixXd(Ar) * beta_diagonal(Ar.cols(), exact_block).asDiagonal();
+  };
+  auto mapped_beta_var = [&](const MappingJacobian& Ar) -> VectorXd {
+    if (Hinv.size()) {
+      const MatrixXd W = Ar * beta_rows(Ar.cols());
+      return ((W * Hinv).array() * W.array()).rowwise().sum();
+    }
+    return Ar.cwiseAbs2() * beta_diagonal(Ar.cols(), false);
+  };
+
   if (req.errors || req.covariance) {
-    out.inclusive_var = (JC.array() * J.array()).rowwise().sum();
-    for (int64_t b = 0; b < nbf; ++b) out.inclusive_var(b) += bb_incl_cov(b, b);
+    out.inclusive_var = (JC.array() * Jy.array()).rowwise().sum();
+    if (identity) {
+      for (int64_t b = 0; b < nbf; ++b) out.inclusive_var(b) += bb_incl_cov(b, b);
+    } else if (bb) {
+      out.inclusive_var += mapped_beta_var(A);
+    }
   }
   if (req.covariance) {
-    out.inclusive_cov = JC * J.transpose();
-    for (int64_t b = 0; b < nbf; ++b)
-      for (int64_t bp = 0; bp < nbf; ++bp)
-        if (b == bp || Hinv.size()) out.inclusive_cov(b, bp) += bb_incl_cov(b, bp);
+    out.inclusive_cov = JC * Jy.transpose();
+    if (identity) {
+      for (int64_t b = 0; b < nbf; ++b)
+        for (int64_t bp = 0; bp < nbf; ++bp)
+          if (b == bp || Hinv.size()) out.inclusive_cov(b, bp) += bb_incl_cov(b, bp);
+    } else if (bb) {
+      out.inclusive_cov += mapped_beta_left(A, false) * A.transpose();
+    }
   }
 
   // dβ̂/dx for the total derivatives of the per-process yields and for the postfit chi2.
@@ -269,95 +327,174 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
           if (u != 0.0) Jp.row(b * P + p) += u * B.row(bbr.entry(b, p));
         }
     }
+    MappingJacobian Ap;  // rows i·P + p of the mapping's per-process output
+    if (!identity) {
+      Ap = mapping.jacobian_per_process(per_process);
+      Jp = MatrixXd(Ap * Jp);
+    }
     VectorXd v = ((Jp * cov).array() * Jp.array()).rowwise().sum();
-    out.per_process_var.resize(nbf, P);
-    for (int64_t b = 0; b < nbf; ++b)
-      for (int64_t p = 0; p < P; ++p) out.per_process_var(b, p) = v(b * P + p) + bb_proc_var(b, p);
+    if (!identity && bb) {
+      VectorXd s(nbf * P);
+      for (int64_t b = 0; b < nbf; ++b)
+        for (int64_t p = 0; p < P; ++p) s(b * P + p) = bb_proc_var(b, p);
+      v += Ap.cwiseAbs2() * s;
+    }
+    const int64_t rows = identity ? nbf : mapping.size();
+    out.per_process_var.resize(rows, P);
+    for (int64_t b = 0; b < rows; ++b)
+      for (int64_t p = 0; p < P; ++p) out.per_process_var(b, p) = v(b * P + p) + (identity ? bb_proc_var(b, p) : 0.0);
   }
+
+  // (U H_ββ⁻¹)[b, e(b, p)] without the covariance fit's dense inverse, H_ββ diagonal per entry (lite)
+  // or per-bin blocks (full): only bin b couples to the entries of bin b.
+  auto beta_direct = [&](int64_t b, int64_t p) -> double {
+    if (!bbr.full) {
+      double u = bbr.dN.row(b).sum();
+      double H = bbr.c(b) + dd(b) * u * u;
+      return H > 0.0 ? u / H : 0.0;
+    }
+    double s = 0.0;
+    for (int64_t pp = 0; pp < P; ++pp) {
+      double v = bbr.dN(b, pp);
+      if (v != 0.0 && bbr.c(bbr.entry(b, pp)) > 0.0) s += v * v / bbr.c(bbr.entry(b, pp));
+    }
+    double ce = bbr.c(bbr.entry(b, p)), u = bbr.dN(b, p);
+    // uᵀ H⁻¹ e_e with H = diag(c) + ℓ'' u uᵀ.
+    return ce > 0.0 ? (u / ce) / (1.0 + dd(b) * s) : 0.0;
+  };
+  // V += R_b0 var_b0 R_b0ᵀ with R_b0 = Rb diag(q), var_b0 = c / q² (the postfit chi2's β-centre term).
+  auto add_beta_centre_term = [&](MatrixXd Rb, MatrixXd& V) {
+    const int64_t ne_obs = B.rows();
+    VectorXd q = bbr.q.head(ne_obs), varb0(ne_obs);
+    for (int64_t e = 0; e < ne_obs; ++e) varb0(e) = q(e) > 0.0 ? bbr.c(e) / (q(e) * q(e)) : 0.0;
+    Rb = Rb * q.asDiagonal();
+    V += Rb * varb0.asDiagonal() * Rb.transpose();
+  };
+  // The chi2 terms of a mapping other than the identity: r and V over its observed outputs, with every
+  // response of the identity's terms below premultiplied by Ao = A[observed outputs, observed bins], so
+  // that only outputs × bins matrices are built (a dense data covariance excepted).
+  auto mapped_chi2_terms = [&](VectorXd& r, MatrixXd& V) {
+    const int64_t nyo = mapping.observed_size();
+    const MappingJacobian Ao = A.topLeftCorner(nyo, nobs);
+    const MatrixXd Aod(Ao);
+    VectorXd data_full = nu;
+    data_full.head(nobs) = n;
+    r = out.inclusive.head(nyo) - mapping.apply(data_full).head(nyo);
+    const bool dense_data = lik == DataLikelihood::covariance && in.data_cov_inv;
+    MatrixXd Vn;  // dense data covariance, or its diagonal vn
+    VectorXd vn;
+    if (dense_data) Vn = in.data_cov_inv->inverse();
+    else vn = lik == DataLikelihood::poisson ? n : (varn.size() ? varn : n);
+    auto times_vn = [&](const MatrixXd& X) -> MatrixXd { return dense_data ? MatrixXd(X * Vn) : X * vn.asDiagonal(); };
+    MatrixXd covpred = JC.topRows(nyo) * J.topRows(nobs).transpose();  // Ao·Cov(ν) [nyo × nobs]
+    if (bb) covpred += mapped_beta_left(Ao, true);
+    if (req.prefit) {
+      V = covpred * Aod.transpose() + times_vn(Aod) * Aod.transpose();
+      return;
+    }
+    VectorXd cwf = model.parameters.constraint_weights;
+    for (int64_t j = 0; j < npar; ++j)
+      if (model.parameters.frozen[j]) cwf(j) = 0.0;
+    const MatrixXd JCo = JC.topRows(nyo);
+    V = JCo * cwf.asDiagonal() * JCo.transpose();
+    MatrixXd ARn;  // Ao·R_n = Ao·(Cov(ν) W − 1), W = ∂²L/∂ν∂n as for the identity
+    if (lik == DataLikelihood::covariance && in.data_cov_inv) {
+      ARn = covpred * *in.data_cov_inv;
+    } else {
+      VectorXd w = VectorXd::Zero(nobs);
+      if (lik == DataLikelihood::poisson) {
+        for (int64_t b = 0; b < nobs; ++b)
+          if (n(b) != 0.0) w(b) = 1.0 / nu(b);
+      } else {
+        w = (varn.size() ? varn : n).cwiseInverse();
+      }
+      ARn = covpred * w.asDiagonal();
+    }
+    ARn -= Aod;
+    V += times_vn(ARn) * ARn.transpose();
+    if (!bb || !B.size()) return;
+    const int64_t ne_obs = B.rows();
+    MatrixXd Rb = JCo * B.transpose();
+    if (Hinv.size()) {
+      MatrixXd AU = MatrixXd::Zero(nyo, ne_obs);  // Ao·U
+      for (int64_t b = 0; b < nobs; ++b)
+        for (int64_t p = 0; p < P; ++p) AU.col(bbr.entry(b, p)) += bbr.dN(b, p) * Aod.col(b);
+      Rb += AU * Hinv.topLeftCorner(ne_obs, ne_obs);
+    } else {
+      for (int64_t b = 0; b < nobs; ++b)
+        for (int64_t p = 0; p < (bbr.full ? P : 1); ++p) Rb.col(bbr.entry(b, p)) += beta_direct(b, p) * Aod.col(b);
+    }
+    add_beta_centre_term(std::move(Rb), V);
+  };
 
   if (req.chi2) {
     // Linear chi2 over the unmasked bins (docs/output-format.md "Chi-square values").
-    VectorXd r = out.inclusive.head(nobs) - n;
-    MatrixXd Vn;  // covariance of the fitted counts
-    if (lik == DataLikelihood::covariance && in.data_cov_inv) Vn = in.data_cov_inv->inverse();
-    else if (lik == DataLikelihood::poisson) Vn = n.asDiagonal();
-    else Vn = (varn.size() ? varn : n).asDiagonal();
-    MatrixXd covpred(nobs, nobs);
-    MatrixXd Jo = J.topRows(nobs);
-    covpred = JC.topRows(nobs) * Jo.transpose();
-    for (int64_t b = 0; b < nobs; ++b)
-      for (int64_t bp = 0; bp < nobs; ++bp)
-        if (b == bp || Hinv.size()) covpred(b, bp) += bb_incl_cov(b, bp, true);
+    VectorXd r;
     MatrixXd V;
-    if (req.prefit) {
-      V = covpred + Vn;
-    } else {
-      // V = R_x0 var_x0 R_x0ᵀ + R_n V_n R_nᵀ + R_b0 var_b0 R_b0ᵀ, R the total responses of r.
-      const VectorXd& cw = model.parameters.constraint_weights;
-      VectorXd cwf = cw;
-      for (int64_t j = 0; j < npar; ++j)
-        if (model.parameters.frozen[j]) cwf(j) = 0.0;
-      MatrixXd JCo = JC.topRows(nobs);
-      V = JCo * cwf.asDiagonal() * JCo.transpose();
-      MatrixXd W;
-      if (lik == DataLikelihood::covariance) W = in.data_cov_inv ? *in.data_cov_inv : MatrixXd(Vn.inverse());
-      else if (lik == DataLikelihood::poisson) {
-        // ∂²L/∂ν∂n = −1/ν, but 0 in empty bins: rabbit's NLL takes log(1) where n = 0 (tf.where),
-        // so the fit does not respond to n there. Writing 1/ν for them would give 0·inf = NaN in
-        // a bin with ν = 0 (zero yield for every process), which spreads through Rn to every bin.
-        VectorXd w = VectorXd::Zero(nobs);
-        for (int64_t b = 0; b < nobs; ++b)
-          if (n(b) != 0.0) w(b) = 1.0 / out.inclusive(b);
-        W = w.asDiagonal();
-      } else W = (1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal();
-      MatrixXd Rn = covpred * W - MatrixXd::Identity(nobs, nobs);
-      V += Rn * Vn * Rn.transpose();
-      if (bb && B.size()) {
-        // R_b0 = J C Bᵀ diag(q) + U diag(q / H) (direct response of β̂ at fixed x); var_b0 = c / q².
-        const int64_t ne_obs = B.rows();
-        MatrixXd U = MatrixXd::Zero(nobs, ne_obs);
-        for (int64_t b = 0; b < nobs; ++b)
-          for (int64_t p = 0; p < P; ++p) U(b, bbr.entry(b, p)) += bbr.dN(b, p);
-        MatrixXd Rb = JCo * B.transpose();
-        MatrixXd direct;
-        if (Hinv.size()) {
-          direct = U * Hinv.topLeftCorner(ne_obs, ne_obs);
-        } else {
-          // H_ββ diagonal per entry (lite) or per-bin blocks (full): apply H⁻¹ column by column.
-          direct = MatrixXd::Zero(nobs, ne_obs);
+    if (identity) {
+      r = out.inclusive.head(nobs) - n;
+      MatrixXd Vn;  // covariance of the fitted counts
+      if (lik == DataLikelihood::covariance && in.data_cov_inv) Vn = in.data_cov_inv->inverse();
+      else if (lik == DataLikelihood::poisson) Vn = n.asDiagonal();
+      else Vn = (varn.size() ? varn : n).asDiagonal();
+      MatrixXd covpred(nobs, nobs);
+      MatrixXd Jo = J.topRows(nobs);
+      covpred = JC.topRows(nobs) * Jo.transpose();
+      for (int64_t b = 0; b < nobs; ++b)
+        for (int64_t bp = 0; bp < nobs; ++bp)
+          if (b == bp || Hinv.size()) covpred(b, bp) += bb_incl_cov(b, bp, true);
+      if (req.prefit) {
+        V = covpred + Vn;
+      } else {
+        // V = R_x0 var_x0 R_x0ᵀ + R_n V_n R_nᵀ + R_b0 var_b0 R_b0ᵀ, R the total responses of r.
+        const VectorXd& cw = model.parameters.constraint_weights;
+        VectorXd cwf = cw;
+        for (int64_t j = 0; j < npar; ++j)
+          if (model.parameters.frozen[j]) cwf(j) = 0.0;
+        MatrixXd JCo = JC.topRows(nobs);
+        V = JCo * cwf.asDiagonal() * JCo.transpose();
+        MatrixXd W;
+        if (lik == DataLikelihood::covariance) W = in.data_cov_inv ? *in.data_cov_inv : MatrixXd(Vn.inverse());
+        else if (lik == DataLikelihood::poisson) {
+          // ∂²L/∂ν∂n = −1/ν, but 0 in empty bins: rabbit's NLL takes log(1) where n = 0 (tf.where),
+          // so the fit does not respond to n there. Writing 1/ν for them would give 0·inf = NaN in
+          // a bin with ν = 0 (zero yield for every process), which spreads through Rn to every bin.
+          VectorXd w = VectorXd::Zero(nobs);
           for (int64_t b = 0; b < nobs; ++b)
-            for (int64_t p = 0; p < (bbr.full ? P : 1); ++p) {
-              const int64_t e = bbr.entry(b, p);
-              // (U H⁻¹)[b', e]: only bin b couples to entries of bin b.
-              if (!bbr.full) {
-                double u = bbr.dN.row(b).sum();
-                double H = bbr.c(b) + dd(b) * u * u;
-                direct(b, e) = H > 0.0 ? u / H : 0.0;
-              } else {
-                double s = 0.0;
-                for (int64_t pp = 0; pp < P; ++pp) {
-                  double v = bbr.dN(b, pp);
-                  if (v != 0.0 && bbr.c(bbr.entry(b, pp)) > 0.0) s += v * v / bbr.c(bbr.entry(b, pp));
-                }
-                double ce = bbr.c(e), u = bbr.dN(b, p);
-                // uᵀ H⁻¹ e_e with H = diag(c) + ℓ'' u uᵀ.
-                direct(b, e) = ce > 0.0 ? (u / ce) / (1.0 + dd(b) * s) : 0.0;
-              }
-            }
+            if (n(b) != 0.0) w(b) = 1.0 / out.inclusive(b);
+          W = w.asDiagonal();
+        } else W = (1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal();
+        MatrixXd Rn = covpred * W - MatrixXd::Identity(nobs, nobs);
+        V += Rn * Vn * Rn.transpose();
+        if (bb && B.size()) {
+          // R_b0 = J C Bᵀ diag(q) + U diag(q / H) (direct response of β̂ at fixed x); var_b0 = c / q².
+          const int64_t ne_obs = B.rows();
+          MatrixXd U = MatrixXd::Zero(nobs, ne_obs);
+          for (int64_t b = 0; b < nobs; ++b)
+            for (int64_t p = 0; p < P; ++p) U(b, bbr.entry(b, p)) += bbr.dN(b, p);
+          MatrixXd Rb = JCo * B.transpose();
+          MatrixXd direct;
+          if (Hinv.size()) {
+            direct = U * Hinv.topLeftCorner(ne_obs, ne_obs);
+          } else {
+            // H_ββ diagonal per entry (lite) or per-bin blocks (full): apply H⁻¹ column by column.
+            direct = MatrixXd::Zero(nobs, ne_obs);
+            for (int64_t b = 0; b < nobs; ++b)
+              for (int64_t p = 0; p < (bbr.full ? P : 1); ++p) direct(b, bbr.entry(b, p)) = beta_direct(b, p);
+          }
+          Rb += direct;
+          add_beta_centre_term(std::move(Rb), V);
         }
-        Rb += direct;
-        VectorXd q = bbr.q.head(ne_obs), varb0(ne_obs);
-        for (int64_t e = 0; e < ne_obs; ++e) varb0(e) = q(e) > 0.0 ? bbr.c(e) / (q(e) * q(e)) : 0.0;
-        Rb = Rb * q.asDiagonal();
-        V += Rb * varb0.asDiagonal() * Rb.transpose();
       }
+    } else {
+      mapped_chi2_terms(r, V);
     }
     // A bin with zero variance and zero residual (zero yield for every process and no data) is
     // not a measurement: it is left out of the chi2 and of ndf, where a singular V would
     // otherwise give 0/0. A zero-variance bin with a nonzero residual is infinitely improbable.
     std::vector<int64_t> keep;
     bool impossible = false;
-    for (int64_t b = 0; b < nobs; ++b) {
+    for (int64_t b = 0; b < r.size(); ++b) {
       if (V(b, b) != 0.0) keep.push_back(b);
       else if (r(b) != 0.0) impossible = true;
     }
@@ -370,7 +507,7 @@ HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard,
     }
     Eigen::LDLT<MatrixXd> ldlt(Vk);
     out.chi2 = impossible ? std::numeric_limits<double>::infinity() : nk ? rk.dot(ldlt.solve(rk)) : 0.0;
-    out.ndf = nk;
+    out.ndf = nk - mapping.ndf_reduction();
   }
   return out;
 }

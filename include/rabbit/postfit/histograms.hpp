@@ -1,5 +1,5 @@
 #pragma once
-// Expected-yield histograms of the BaseMapping with their uncertainties (docs/output-format.md "Histogram uncertainties")
+// Expected-yield histograms of a mapping with their uncertainties (docs/output-format.md "Histogram uncertainties")
 // and the linear chi2 (docs/output-format.md "Chi-square values"), from the CPU shard's yields and Jacobians.
 #include <cstdint>
 
@@ -8,6 +8,7 @@
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/model/model.hpp"
+#include "rabbit/postfit/mapping.hpp"
 
 namespace rabbit::postfit {
 
@@ -20,18 +21,24 @@ struct HistogramRequest {
   bool chi2 = false;               // linear chi2 over the unmasked bins
 };
 
+/// Sizes are the mapping's: ny = Mapping::size() (nbinsfull for BaseMapping).
 struct HistogramResult {
-  Eigen::VectorXd inclusive;        // [nbinsfull]
-  Eigen::VectorXd inclusive_var;    // [nbinsfull]
-  Eigen::MatrixXd inclusive_cov;    // [nbinsfull, nbinsfull]
-  Eigen::MatrixXd per_process;      // [nbinsfull, nproc]
-  Eigen::MatrixXd per_process_var;  // [nbinsfull, nproc]
+  Eigen::VectorXd inclusive;        // [ny]
+  Eigen::VectorXd inclusive_var;    // [ny]
+  Eigen::MatrixXd inclusive_cov;    // [ny, ny]
+  Eigen::MatrixXd per_process;      // [ny, nproc]
+  Eigen::MatrixXd per_process_var;  // [ny, nproc]
   double chi2 = 0.0;  // +inf when a bin of zero variance has a nonzero residual
-  int64_t ndf = 0;     // unmasked bins less those of zero variance and zero residual
+  int64_t ndf = 0;     // observed outputs less those of zero variance and zero residual, less ndf_reduction
 };
 
-/// Cov(y) = J C Jᵀ + J_β H_ββ⁻¹ J_βᵀ (the second term with MC stat on; H_ββ of L_β alone
-/// prefit, of the full L at fixed x postfit). `cov` is the parameter covariance to propagate.
+/// y = f(ν) of `mapping` and Cov(y) = A (J C Jᵀ + J_β H_ββ⁻¹ J_βᵀ) Aᵀ with A = ∂y/∂ν (the second term
+/// with MC stat on; H_ββ of L_β alone prefit, of the full L at fixed x postfit), computed as (A J) C (A J)ᵀ
+/// so that no bins × bins matrix is built for a mapping; `cov` is the parameter covariance to propagate.
+/// The chi2 covers the mapping's observed outputs.
+HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard, Fitter& fitter, const Mapping& mapping,
+                                   const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, const HistogramRequest& request);
+/// The same for BaseMapping.
 HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard, Fitter& fitter,
                                    const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, const HistogramRequest& request);
 
