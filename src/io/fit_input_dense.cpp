@@ -138,5 +138,4 @@ void FitInputReader::read_beta_variations() {
   d_.betavariations = d_.ranged ? read_slab_checked(info, 1, obs_begin_, obs_end_) : read_checked(info);
 }
 
-
 }  // namespace rabbit::io

@@ -117,5 +117,4 @@ Eigen::MatrixXd FitInputReader::read_sparse_hessian(const std::string& group, in
   return m;
 }
 
-
 }  // namespace rabbit::io

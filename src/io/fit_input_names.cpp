@@ -114,7 +114,6 @@ void FitInputReader::read_meta() {
   }
 }
 
-
 // ---------------------------------------------------------------- docs/input-reader.md "Validation checklist" item 10
 void FitInputReader::check_names() {
   if (d_.signals.size() > d_.procs.size()) {

@@ -92,5 +92,4 @@ void FitInputReader::read_constraint_weights() {
   check_non_negative("hconstraintweights", d_.constraintweights.data(), d_.nsyst, cw.shape);
 }
 
-
 }  // namespace rabbit::io

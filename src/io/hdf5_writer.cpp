@@ -20,14 +20,13 @@ hid_t make_group(hid_t loc, const std::string& name) {
 }
 
 void H5Out::write_shape_attribute(hid_t dset, const std::vector<int64_t>& shape, const std::string& name,
-                           const char* attr_name) const {
+                                  const char* attr_name) const {
   const hsize_t n = shape.size();
   h5::Handle space(check(H5Screate_simple(1, &n, nullptr), name));
   h5::Handle attr(check(H5Acreate2(dset, attr_name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT),
                         name + " attribute " + attr_name));
   check(H5Awrite(attr, H5T_NATIVE_INT64, shape.data()), name + " attribute " + attr_name, 0);
 }
-
 
 /// A float64 scalar dataset, as h5py's create_dataset(name, data=float) (no filter, no shape attr).
 void H5Out::write_scalar(hid_t loc, const std::string& name, double value) const {
@@ -39,7 +38,6 @@ void H5Out::write_scalar(hid_t loc, const std::string& name, double value) const
   check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), name, 0);
 }
 
-
 void H5Out::write_strings(hid_t loc, const std::string& name, const std::vector<std::string>& values) const {
   h5::Handle type(check(H5Tcopy(H5T_C_S1), name));
   H5Tset_size(type, H5T_VARIABLE);
@@ -49,9 +47,8 @@ void H5Out::write_strings(hid_t loc, const std::string& name, const std::vector<
   write_list(loc, name, type, type, ptrs.data(), ptrs.size());
 }
 
-
 void H5Out::write_index_lists(hid_t loc, const std::string& name,
-                       const std::vector<std::vector<int32_t>>& lists) const {
+                              const std::vector<std::vector<int32_t>>& lists) const {
   h5::Handle file_type(check(H5Tvlen_create(H5T_STD_I32LE), name));
   h5::Handle mem_type(check(H5Tvlen_create(H5T_NATIVE_INT32), name));
   std::vector<hvl_t> vl;
@@ -59,11 +56,9 @@ void H5Out::write_index_lists(hid_t loc, const std::string& name,
   write_list(loc, name, file_type, mem_type, vl.data(), vl.size());
 }
 
-
 void H5Out::write_int32(hid_t loc, const std::string& name, const std::vector<int32_t>& values) const {
   write_list(loc, name, H5T_STD_I32LE, H5T_NATIVE_INT32, values.data(), values.size());
 }
-
 
 void H5Out::write_meta(hid_t file, const std::vector<uint8_t>& pickle) const {
   h5::Handle group(check(make_group(file, "meta"), "meta"));
@@ -92,7 +87,6 @@ void H5Out::write_meta(hid_t file, const std::vector<uint8_t>& pickle) const {
         "meta/pickle_data", 0);
 }
 
-
 void H5Out::add_filter(hid_t dcpl, const std::string& name, size_t typesize, size_t chunk_bytes) const {
   if (compression_ == Compression::gzip) {
     check(H5Pset_deflate(dcpl, 4), name + " deflate", 0);
@@ -104,11 +98,10 @@ void H5Out::add_filter(hid_t dcpl, const std::string& name, size_t typesize, siz
   }
 }
 
-
 // 1-D list dataset (strings, vlen int lists, int32) compressed with deflate like h5py's
 // compression="gzip"; empty lists contiguous without a filter.
 void H5Out::write_list(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type, const void* data,
-                size_t count) const {
+                       size_t count) const {
   const hsize_t n = count;
   h5::Handle space(check(H5Screate_simple(1, &n, nullptr), name));
   h5::Handle dcpl(check(H5Pcreate(H5P_DATASET_CREATE), name));
@@ -122,6 +115,5 @@ void H5Out::write_list(hid_t loc, const std::string& name, hid_t file_type, hid_
                         name));
   if (n > 0) check(H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), name, 0);
 }
-
 
 }  // namespace rabbit::io

@@ -100,7 +100,7 @@ DatasetInfo FitInputReader::int_info(const std::string& path) const {
 }
 
 void FitInputReader::expect_shape(const DatasetInfo& info, const std::vector<int64_t>& expected,
-                  const std::string& meaning) const {
+                                  const std::string& meaning) const {
   if (info.shape != expected) {
     fail(info.path, "has shape " + info.shape_string() + ", expected " + shape_to_string(expected) +
                         " (" + meaning + ")");
@@ -227,8 +227,6 @@ void FitInputReader::note_other_objects() {
     }
   }
 }
-
-
 
 }  // namespace io
 
