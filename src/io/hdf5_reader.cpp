@@ -306,21 +306,27 @@ void Reader::read_numeric(const DatasetInfo& info, hid_t mem_type, void* dst, in
     fail(info.path, "read range [" + std::to_string(offset) + "," + std::to_string(offset + count) +
                         ") outside the " + std::to_string(info.size) + " stored elements");
   }
-  Handle d = open_dataset(info.path);
-  check_filters(d, info.path);
   Handle file_space;
   Handle mem_space;
   if (offset != 0 || count != info.size) {
     if (info.storage_rank != 1) fail(info.path, "partial reads need a 1-D (flat) dataset");
+    Handle d = open_dataset(info.path);
     file_space = Handle(H5Dget_space(d));
     const hsize_t start = static_cast<hsize_t>(offset);
     const hsize_t n = static_cast<hsize_t>(count);
     H5Sselect_hyperslab(file_space, H5S_SELECT_SET, &start, nullptr, &n, nullptr);
     mem_space = Handle(H5Screate_simple(1, &n, nullptr));
   }
+  read_selection(info, mem_type, mem_space.valid() ? mem_space.get() : H5S_ALL,
+                 file_space.valid() ? file_space.get() : H5S_ALL, dst);
+}
+
+void Reader::read_selection(const DatasetInfo& info, hid_t mem_type, hid_t mem_space, hid_t file_space,
+                            void* dst) const {
+  Handle d = open_dataset(info.path);
+  check_filters(d, info.path);
   io::take_filter_error();
-  const herr_t status = H5Dread(d, mem_type, mem_space.valid() ? mem_space.get() : H5S_ALL,
-                                file_space.valid() ? file_space.get() : H5S_ALL, H5P_DEFAULT, dst);
+  const herr_t status = H5Dread(d, mem_type, mem_space, file_space, H5P_DEFAULT, dst);
   if (status < 0) {
     std::string cause = io::take_filter_error();
     const std::string hdf5 = current_hdf5_error();

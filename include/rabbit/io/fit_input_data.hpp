@@ -66,8 +66,30 @@ struct SparseLogk {
   std::vector<double> values;   // [nnz_logk]
 };
 
+/// A range [begin, end) of observed bins.
+struct BinRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+/// How much of a fit tensor read_fit_input reads (docs/input-reader.md "Ranged reads").
+struct FitInputReadOptions {
+  /// Unset: everything. Set: the per-bin arrays hold only these observed bins (no masked bins);
+  /// everything that is not per bin (names, constraints, channels, external terms) is complete.
+  std::optional<BinRange> bins;
+};
+
 struct FitInputData {
   std::string filename;
+
+  // ---- the bins the per-bin arrays hold (docs/input-reader.md "Ranged reads") ----
+  /// False: all bins, observed [0, nbins) and masked [nbins, nbinsfull). True: only the observed
+  /// bins [bin_begin, bin_end), indexed from bin_begin (row 0 of every per-bin array is bin_begin;
+  /// sparse norm_index is (b - bin_begin)*nproc + p; data_cov_inv holds the range's rows,
+  /// all columns; betavariations is [nbinsfull, bin_end - bin_begin, nproc]).
+  bool ranged = false;
+  int64_t bin_begin = 0;
+  int64_t bin_end = 0;  // nbins for a full read
 
   // ---- names (docs/input-reader.md "Name and index lists") ----
   std::vector<std::string> procs;               // signals first
@@ -117,7 +139,7 @@ struct FitInputData {
   /// The raw pickled meta bytes (for passing provenance through to outputs), empty if absent.
   std::vector<uint8_t> meta_pickle;
 
-  // ---- derived (docs/input-reader.md "Per file") ----
+  // ---- derived (docs/input-reader.md "Per file"), the file's counts also in a ranged read ----
   int64_t nbins = 0;
   int64_t nbinsfull = 0;
   int64_t nbinsmasked = 0;
@@ -132,7 +154,9 @@ struct FitInputData {
   int64_t pseudodata_index(const std::string& name) const;
 };
 
-/// Reads a rabbit fit tensor. Throws InputError (one line naming file and dataset) on any problem.
-FitInputData read_fit_input(const std::string& filename);
+/// Reads a rabbit fit tensor, all of it or the per-bin arrays of a range of observed bins
+/// (options.bins). Throws InputError (one line naming file and dataset, or the file and a range
+/// that is not within [0, nbins)) on any problem.
+FitInputData read_fit_input(const std::string& filename, const FitInputReadOptions& options = {});
 
 }  // namespace rabbit

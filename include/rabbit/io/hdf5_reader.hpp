@@ -65,6 +65,15 @@ class Reader {
   /// Reads elements [offset, offset+count) of a 1-D (flat) floating-point dataset.
   void read_doubles_range(const DatasetInfo& info, int64_t offset, int64_t count, double* dst) const;
 
+  /// Reads the elements whose index along the logical `axis` lies in [begin, end), with every
+  /// index of the other axes, in C order into dst (docs/input-reader.md "Ranged reads"): one
+  /// strided hyperslab of a flat dataset (`original_shape`), an N-D hyperslab of a dataset stored
+  /// with its own shape. HDF5 decodes only the chunks the selection touches.
+  void read_doubles_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end, double* dst) const;
+  void read_ints_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end, int64_t* dst) const;
+  /// Elements such a slab holds.
+  static int64_t slab_size(const DatasetInfo& info, int axis, int64_t begin, int64_t end);
+
   /// Reads an integer dataset of any width/sign into int64 (HDF5 range-converts; values of an
   /// unsigned 64-bit dataset above INT64_MAX are rejected).
   std::vector<int64_t> read_ints(const DatasetInfo& info) const;
@@ -93,6 +102,9 @@ class Reader {
   void check_filters(hid_t dataset, const std::string& path) const;
   void read_numeric(const DatasetInfo& info, hid_t mem_type, void* dst, int64_t offset,
                     int64_t count) const;
+  void read_slab(const DatasetInfo& info, hid_t mem_type, void* dst, int axis, int64_t begin, int64_t end) const;
+  /// H5Dread with the filter check and the one-line error (selections as in read_numeric).
+  void read_selection(const DatasetInfo& info, hid_t mem_type, hid_t mem_space, hid_t file_space, void* dst) const;
 
   std::string filename_;
   // Saved HDF5 automatic error printer, restored on destruction (declared before file_ so that

@@ -15,28 +15,15 @@
 
 #include <Eigen/Core>
 
+#include "rabbit/io/axis_factories.hpp"
 #include "rabbit/io/fit_input_data.hpp"
+#include "rabbit/io/natural_sort.hpp"
 
 namespace rabbit {
 
-/// Factories for channel axes (AxisInfo as the reader decodes them). Flow flags follow
-/// hist/boost-histogram defaults: regular/variable/integer axes have under- and overflow,
-/// category axes an overflow bin, boolean axes none.
-namespace axis {
-AxisInfo regular(int64_t bins, double start, double stop, std::string name, bool underflow = true,
-                 bool overflow = true, std::string label = "");
-AxisInfo variable(std::vector<double> edges, std::string name, bool underflow = true,
-                  bool overflow = true, std::string label = "");
-AxisInfo integer(int64_t start, int64_t stop, std::string name, bool underflow = true,
-                 bool overflow = true, std::string label = "");
-AxisInfo str_category(std::vector<std::string> categories, std::string name, bool overflow = true,
-                      std::string label = "");
-AxisInfo int_category(std::vector<int64_t> categories, std::string name, bool overflow = true,
-                      std::string label = "");
-AxisInfo boolean(std::string name, std::string label = "");
-/// Bin centres of the regular bins (regular, variable, integer, boolean axes).
-std::vector<double> centers(const AxisInfo& axis);
-}  // namespace axis
+namespace io {
+struct TensorAssembly;
+}
 
 /// How an up/down pair is turned into logk (rabbit's `symmetrize` argument).
 enum class Symmetrization {
@@ -155,6 +142,8 @@ class TensorWriter {
     std::map<std::string, std::map<std::string, std::vector<double>>> beta_variations;
   };
   Channel& channel(const std::string& name);
+  /// The arrays and lists write() stores, validated, without HDF5 (src/io/tensor_assembly.cpp).
+  io::TensorAssembly assemble(const WriteOptions& options) const;
   const std::vector<double>& nominal(Channel& ch, const std::string& process) const;
   std::vector<double> logk_of(const std::vector<double>& variation, const std::vector<double>& nom,
                               double kfactor) const;
@@ -176,9 +165,5 @@ class TensorWriter {
   std::map<std::string, std::set<std::string>> groups_;
   std::vector<ExternalTerm> external_terms_;
 };
-
-/// rabbit's natural sort key order: digit runs compared as integers, text lower-cased.
-bool natural_less(const std::string& a, const std::string& b);
-std::vector<std::string> natural_sorted(std::vector<std::string> names);
 
 }  // namespace rabbit
