@@ -23,10 +23,12 @@
 #include "rabbit/model/model.hpp"
 #include "rabbit/postfit/result_file.hpp"
 #include "support/command.hpp"
+#include "support/error_measures.hpp"
 #include "support/test_paths.hpp"
 
 namespace fs = std::filesystem;
 using rabbit::result::ResultReader;
+using rabbit::test::relative_error;
 
 namespace {
 
@@ -65,8 +67,6 @@ std::string write_linear_tensor(const fs::path& dir) {
   w.write(path);
   return path;
 }
-
-double rel_diff(double a, double b) { return std::abs(a - b) / std::max({1e-12, std::abs(a), std::abs(b)}); }
 
 }  // namespace
 
@@ -125,13 +125,13 @@ TEST(RabbitFit, AsimovIsAtDefaultsWithInverseHessianUncertainties) {
   fitter->value_grad_hess(x, g, H);
   Eigen::MatrixXd C = H.inverse();
   for (Eigen::Index i = 0; i < C.rows(); ++i)
-    EXPECT_LT(rel_diff(parms.variances[i], C(i, i)), 1e-9) << model->parameters.names[i];
+    EXPECT_LT(relative_error(parms.variances[i], C(i, i)), 1e-9) << model->parameters.names[i];
   auto cov = f.hist("results_asimov/cov");
   ASSERT_EQ(cov.values.size(), static_cast<size_t>(C.size()));
-  EXPECT_LT(rel_diff(cov.values[1], C(0, 1)), 1e-8);
+  EXPECT_LT(relative_error(cov.values[1], C(0, 1)), 1e-8);
   // Traditional impacts: the POI's own column holds its sigma.
   auto imp = f.hist("results_asimov/impacts");
-  EXPECT_LT(rel_diff(imp.values[0], std::sqrt(C(0, 0))), 1e-9);
+  EXPECT_LT(relative_error(imp.values[0], std::sqrt(C(0, 0))), 1e-9);
 }
 
 TEST(RabbitFit, LinearModelClosures) {
@@ -156,12 +156,12 @@ TEST(RabbitFit, LinearModelClosures) {
   auto glg = f.hist("results/global_impacts_grouped"), gag = f.hist("results/gaussian_global_impacts_grouped");
   ASSERT_EQ(glg.axis_labels[1], std::vector<std::string>({"all", "stat"}));
   for (size_t i = 0; i < glg.values.size(); ++i) EXPECT_NEAR(glg.values[i], gag.values[i], 1e-7 * sigma) << i;
-  EXPECT_LT(rel_diff(glg.values[0] * glg.values[0] + glg.values[1] * glg.values[1], var_sig), 1e-9);
+  EXPECT_LT(relative_error(glg.values[0] * glg.values[0] + glg.values[1] * glg.values[1], var_sig), 1e-9);
 
   // Traditional grouped impacts: with every nuisance in one group, group ⊕ stat = total.
   auto tg = f.hist("results/impacts_grouped");
   ASSERT_EQ(tg.axis_labels[1], std::vector<std::string>({"all", "stat"}));
-  EXPECT_LT(rel_diff(tg.values[0] * tg.values[0] + tg.values[1] * tg.values[1], var_sig), 1e-9);
+  EXPECT_LT(relative_error(tg.values[0] * tg.values[0] + tg.values[1] * tg.values[1], var_sig), 1e-9);
 
   // Histogram errors = J C Jᵀ with the explicit Jacobian of ν = x_sig S + B + θ_shape Δ + θ_lumi 0.05 (S·x_sig + B).
   auto cov = f.hist("results/cov");
@@ -179,7 +179,7 @@ TEST(RabbitFit, LinearModelClosures) {
   }
   Eigen::MatrixXd expected = J * C * J.transpose();
   for (int b = 0; b < 6; ++b) {
-    EXPECT_LT(rel_diff(post.variances[b], expected(b, b)), 1e-9) << b;
+    EXPECT_LT(relative_error(post.variances[b], expected(b, b)), 1e-9) << b;
     for (int c = 0; c < 6; ++c) EXPECT_NEAR(hcov.values[b * 6 + c], expected(b, c), 1e-9 * expected(b, b));
   }
 
@@ -280,7 +280,7 @@ TEST(RabbitFit, LikelihoodVariantsRun) {
     for (int64_t c = 0; c < ncol; ++c)
       if (g.axis_labels[1][c].rfind("binByBinStat", 0) != 0 || g.axis_labels[1][c] == "binByBinStat")
         sum += g.values[c] * g.values[c];
-    EXPECT_LT(rel_diff(sum, parms.variances[0]), 1e-6) << v.name;
+    EXPECT_LT(relative_error(sum, parms.variances[0]), 1e-6) << v.name;
     EXPECT_TRUE(std::isfinite(f.scalar("results/nllvalfull"))) << v.name;
     auto hp = f.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit");
     for (double var : hp.variances) EXPECT_GE(var, 0.0) << v.name;
@@ -289,8 +289,8 @@ TEST(RabbitFit, LikelihoodVariantsRun) {
     auto hm = f.hist("results/mappings/BaseMapping/channels/ch1_masked/hist_postfit_inclusive");
     auto hc = f.hist("results/mappings/BaseMapping/hist_postfit_inclusive_cov");
     ASSERT_EQ(hc.shape, std::vector<int64_t>({7, 7})) << v.name;
-    for (int b = 0; b < 5; ++b) EXPECT_LT(rel_diff(hc.values[b * 7 + b], hi.variances[b]), 1e-10) << v.name;
-    for (int b = 0; b < 2; ++b) EXPECT_LT(rel_diff(hc.values[(5 + b) * 7 + 5 + b], hm.variances[b]), 1e-10) << v.name;
+    for (int b = 0; b < 5; ++b) EXPECT_LT(relative_error(hc.values[b * 7 + b], hi.variances[b]), 1e-10) << v.name;
+    for (int b = 0; b < 2; ++b) EXPECT_LT(relative_error(hc.values[(5 + b) * 7 + 5 + b], hm.variances[b]), 1e-10) << v.name;
     // Per-process sums: the inclusive value is the sum of the processes.
     for (int b = 0; b < 5; ++b) EXPECT_NEAR(hp.values[b * 2] + hp.values[b * 2 + 1], hi.values[b], 1e-9 * hi.values[b]);
     EXPECT_GT(f.scalar("results/mappings/BaseMapping/chi2"), 0.0) << v.name;
@@ -379,7 +379,7 @@ TEST(RabbitFit, RunControlOptions) {
   ASSERT_EQ(r.code, 0) << r.output;
   ResultReader fd((dir / "fitresults_dense.hdf5").string()), fc((dir / "fitresults_cg.hdf5").string());
   auto pd = fd.hist("results/parms"), pc = fc.hist("results/parms");
-  EXPECT_LT(rel_diff(pd.variances[0], pc.variances[0]), 1e-8);
+  EXPECT_LT(relative_error(pd.variances[0], pc.variances[0]), 1e-8);
   EXPECT_TRUE(std::isnan(pc.variances[1]));
   EXPECT_FALSE(fc.exists("results/cov"));
   EXPECT_NEAR(pd.values[0], pc.values[0], 1e-8);
@@ -470,7 +470,7 @@ TEST(RabbitFit, TwoShardsGiveTheSameResult) {
                                              : std::max(1e-5 * std::abs(a.values[i]), 1e-5 * std::sqrt(a.variances[i]));
       EXPECT_NEAR(a.values[i], b.values[i], tol) << h << "[" << i << "]";
       if (!a.variances.empty()) {
-        EXPECT_LT(rel_diff(a.variances[i], b.variances[i]), 1e-5) << h << "[" << i << "]";
+        EXPECT_LT(relative_error(a.variances[i], b.variances[i]), 1e-5) << h << "[" << i << "]";
       }
     }
   }
@@ -567,7 +567,7 @@ TEST(RabbitFit, PreconditionerDoesNotChangeTheFit) {
       ASSERT_EQ(parms.values.size(), ref_parms.values.size());
       for (size_t i = 0; i < parms.values.size(); ++i) {
         EXPECT_NEAR(parms.values[i], ref_parms.values[i], 1e-3 * std::sqrt(ref_parms.variances[i])) << i;
-        EXPECT_LT(rel_diff(parms.variances[i], ref_parms.variances[i]), 1e-5) << i;
+        EXPECT_LT(relative_error(parms.variances[i], ref_parms.variances[i]), 1e-5) << i;
       }
     }
   }
@@ -626,7 +626,7 @@ TEST(RabbitFit, MinBBKstatMasksLowStatisticsEntries) {
   ASSERT_EQ(pm.values.size(), pz.values.size());
   for (size_t i = 0; i < pm.values.size(); ++i) {
     EXPECT_NEAR(pm.values[i], pz.values[i], 1e-6 * std::sqrt(pz.variances[i])) << i;
-    EXPECT_LT(rel_diff(pm.variances[i], pz.variances[i]), 1e-6) << i;
+    EXPECT_LT(relative_error(pm.variances[i], pz.variances[i]), 1e-6) << i;
     EXPECT_EQ(pl.values[i], pd.values[i]) << i;
   }
   EXPECT_NEAR(fm.scalar("results/nllvalreduced"), fz.scalar("results/nllvalreduced"), 1e-8);
@@ -692,7 +692,7 @@ TEST(RabbitFit, GaussNewtonPreconditionerLeavesTheObservedDataAlone) {
   auto fitter = rabbit::make_fitter(model, rabbit::FitterOptions{});
   fitter->set_observed(input->data_obs, Eigen::VectorXd());
   Eigen::VectorXd x = Eigen::Map<const Eigen::VectorXd>(parms.values.data(), static_cast<Eigen::Index>(parms.values.size()));
-  EXPECT_LT(rel_diff(fitter->value(x), f.scalar("results/nllvalreduced")), 1e-12);
+  EXPECT_LT(relative_error(fitter->value(x), f.scalar("results/nllvalreduced")), 1e-12);
   // And the minimum is the plain fit's.
   r = run_fit(example() + " -t 0 --unblind -o " + dir.string() + " -p plain");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -784,14 +784,14 @@ TEST(RabbitFit, ExternalPostfitReproducesTheLoadedResult) {
   const std::string h = "results/mappings/BaseMapping/channels/ch0/hist_postfit_inclusive";
   const auto hf = ff.hist(h), hn = fn.hist(h);
   for (size_t i = 0; i < hf.values.size(); ++i) {
-    EXPECT_LT(rel_diff(hn.values[i], hf.values[i]), 1e-12) << i;
-    EXPECT_LT(rel_diff(hn.variances[i], hf.variances[i]), 1e-10) << i;
+    EXPECT_LT(relative_error(hn.values[i], hf.values[i]), 1e-12) << i;
+    EXPECT_LT(relative_error(hn.variances[i], hf.variances[i]), 1e-10) << i;
   }
   EXPECT_NEAR(fr.scalar("results/nllvalreduced"), ff.scalar("results/nllvalreduced"), 1e-10);
   const auto pr = fr.hist("results/parms"), pf = ff.hist("results/parms");
   for (size_t i = 0; i < pf.values.size(); ++i) {
     EXPECT_NEAR(pr.values[i], pf.values[i], 1e-4 * std::sqrt(pf.variances[i])) << i;
-    EXPECT_LT(rel_diff(pr.variances[i], pf.variances[i]), 1e-5) << i;
+    EXPECT_LT(relative_error(pr.variances[i], pf.variances[i]), 1e-5) << i;
   }
 
   // The plain layout, names in another order and without cov: values mapped by name, the
@@ -809,7 +809,7 @@ TEST(RabbitFit, ExternalPostfitReproducesTheLoadedResult) {
   ResultReader fp((dir / "fitresults_plain.hdf5").string());
   const auto pp = fp.hist("results/parms");
   EXPECT_EQ(pp.values, pf.values);
-  for (size_t i = 0; i < pf.values.size(); ++i) EXPECT_LT(rel_diff(pp.variances[i], pf.variances[i]), 1e-9) << i;
+  for (size_t i = 0; i < pf.values.size(); ++i) EXPECT_LT(relative_error(pp.variances[i], pf.variances[i]), 1e-9) << i;
   EXPECT_EQ(fp.scalar("results/nllvalreduced"), ff.scalar("results/nllvalreduced"));
 
   // A result key that the file does not have, and impacts that would need the skipped Hessian.

@@ -11,7 +11,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "analytic_objectives.hpp"
+#include "support/analytic_objectives.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/minimize/minimizer.hpp"
