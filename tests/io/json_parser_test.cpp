@@ -14,8 +14,8 @@ using io::Json;
 
 // The JSON reader (rabbit/io/json.hpp) on what Python's json module writes.
 TEST(JsonParser, ReadsWhatPythonsJsonModuleWrites) {
-  const Json j =
-      Json::parse(R"({"a": [1, 2.5e-3, -0.1, NaN, -Infinity], "b": {"x": true, "y": null}, "s": "\u00e9\ud83d\ude00\n"})");
+  const Json j = Json::parse(
+      R"({"a": [1, 2.5e-3, -0.1, NaN, -Infinity], "b": {"x": true, "y": null}, "s": "\u00e9\ud83d\ude00\n"})");
   EXPECT_EQ(j.at("a")[1].number(), 2.5e-3);
   EXPECT_EQ(j.at("a")[2].number(), -0.1);
   EXPECT_TRUE(std::isnan(j.at("a")[3].number()));

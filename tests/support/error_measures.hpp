@@ -1,9 +1,8 @@
 #pragma once
 // How far a computed value is from the value it should equal, in the two forms the tests use.
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
-
-#include <Eigen/Core>
 
 namespace rabbit::test {
 

@@ -7,6 +7,8 @@
 namespace rabbit::test {
 std::filesystem::path source_dir();
 std::filesystem::path binary_dir();
+/// examples/example_tensor.hdf5 of the source tree: the model most tests fit.
+std::string example_tensor();
 /// A fresh, empty directory under the build tree for one test's files, private to this process.
 std::filesystem::path scratch_dir(const std::string& name);
 }  // namespace rabbit::test
