@@ -18,12 +18,12 @@ CommandResult run_command(const std::string& command);
 CommandResult run_rabbit_fit(const std::string& args);
 
 /// `text` split into words as a POSIX shell splits unquoted, single-quoted and double-quoted text
-/// (no expansions, no escapes inside single quotes): "a 'b c'" gives {"a", "b c"}.
+/// (no expansions, no backslash escapes): "a 'b c'" gives {"a", "b c"}.
 std::vector<std::string> shell_words(const std::string& text);
 
 /// rabbit_fit in this process (no shell, no new process): `args` (without the program name) split
 /// by shell_words; returns its exit code, its output goes where the test's goes. For the slow and
-/// repeated cases (docs/validation.md).
+/// repeated cases (docs/architecture.md "Folders", tests).
 int run_rabbit_fit_in_process(const std::string& args);
 
 /// The same, with what the run writes to stdout and stderr captured (file descriptors 1 and 2
