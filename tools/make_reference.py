@@ -3,7 +3,7 @@
 
 For every case below, runs upstream `rabbit_fit.py` (Python/TensorFlow) on a tensor of
 tests/reference/tensors/ and stores what it wrote as tests/reference/fits/CASE.json in the layout of
-shared/ref/README.md: {"tensor", "args", "rabbit_commit", "meta", "results": {GROUP: RESULTS}}.
+tests/reference/README.md: {"tensor", "args", "rabbit_commit", "meta", "results": {GROUP: RESULTS}}.
 GROUP is the result group's suffix ("asimov", "toy1", ...; "data_obs" for the plain "results"
 group of a fit to data), RESULTS rabbit's results dictionary key by key, every histogram as
 {"axes", "values", "variances"} without flow bins. Values stay in rabbit's stored coordinates

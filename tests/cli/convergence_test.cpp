@@ -11,15 +11,15 @@
 #include "rabbit/io/tensor_writer.hpp"
 #include "rabbit/postfit/result_file.hpp"
 #include "support/command.hpp"
+#include "support/error_measures.hpp"
 #include "support/test_paths.hpp"
 
 namespace fs = std::filesystem;
 using rabbit::result::ResultReader;
+using rabbit::test::relative_error;
 using rabbit::test::run_rabbit_fit_in_process;
 
 namespace {
-
-double rel_diff(double a, double b) { return std::abs(a - b) / std::max({1e-300, std::abs(a), std::abs(b)}); }
 
 // Deterministic pseudo-random numbers in [0, 1) (splitmix64), so the tensor never changes.
 struct Splitmix {
@@ -118,7 +118,7 @@ TEST(Convergence, DefaultMinimizerReachesTrustExactMinimumOnNormalModel) {
     EXPECT_LE(f.edm, 1e-15 * std::max(1.0, std::abs(f.nll)));
     EXPECT_NEAR(f.nll, exact.nll, 1e-10);
     for (size_t i = 0; i < f.x.size(); ++i) {
-      EXPECT_LE(rel_diff(f.sigma[i], exact.sigma[i]), 1e-8) << i;
+      EXPECT_LE(relative_error(f.sigma[i], exact.sigma[i]), 1e-8) << i;
       EXPECT_LE(std::abs(f.x[i] - exact.x[i]), 1e-8 * exact.sigma[i]) << i;
     }
   }
@@ -143,7 +143,7 @@ TEST(Convergence, ShardedFitsAgreeWithOneDevice) {
     for (size_t i = 0; i < fits[0].x.size(); ++i) {
       EXPECT_LE(std::abs(fits[k].x[i] - fits[0].x[i]), 1e-9 * std::max(std::abs(fits[0].x[i]), fits[0].sigma[i]))
           << "nDevices " << k + 1 << " parameter " << i;
-      EXPECT_LE(rel_diff(fits[k].sigma[i], fits[0].sigma[i]), 1e-9) << "nDevices " << k + 1 << " parameter " << i;
+      EXPECT_LE(relative_error(fits[k].sigma[i], fits[0].sigma[i]), 1e-9) << "nDevices " << k + 1 << " parameter " << i;
     }
   }
 }

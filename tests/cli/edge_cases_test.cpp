@@ -17,14 +17,11 @@
 
 namespace fs = std::filesystem;
 using rabbit::result::ResultReader;
+using rabbit::test::example_tensor;
+using rabbit::test::run_rabbit_fit;
+using rabbit::test::run_rabbit_fit_captured;
 
 namespace {
-
-rabbit::test::CommandResult run_fit(const std::string& args) {
-  return rabbit::test::run_command((rabbit::test::binary_dir() / "rabbit_fit").string() + " " + args + " 2>&1");
-}
-
-std::string example() { return (rabbit::test::source_dir() / "examples" / "example_tensor.hdf5").string(); }
 
 // ch0: bin 2 has zero yield for every process and zero data (left out with empty_bin = false).
 // ch1: a low-count channel whose bins 0, 2 and 3 have no data.
@@ -66,8 +63,10 @@ TEST(EdgeCases, ChiSquareWithEmptyBins) {
                                "--binByBinStatMode full --binByBinStatType normal-additive"}) {
     SCOPED_TRACE(bb);
     const std::string args = " -t 0 --unblind --saveHists --computeHistErrors " + bb + " -o ";
-    auto r = run_fit(with + args + (dir / "with").string());
-    auto r0 = run_fit(without + args + (dir / "without").string());
+    // The first run is the executable, the others the same program in this process.
+    const auto run = bb.empty() ? run_rabbit_fit : run_rabbit_fit_captured;
+    auto r = run(with + args + (dir / "with").string());
+    auto r0 = run_rabbit_fit_captured(without + args + (dir / "without").string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
     ASSERT_EQ(r0.exit_code, 0) << r0.output;
     EXPECT_EQ(r.output.find("-9223372036854775808"), std::string::npos) << r.output;
@@ -96,7 +95,7 @@ TEST(EdgeCases, ChiSquareWithEmptyBins) {
 // start point (f = inf)", exit code 5. Now: one line naming the cause and the way out, exit code 2.
 TEST(EdgeCases, MixtureStartWithZeroRateIsRefused) {
   auto dir = rabbit::test::scratch_dir("edge_mixture");
-  auto r = run_fit(example() + " -t 0 --unblind --paramModel Mixture sig bkg -o " + dir.string());
+  auto r = run_rabbit_fit(example_tensor() + " -t 0 --unblind --paramModel Mixture sig bkg -o " + dir.string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   const std::string expected =
       "rabbit_fit: error: --paramModel Mixture: at the start point (sig_bkg_mixing = 1) process 'bkg' has rate 0 "
@@ -107,8 +106,9 @@ TEST(EdgeCases, MixtureStartWithZeroRateIsRefused) {
   EXPECT_FALSE(fs::exists(dir / "fitresults.hdf5"));
 
   // Started inside (0, 1), as the message says, the same model fits.
-  r = run_fit(example() + " -t 0 --unblind --paramModel Mixture sig bkg --expectSignal sig_bkg_mixing 0.5 -o " +
-              dir.string());
+  r = run_rabbit_fit_captured(example_tensor() +
+                              " -t 0 --unblind --paramModel Mixture sig bkg --expectSignal sig_bkg_mixing 0.5 -o " +
+                              dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ResultReader f((dir / "fitresults.hdf5").string());
   auto parms = f.hist("results/parms");

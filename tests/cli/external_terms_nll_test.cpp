@@ -23,18 +23,10 @@
 
 namespace fs = std::filesystem;
 using rabbit::result::ResultReader;
+using rabbit::test::run_rabbit_fit;
+using rabbit::test::run_rabbit_fit_captured;
 
 namespace {
-
-struct RunResult {
-  int code = -1;
-  std::string output;  // stdout + stderr
-};
-
-RunResult run_fit(const std::string& args) {
-  const auto r = rabbit::test::run_command((rabbit::test::binary_dir() / "rabbit_fit").string() + " " + args);
-  return {r.exit_code, r.output};
-}
 
 enum class Prior { none, expanded, with_scalars };
 
@@ -95,8 +87,10 @@ TEST(RabbitFitExternalTerms, ReportedNllFollowsUpstreamPR147) {
   const std::vector<std::pair<std::string, std::string>> runs = {
       {plain, "plain"}, {expanded, "expanded"}, {scalars, "scalars"}};
   for (const auto& [tensor, postfix] : runs) {
-    const auto r = run_fit(tensor + opts + " -p " + postfix);
-    ASSERT_EQ(r.code, 0) << r.output;
+    // The first run is the executable, the others the same program in this process.
+    const auto run = postfix == "plain" ? run_rabbit_fit : run_rabbit_fit_captured;
+    const auto r = run(tensor + opts + " -p " + postfix);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
     if (postfix == "expanded") {
       // The saturated test prints 2·nllvalreduced, the const included.
       const double nll = ResultReader((dir / "fitresults_expanded.hdf5").string()).scalar("results/nllvalreduced");
@@ -106,8 +100,8 @@ TEST(RabbitFitExternalTerms, ReportedNllFollowsUpstreamPR147) {
   }
   const std::string fit_expanded = (dir / "fitresults_expanded.hdf5").string();
   // The model without the term, evaluated at the penalised fit's x̂ (β profiled there as well).
-  auto r = run_fit(plain + opts + " -p plain_at_expanded --noFit --externalPostfit " + fit_expanded);
-  ASSERT_EQ(r.code, 0) << r.output;
+  auto r = run_rabbit_fit_captured(plain + opts + " -p plain_at_expanded --noFit --externalPostfit " + fit_expanded);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   ResultReader fp((dir / "fitresults_plain.hdf5").string()), fe(fit_expanded),
       fs_((dir / "fitresults_scalars.hdf5").string()), fat((dir / "fitresults_plain_at_expanded.hdf5").string());
   EXPECT_EQ(fat.hist("results/parms").values, fe.hist("results/parms").values);
@@ -132,8 +126,8 @@ TEST(RabbitFitExternalTerms, ReportedNllFollowsUpstreamPR147) {
               fe.scalar("results/nllvalfull"), fat.scalar("results/nllvalfull"), lognorm);
 
   // Asimov: x stays at the defaults (nuisances 0), so the term is exactly ½ μᵀHμ = 1.25.
-  r = run_fit(expanded + " -t -1 --fullNll -p asimov -o " + dir.string());
-  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_rabbit_fit_captured(expanded + " -t -1 --fullNll -p asimov -o " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   ResultReader fa((dir / "fitresults_asimov.hdf5").string());
   EXPECT_NEAR(prior_value(fa, "results_asimov"), 1.25, 1e-12);
   EXPECT_NEAR(fa.scalar("results_asimov/nllvalreduced"), 1.25, 1e-9);

@@ -22,7 +22,7 @@ using testing::make_test_input;
 using testing::make_test_model;
 using testing::ShardConfig;
 using fixtures::cpu_shards_at;
-using fixtures::rel_diff;
+using fixtures::scaled_max_error;
 using fixtures::single_cpu_fitter;
 
 struct Case {
@@ -82,15 +82,15 @@ void expect_agree(Fitter& sharded, Fitter& single, const Eigen::VectorXd& x, con
   ASSERT_TRUE(std::isfinite(f1));
   EXPECT_NEAR(f2, f1, 1e-12 * std::max(1.0, std::abs(f1)));
   EXPECT_NEAR(sharded.value(x), single.value(x), 1e-12 * std::max(1.0, std::abs(f1)));
-  EXPECT_LE(rel_diff(g2, g1), 1e-12);
-  EXPECT_LE(rel_diff(hv2, hv1), 1e-12);
+  EXPECT_LE(scaled_max_error(g2, g1), 1e-12);
+  EXPECT_LE(scaled_max_error(hv2, hv1), 1e-12);
   for (bool profile : {true, false}) {
     single.value_grad_hess(x, g1, h1, profile);
     sharded.value_grad_hess(x, g2, h2, profile);
-    EXPECT_LE(rel_diff(h2, h1), 1e-12) << "profile " << profile;
-    EXPECT_LE(rel_diff(h2, h2.transpose()), 1e-12) << "symmetry, profile " << profile;
+    EXPECT_LE(scaled_max_error(h2, h1), 1e-12) << "profile " << profile;
+    EXPECT_LE(scaled_max_error(h2, h2.transpose()), 1e-12) << "symmetry, profile " << profile;
   }
-  EXPECT_LE(rel_diff(sharded.profiled_beta(x), single.profiled_beta(x)), 1e-12);
+  EXPECT_LE(scaled_max_error(sharded.profiled_beta(x), single.profiled_beta(x)), 1e-12);
 }
 
 class ShardedCpuTest : public ::testing::TestWithParam<Case> {};
@@ -213,7 +213,7 @@ TEST(ShardedCpu, FullFitsAgreeWithSingleDevice) {
         EXPECT_LT(s.edm, 1e-4);
         EXPECT_NEAR(s.nll, ref.nll, 1e-9);
         EXPECT_LE((s.x - ref.x).cwiseAbs().maxCoeff(), 1e-7);
-        EXPECT_LE(rel_diff(s.sigma, ref.sigma), 1e-6);
+        EXPECT_LE(scaled_max_error(s.sigma, ref.sigma), 1e-6);
       }
     }
   }

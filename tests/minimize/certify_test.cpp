@@ -8,7 +8,7 @@
 #include <cstring>
 #include <random>
 
-#include "analytic_objectives.hpp"
+#include "support/analytic_objectives.hpp"
 #include "rabbit/minimize/minimizer.hpp"
 
 using namespace rabbit;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "analytic_objectives.hpp"
+#include "support/analytic_objectives.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/minimize/minimizer.hpp"
 

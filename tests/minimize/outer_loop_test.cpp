@@ -2,8 +2,6 @@
 // model-failure guard; preconditioner algebra; dense Hessian from HVPs.
 #include <gtest/gtest.h>
 
-#include <spdlog/sinks/ringbuffer_sink.h>
-
 #include <Eigen/Eigenvalues>
 
 #include <cmath>
@@ -11,39 +9,21 @@
 #include <new>
 #include <stdexcept>
 
-#include "analytic_objectives.hpp"
+#include "support/analytic_objectives.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/minimize/minimizer.hpp"
 #include "rabbit/minimize/preconditioner.hpp"
 #include "support/finite_differences.hpp"
+#include "support/log_capture.hpp"
 
 using namespace rabbit;
+using rabbit::test::LogCapture;
 using rabbit::test::Quadratic;
 using rabbit::test::Rosenbrock;
 using rabbit::test::WithDirectHessian;
 
 namespace {
-
-// Captures what rabbit::log() writes while alive.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000)) {
-    rabbit::log().sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = rabbit::log().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  bool contains(const std::string& text) const {
-    for (const auto& line : sink_->last_formatted())
-      if (line.find(text) != std::string::npos) return true;
-    return false;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-};
 
 Eigen::MatrixXd spd_matrix(int n, double cond, unsigned seed) {
   std::mt19937 rng(seed);

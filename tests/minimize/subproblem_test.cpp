@@ -9,7 +9,7 @@
 
 #include <Eigen/Eigenvalues>
 
-#include "analytic_objectives.hpp"
+#include "support/analytic_objectives.hpp"
 #include "rabbit/minimize/dense_linalg.hpp"
 #include "rabbit/minimize/subproblem.hpp"
 

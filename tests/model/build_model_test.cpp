@@ -10,7 +10,7 @@
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/blinding.hpp"
 #include "rabbit/model/param_model.hpp"
-#include "small_input.hpp"
+#include "support/small_input.hpp"
 
 namespace rabbit {
 namespace {

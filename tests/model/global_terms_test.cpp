@@ -10,7 +10,7 @@
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/regularizer.hpp"
-#include "small_input.hpp"
+#include "support/small_input.hpp"
 #include "support/finite_differences.hpp"
 
 namespace rabbit {

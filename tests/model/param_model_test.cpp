@@ -6,7 +6,7 @@
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model_options.hpp"
 #include "support/finite_differences.hpp"
-#include "small_input.hpp"
+#include "support/small_input.hpp"
 
 namespace rabbit {
 namespace {

@@ -1,8 +1,8 @@
 #pragma once
-// "Our rabbit_fit against a result written by upstream rabbit", for test_reference (committed cases
-// in tests/reference/fits) and test_cli's ReferenceFits (../shared/ref/fits): both run a reference
-// case through run_reference_case() and check it with compare_fit_result(). A reference case is a
-// JSON document in the layout of shared/ref/README.md:
+// "Our rabbit_fit against a result written by upstream rabbit", for test_reference (the committed
+// cases in tests/reference/fits): a reference case runs through run_reference_case() and is checked
+// with compare_fit_result(). A reference case is a JSON document in the layout of
+// tests/reference/README.md:
 // {"tensor", "args", "rabbit_commit", "results": {GROUP: rabbit's results dictionary}}.
 //
 // The comparison is rabbit_compare's library (include/rabbit/compare/compare.hpp: what is compared,

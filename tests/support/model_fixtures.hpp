@@ -2,8 +2,8 @@
 // Fitter-level fixtures shared by the CUDA backend tests (tests/backend/cuda) and the sharding
 // tests (tests/fit): the in-memory test models come from the CPU shard's helpers
 // (backend/cpu/shard_test_helpers.hpp); this header adds what the sharded / GPU comparisons need
-// on top — fitters over given shards, the comparison metric, data without empty bins, and the
-// GPU-skip guard.
+// on top — fitters over given shards, the comparison metric (scaled_max_error, from
+// support/error_measures.hpp), data without empty bins, and the GPU-skip guard.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
+#include "support/error_measures.hpp"
 
 /// Skips the test with a message when the build has no CUDA or no GPU is visible.
 #define RABBIT_REQUIRE_GPU()                                                                         \
@@ -31,12 +32,7 @@
 
 namespace rabbit::fixtures {
 
-/// max |a − ref| / max(1, max |ref|); +inf on a shape mismatch, 0 for empty matrices.
-inline double rel_diff(const Eigen::MatrixXd& a, const Eigen::MatrixXd& ref) {
-  if (a.rows() != ref.rows() || a.cols() != ref.cols()) return INFINITY;
-  if (ref.size() == 0) return 0.0;
-  return (a - ref).cwiseAbs().maxCoeff() / std::max(1.0, ref.cwiseAbs().maxCoeff());
-}
+using test::scaled_max_error;
 
 /// Replaces empty observed bins by 3 events (the GPU tests' data). Lite Poisson empty bins (the n = 0
 /// roots, docs/likelihood.md "Corner cases chosen") are compared between the backends by the host-emulated

@@ -21,7 +21,7 @@ using testing::make_test_input;
 using testing::make_test_model;
 using testing::ShardConfig;
 using fixtures::regular_model;
-using fixtures::rel_diff;
+using fixtures::scaled_max_error;
 using fixtures::single_cpu_fitter;
 
 struct Case {
@@ -78,14 +78,14 @@ TEST_P(CudaShardTest, AgreesWithCpu) {
     const double f2 = gpu->value_grad_hvp(x, V, g2, hv2);
     EXPECT_NEAR(f2, f1, 1e-10 * std::max(1.0, std::abs(f1)));
     EXPECT_NEAR(gpu->value(x), f1, 1e-10 * std::max(1.0, std::abs(f1)));
-    EXPECT_LE(rel_diff(g2, g1), 1e-10);
-    EXPECT_LE(rel_diff(hv2, hv1), 1e-10);
+    EXPECT_LE(scaled_max_error(g2, g1), 1e-10);
+    EXPECT_LE(scaled_max_error(hv2, hv1), 1e-10);
     for (bool profile : {true, false}) {
       cpu->value_grad_hess(x, g1, h1, profile);
       gpu->value_grad_hess(x, g2, h2, profile);
-      EXPECT_LE(rel_diff(h2, h1), 1e-10) << "profile " << profile;
+      EXPECT_LE(scaled_max_error(h2, h1), 1e-10) << "profile " << profile;
     }
-    EXPECT_LE(rel_diff(gpu->profiled_beta(x), cpu->profiled_beta(x)), 1e-10);
+    EXPECT_LE(scaled_max_error(gpu->profiled_beta(x), cpu->profiled_beta(x)), 1e-10);
   }
 #endif
 }
@@ -147,8 +147,8 @@ TEST(CudaShard, PostfitShardOfACudaFitMatchesTheCpuFit) {
   using Mode = CpuShardEvaluator::BetaMode;
   cpu->postfit_shard().expected_yields(xi, 0, nbf, Mode::profiled, &y1);
   gpu->postfit_shard().expected_yields(xi, 0, nbf, Mode::profiled, &y2);
-  EXPECT_LE(rel_diff(y2, y1), 1e-12);
-  EXPECT_LE(rel_diff(gpu->postfit_shard().profiled_beta(xi), gpu->profiled_beta(x)), 1e-10);
+  EXPECT_LE(scaled_max_error(y2, y1), 1e-12);
+  EXPECT_LE(scaled_max_error(gpu->postfit_shard().profiled_beta(xi), gpu->profiled_beta(x)), 1e-10);
 }
 
 // What the CUDA shard refuses runs on the CPU under --backend auto, and is refused in one line under
