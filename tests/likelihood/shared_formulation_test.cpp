@@ -6,6 +6,10 @@
 // (bin_math.hpp), compiled for the host, gives the same bits as the CPU's hyper-dual evaluation of
 // the lite and full normal-additive closed forms.
 //
+// The recording: this file's input loops run against the headers and the CPU shard's own
+// interpolation / data_first / data_second / gamma + full Newton lambda of commit 6780d5c
+// (include/rabbit/backend/cpu/bin_profile.hpp, src/backend/cpu/cpu_shard.cpp), printed with %a.
+//
 // Bits depend on the expressions and on whether the compiler fuses a·b + c into one FMA, which
 // -march=native allows and decides per context; the recording and this file are compiled without
 // contraction, so that the comparison is one of the expressions' operation order.
@@ -89,13 +93,13 @@ void append_interpolation_and_data(std::vector<double>& out) {
   for (DataLikelihood lik : {DataLikelihood::poisson, DataLikelihood::chisq})
     for (double n : {0.0, 3.0, 11.0}) {
       const LK::BinObservation o{n, n > 0 ? 1.3 * n : 1.0, n > 0 ? std::log(n) : 0.0};
-      for (double nu : {0.5, 4.0, 12.5})
+      for (double nu : {0.37, 4.3, 12.9})
         out.insert(out.end(), {LK::data_first(nu, o, lik), LK::data_second(nu, o, lik)});
     }
 }
 
 // gamma + full, three entries (the third masked with β⁰ = 1.3 or free): the Newton point u0, β̂,
-// and rabbit's composite at u0 (value, gradient, Hessian).
+// F'(X) and F''(X) at X = X_thr + e^0.3, and rabbit's composite at u0 (value, gradient, Hessian).
 void append_gamma_full(std::vector<double>& out, std::vector<double>& composite) {
   for (DataLikelihood lik : {DataLikelihood::poisson, DataLikelihood::chisq})
     for (double n : {0.0, 3.0, 9.0})
@@ -111,6 +115,10 @@ void append_gamma_full(std::vector<double>& out, std::vector<double>& composite)
         for (int a = 0; a < 3; ++a)
           out.push_back(e[a].masked ? b0[a]
                                     : LK::gamma_full_beta(s.X, N[a], k[a], b0[a], o, lik == DataLikelihood::chisq));
+        double Xthr = 0.0, F1 = 0.0, F2 = 0.0;  // F', F'' away from the solution: every rounding shows
+        LK::gamma_full_threshold(bin, o, lik == DataLikelihood::chisq, Xthr);
+        LK::gamma_full_derivatives(bin, o, lik, Xthr + std::exp(0.3), F1, F2);
+        out.insert(out.end(), {F1, F2});
         std::vector<LK::DynHyperDual> Nd;
         for (int a = 0; a < 3; ++a) Nd.push_back(LK::DynHyperDual::variable(N[a], a, 3));
         const LK::DynHyperDual F = LK::gamma_full_bin_composite(Nd.data(), e, 3, o, lik, s.u0);
@@ -396,54 +404,59 @@ const std::vector<double> kRecorded = {
     0x1.cbbb906466b1ep-2, 0x1.0f0092ccf6be2p+0, -0x1.04d4fdf3b6458p+1, 0x1p-1,
     0x1p+0, 0x0p+0, 0x1.4cccccccccccdp+0, 0x1p+0,
     0x0p+0, 0x1p+0, 0x0p+0, 0x1p+0,
-    0x0p+0, 0x1p+0, 0x0p+0, -0x1.4p+2,
-    0x1.8p+3, 0x1p-2, 0x1.8p-3, 0x1.851eb851eb852p-1,
-    0x1.3a92a30553261p-6, -0x1.5p+4, 0x1.6p+5, -0x1.cp+0,
-    0x1.6p-1, 0x1.eb851eb851eb8p-4, 0x1.205bc01a36e2fp-4, 0x1p-1,
-    0x1p+0, 0x1p+2, 0x1p+0, 0x1.9p+3,
-    0x1p+0, -0x1.4834834834834p-1, 0x1.069069069069p-2, 0x1.069069069069p-2,
-    0x1.069069069069p-2, 0x1.37cb7cb7cb7cbp+1, 0x1.069069069069p-2, -0x1.77f1ada67d509p-1,
-    0x1.1e6efe35b4cfap-4, -0x1.f5423cddfc6b6p-2, 0x1.1e6efe35b4cfap-4, 0x1.ada67d508f378p-4,
+    0x0p+0, 0x1p+0, 0x0p+0, -0x1.c6eb3e45306ecp+2,
+    0x1.5e9ef2b920b98p+4, 0x1.3594d653594d6p-2, 0x1.4c49a8387d297p-3, 0x1.88ee23b88ee24p-1,
+    0x1.275deadce1086p-6, -0x1.cbacf914c1badp+4, 0x1.41670929b354cp+6, -0x1.8ee23b88ee23cp+0,
+    0x1.3098da33c810ap-1, 0x1.2da4b692da4b8p-3, 0x1.0ec0c1f5239dp-4, 0x1.7ae147ae147aep-2,
+    0x1p+0, 0x1.1333333333333p+2, 0x1p+0, 0x1.9cccccccccccdp+3,
+    0x1p+0, -0x1.5945945945945p-1, 0x1.069069069069p-2, 0x1.5555555555554p-2,
+    0x1.069069069069p-2, 0x1.44ec4ec4ec4ecp+1, 0x1.069069069069p-2, -0x1.7c993df0f6554p-1,
+    0x1.1e6efe35b4cfap-4, -0x1.dfc6b699f5424p-2, 0x1.1e6efe35b4cfap-4, 0x1.101ca4b3055efp-3,
     0x1.1e6efe35b4cfap-4, 0x0p+0, 0x1.c3c3c3c3c3c3cp-1, 0x1.52fab4152fab5p-1,
-    0x1.ee08fb823ee09p-1, 0x1.92b499833af02p+2, 0x1.c3c3c3c3c3c3cp-1, -0x1.a930b83fc74ecp-6,
-    0x0p+0, 0x0p+0, 0x1.52fab4152fab6p-1, 0x0p+0,
-    -0x1.760bcf8a22f1fp-5, 0x0p+0, 0x1.ee08fb823ee08p-1, 0x0p+0,
-    0x0p+0, -0x1.5ab0f85b66827p-3, 0x0p+0, 0x1.c3c3c3c3c3c3cp-1,
-    0x1.52fab4152fab5p-1, 0x1.4cccccccccccdp+0, 0x1.91622e4def708p+2, 0x1.c3c3c3c3c3c3cp-1,
+    0x1.ee08fb823ee09p-1, 0x0p+0, 0x0p+0, 0x1.92b499833af02p+2,
+    0x1.c3c3c3c3c3c3cp-1, -0x1.a930b83fc74ecp-6, 0x0p+0, 0x0p+0,
+    0x1.52fab4152fab6p-1, 0x0p+0, -0x1.760bcf8a22f1fp-5, 0x0p+0,
+    0x1.ee08fb823ee08p-1, 0x0p+0, 0x0p+0, -0x1.5ab0f85b66827p-3,
+    0x0p+0, 0x1.c3c3c3c3c3c3cp-1, 0x1.52fab4152fab5p-1, 0x1.4cccccccccccdp+0,
+    0x0p+0, 0x0p+0, 0x1.91622e4def708p+2, 0x1.c3c3c3c3c3c3cp-1,
     -0x1.a930b83fc74ecp-6, 0x0p+0, 0x0p+0, 0x1.52fab4152fab6p-1,
     0x0p+0, -0x1.760bcf8a22f1fp-5, 0x0p+0, 0x1p+0,
     0x0p+0, 0x0p+0, 0x0p+0, 0x1.bf90a7b50a655p+0,
-    0x1.debf6bdcdfd5bp-1, 0x1.717fe7423097fp-1, 0x1.06757f75221fbp+0, 0x1.2eded59dc5cbbp+0,
-    0x1.f2c8ae0ee27a7p-2, 0x1.7f79db2534f38p-5, 0x1.4dc74713f4d2dp-5, 0x1.e9e742d04b1a4p-5,
-    0x1.80f6b013f0108p-2, 0x1.4dc74713f4d2cp-5, 0x1.ffb78fa150efcp-7, 0x1.6cc886f6c8384p-5,
-    0x1.11717576aacd2p-1, 0x1.e9e742d04b1a2p-5, 0x1.6cc886f6c8384p-5, 0x1.ba4c4e7cf1a94p-7,
-    0x1.c787101dae7f9p+0, 0x1.ddf194ed008c8p-1, 0x1.70909ffbe6805p-1, 0x1.4cccccccccccdp+0,
+    0x1.debf6bdcdfd5bp-1, 0x1.717fe7423097fp-1, 0x1.06757f75221fbp+0, -0x1.5af85a4ed55a7p+0,
+    0x1.7583e7d16b5f4p+1, 0x1.2eded59dc5cbbp+0, 0x1.f2c8ae0ee27a7p-2, 0x1.7f79db2534f38p-5,
+    0x1.4dc74713f4d2dp-5, 0x1.e9e742d04b1a4p-5, 0x1.80f6b013f0108p-2, 0x1.4dc74713f4d2cp-5,
+    0x1.ffb78fa150efcp-7, 0x1.6cc886f6c8384p-5, 0x1.11717576aacd2p-1, 0x1.e9e742d04b1a2p-5,
+    0x1.6cc886f6c8384p-5, 0x1.ba4c4e7cf1a94p-7, 0x1.c787101dae7f9p+0, 0x1.ddf194ed008c8p-1,
+    0x1.70909ffbe6805p-1, 0x1.4cccccccccccdp+0, -0x1.39b636003d0cp+0, 0x1.5165a591c4f92p+1,
     0x1.2922477bee2d5p+0, 0x1.f19dae09a6d03p-2, 0x1.8316024e16f4dp-5, 0x1.50b77a7675ba6p-5,
     0x1.017f6f2f37208p-4, 0x1.801a62f454e3ap-2, 0x1.50b77a7675ba7p-5, 0x1.0604f6b0500eap-6,
     0x1.806dc4358ea14p-5, 0x1.0a2a019929a0ap-1, 0x1.017f6f2f37209p-4, 0x1.806dc4358ea14p-5,
     0x1.264b2e0d1e786p-4, 0x1.b55a47fadedfp+0, 0x1.09a8443b85fb9p+0, 0x1.b24442d96f764p-1,
-    0x1.24c676c743504p+0, 0x1.225900d4d24f1p-2, -0x1.21b7fef9b37b6p-2, 0x1.5c28c12977d92p-3,
-    0x1.274c60fd2297fp-3, 0x1.867531e004babp-3, -0x1.d9997e633d599p-3, 0x1.274c60fd2298p-3,
-    0x1.d65e7e4ebaeeap-4, 0x1.460e9a41846fap-3, -0x1.3f4af8865eacep-2, 0x1.867531e004bacp-3,
-    0x1.460e9a41846fap-3, 0x1.8aece1acc7fb3p-3, 0x1.b999f5b4f57ecp+0, 0x1.090e32b57730fp+0,
-    0x1.b0b2c02b6eb14p-1, 0x1.4cccccccccccdp+0, 0x1.3b88801b3b7c8p-2, -0x1.32e67bd6f0939p-2,
+    0x1.24c676c743504p+0, -0x1.857d351dc34c7p+2, 0x1.6e0fa5186ee36p+3, 0x1.225900d4d24f1p-2,
+    -0x1.21b7fef9b37b6p-2, 0x1.5c28c12977d92p-3, 0x1.274c60fd2297fp-3, 0x1.867531e004babp-3,
+    -0x1.d9997e633d599p-3, 0x1.274c60fd2298p-3, 0x1.d65e7e4ebaeeap-4, 0x1.460e9a41846fap-3,
+    -0x1.3f4af8865eacep-2, 0x1.867531e004bacp-3, 0x1.460e9a41846fap-3, 0x1.8aece1acc7fb3p-3,
+    0x1.b999f5b4f57ecp+0, 0x1.090e32b57730fp+0, 0x1.b0b2c02b6eb14p-1, 0x1.4cccccccccccdp+0,
+    -0x1.620f84eadf59bp+2, 0x1.4f73765225ca3p+3, 0x1.3b88801b3b7c8p-2, -0x1.32e67bd6f0939p-2,
     0x1.672490a80d9ccp-3, 0x1.347b182c3b703p-3, 0x1.4f65ef784382ap-3, -0x1.f62d50dfad3fp-3,
     0x1.347b182c3b704p-3, 0x1.ec8f4746a625p-4, 0x1.1c9719e14cf6ep-3, -0x1.2575c102b5a3p-2,
     0x1.4f65ef784382ap-3, 0x1.1c9719e14cf6ep-3, 0x1.36b5784f906acp-3, 0x1.8a3da9892cfe5p+1,
-    0x1.cfd152c9bab15p-1, 0x1.6066635b28911p-1, 0x1.fbcf5e73ea311p-1, 0x1.7513de5afa6b8p+0,
-    0x1.695e131707cedp-1, 0x1.015b56dc68d42p-3, 0x1.a47ca981be368p-4, 0x1.3d814e903eb26p-3,
-    0x1.128f6ac551c2ep-1, 0x1.a47ca981be366p-4, 0x1.6971fb648b718p-5, 0x1.ca36a4467719p-4,
-    0x1.8ba481e89bc5ep-1, 0x1.3d814e903eb26p-3, 0x1.ca36a4467719p-4, 0x1.ee934c0f585a8p-5,
-    0x1.8b4d89512d135p+1, 0x1.cd3a68769e51dp-1, 0x1.5d7cfb34e1ddp-1, 0x1.4cccccccccccdp+0,
+    0x1.cfd152c9bab15p-1, 0x1.6066635b28911p-1, 0x1.fbcf5e73ea311p-1, -0x1.2aaf6b61da2ddp+8,
+    0x1.126a1b903a6e4p+9, 0x1.7513de5afa6b8p+0, 0x1.695e131707cedp-1, 0x1.015b56dc68d42p-3,
+    0x1.a47ca981be368p-4, 0x1.3d814e903eb26p-3, 0x1.128f6ac551c2ep-1, 0x1.a47ca981be366p-4,
+    0x1.6971fb648b718p-5, 0x1.ca36a4467719p-4, 0x1.8ba481e89bc5ep-1, 0x1.3d814e903eb26p-3,
+    0x1.ca36a4467719p-4, 0x1.ee934c0f585a8p-5, 0x1.8b4d89512d135p+1, 0x1.cd3a68769e51dp-1,
+    0x1.5d7cfb34e1ddp-1, 0x1.4cccccccccccdp+0, -0x1.21c2eb640034p+8, 0x1.0c9b312455b14p+9,
     0x1.6f28fd2d689d4p+0, 0x1.69f7f90374432p-1, 0x1.0664094e40549p-3, 0x1.b0749a8ec9b34p-4,
     0x1.6a3c6b89f2398p-3, 0x1.130782d8617e8p-1, 0x1.b0749a8ec9b32p-4, 0x1.17ef76cbe821p-5,
     0x1.09907f8ea0d2fp-3, 0x1.90d3d8adf120cp-1, 0x1.6a3c6b89f2398p-3, 0x1.09907f8ea0d2fp-3,
     0x1.bf250cf47d7e9p-3, 0x1.fedfb034deee6p+1, 0x1.0617ef7f497d8p+0, 0x1.a90a5ccd97449p-1,
-    0x1.20a578ef16e2p+0, 0x1.8e8147d2f04b2p-3, -0x1.6d9c21d539688p-3, 0x1.5aa58b3905a7cp-4,
-    0x1.2078a87f24e3cp-4, 0x1.8304b3836093p-4, -0x1.28750a4ca002fp-3, 0x1.2078a87f24e3cp-4,
-    0x1.c849266f6fd26p-5, 0x1.3e133a496f7fdp-4, -0x1.92a66c39addedp-3, 0x1.8304b3836093p-4,
-    0x1.3e133a496f7fcp-4, 0x1.8df2d597b1269p-4, 0x1.ff22ee6a4cc1ep+1, 0x1.05c104e24d8a4p+0,
-    0x1.a82b4d6af0175p-1, 0x1.4cccccccccccdp+0, 0x1.abdcc621a5c45p-3, -0x1.7ca16aeeff8cdp-3,
+    0x1.20a578ef16e2p+0, -0x1.784597e2a4361p+9, 0x1.6899c81abb2ap+10, 0x1.8e8147d2f04b2p-3,
+    -0x1.6d9c21d539688p-3, 0x1.5aa58b3905a7cp-4, 0x1.2078a87f24e3cp-4, 0x1.8304b3836093p-4,
+    -0x1.28750a4ca002fp-3, 0x1.2078a87f24e3cp-4, 0x1.c849266f6fd26p-5, 0x1.3e133a496f7fdp-4,
+    -0x1.92a66c39addedp-3, 0x1.8304b3836093p-4, 0x1.3e133a496f7fcp-4, 0x1.8df2d597b1269p-4,
+    0x1.ff22ee6a4cc1ep+1, 0x1.05c104e24d8a4p+0, 0x1.a82b4d6af0175p-1, 0x1.4cccccccccccdp+0,
+    -0x1.7448f617e630ep+9, 0x1.65c9181db0ee7p+10, 0x1.abdcc621a5c45p-3, -0x1.7ca16aeeff8cdp-3,
     0x1.5eb218d780064p-4, 0x1.2528ec01b65cap-4, 0x1.52ccf6c1bb0d8p-4, -0x1.34c551a214946p-3,
     0x1.2528ec01b65c9p-4, 0x1.ac35b6d3ab5e4p-5, 0x1.17ef8c5d69da6p-4, -0x1.72a17073f63d5p-3,
     0x1.52ccf6c1bb0d8p-4, 0x1.17ef8c5d69da6p-4, 0x1.449a4e107425cp-4,
@@ -459,14 +472,15 @@ TEST(SharedFormulation, ClosedFormsInterpolationAndDataTermKeepTheCpuBits) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], kRecorded[i]) << "output " << i;
 }
 
-// The composite's expected values interleave with u0 and β̂ in kRecorded: per case 4 values, then
-// 13 composite values (every case has a free entry).
+// The composite's expected values interleave with the Newton's in kRecorded: per case 6 values (u0,
+// β̂, F', F''), then 13 composite values (every case has a free entry). The composite sums in the
+// CPU Newton's order now (it had its own: same to ~1e-16 relative, not to the bit).
 TEST(SharedFormulation, GammaFullNewtonKeepsTheCpuBits) {
   std::vector<double> newton, composite;
   append_gamma_full(newton, composite);
   size_t r = kInterpolationAndData;
-  for (size_t c = 0; c < newton.size() / 4; ++c) {
-    for (int i = 0; i < 4; ++i, ++r) EXPECT_EQ(newton[4 * c + i], kRecorded[r]) << "case " << c << " output " << i;
+  for (size_t c = 0; c < newton.size() / 6; ++c) {
+    for (int i = 0; i < 6; ++i, ++r) EXPECT_EQ(newton[6 * c + i], kRecorded[r]) << "case " << c << " output " << i;
     for (int i = 0; i < 13; ++i, ++r)
       EXPECT_NEAR(composite[13 * c + i], kRecorded[r], 1e-12 * std::max(1.0, std::abs(kRecorded[r])))
           << "case " << c << " composite output " << i;
