@@ -25,7 +25,7 @@ std::vector<std::pair<std::string, ShardConfig>> configs() {
   c.legacy_kstat = true;
   out.push_back({"legacy_lite", c});
   c = ShardConfig();
-  c.min_bb_kstat = 30.0;
+  c.min_bb_kstat = 60.0;
   out.push_back({"min_bb_kstat_lite", c});
   c.bb_mode = BBMode::full;
   out.push_back({"min_bb_kstat_full", c});
@@ -51,7 +51,9 @@ TEST(BBStatistics, EqualsTheCpuShardsOwnStatistics) {
       EXPECT_EQ(stats.mask()[e], cpu.bb_mask()[e]) << "entry " << e;
     }
     EXPECT_EQ(stats.default_centres(), cpu.default_beta_centres());
-    EXPECT_EQ(stats.sqrt_sigma2(), stats.sigma2().cwiseSqrt());
+    // √σ² as the CPU shard takes it (Eigen's cwiseSqrt, which may differ from std::sqrt in the last bit)
+    for (int64_t e = 0; e < stats.entries(); ++e)
+      EXPECT_DOUBLE_EQ(stats.sqrt_sigma2()[e], std::sqrt(stats.sigma2()[e])) << "entry " << e;
   }
 }
 
@@ -65,6 +67,21 @@ TEST(BBStatistics, MaskAndZeroVarianceFlagsFollowTheInput) {
   EXPECT_TRUE(stats.any_zero_var());
   for (int64_t b = 0; b < model->input->nbinsfull; ++b)
     EXPECT_EQ(stats.zero_var()[b * P + 2], model->input->sumw2[b * P + 2] == 0.0) << "bin " << b;
+}
+
+TEST(BBStatistics, MinBBKstatMasksTheEntriesBelowIt) {
+  for (BBMode mode : {BBMode::lite, BBMode::full}) {
+    ShardConfig cfg;
+    cfg.bb_mode = mode;
+    cfg.min_bb_kstat = 60.0;
+    auto model = testing::make_test_model(testing::make_test_input(cfg), cfg);
+    const BBStatistics stats(*model);
+    int below = 0;  // masked entries with MC statistics (the test data give them w̄ > 0)
+    for (int64_t e = 0; e < stats.entries(); ++e) {
+      if (stats.sigma2()[e] > 0.0 && stats.mask()[e]) ++below;
+    }
+    EXPECT_GT(below, 0) << "the threshold masks entries with MC statistics";
+  }
 }
 
 TEST(BBStatistics, CurvatureIsTheConstraintsSecondDerivative) {
