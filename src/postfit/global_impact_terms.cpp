@@ -1,5 +1,7 @@
 #include "rabbit/postfit/global_impact_terms.hpp"
 
+#include "rabbit/model/bb_statistics.hpp"
+
 namespace rabbit::postfit {
 
 using Eigen::MatrixXd;
@@ -10,28 +12,13 @@ McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, CpuShar
                                      const std::vector<int64_t>& reported, bool bb_full, int64_t nproc) {
   const int64_t nimp = static_cast<int64_t>(reported.size());
   const VectorXd beta_hat = fitter.profiled_beta(x);
-  const VectorXd& k = c.bb_kstat();
+  const BBStatistics stats(model);
   const VectorXd& beta0 = c.beta_centres();
-  const auto& mask = c.bb_mask();
   const int64_t ne = beta_hat.size();
+  // The constraint curvature per entry; masked entries are held here for every type (normal-additive
+  // included, unlike its likelihood, docs/likelihood.md "BB constraint term").
   VectorXd s2(ne);
-  for (int64_t e = 0; e < ne; ++e) {
-    if (mask[e]) {
-      s2(e) = 0.0;
-      continue;
-    }
-    switch (model.bb_type) {
-      case BBType::gamma:
-        s2(e) = k(e) * beta0(e) / (beta_hat(e) * beta_hat(e));
-        break;
-      case BBType::normal_multiplicative:
-        s2(e) = k(e);
-        break;
-      default:
-        s2(e) = 1.0;
-        break;
-    }
-  }
+  for (int64_t e = 0; e < ne; ++e) s2(e) = stats.mask()[e] ? 0.0 : stats.curvature(e, beta_hat(e), beta0(e));
   McStatImpacts out;
   out.total_sq = VectorXd::Zero(nimp);
   if (bb_full) out.per_process_sq = MatrixXd::Zero(nimp, nproc);

@@ -8,6 +8,7 @@
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
+#include "rabbit/model/bb_statistics.hpp"
 #include "rabbit/postfit/mapping.hpp"
 
 namespace rabbit::postfit {
@@ -44,24 +45,23 @@ BBResponse bb_response(const Model& model, CpuShardEvaluator& shard, Fitter& fit
     VectorXd bhat = fitter.profiled_beta(x);
     r.beta.head(bhat.size()) = bhat;
   }
-  const VectorXd& k = shard.bb_kstat();
+  const BBStatistics stats(model);
+  const VectorXd& k = stats.kstat();
   const VectorXd& beta0 = shard.beta_centres();
-  const auto& mask = shard.bb_mask();
+  const auto& mask = stats.mask();
   const int64_t ne = r.beta.size();
   r.c = VectorXd::Zero(ne);
   r.q = VectorXd::Zero(ne);
   for (int64_t e = 0; e < ne; ++e) {
-    switch (model.bb_type) {
-      case BBType::gamma:
-        if (!mask[e]) {
-          r.c(e) = k(e) * beta0(e) / (r.beta(e) * r.beta(e));
-          r.q(e) = k(e) / r.beta(e);
-        }
+    r.c(e) = stats.curvature(e, r.beta(e), beta0(e));
+    switch (stats.kind()) {
+      case likelihood::BBKind::gamma:
+        if (!mask[e]) r.q(e) = k(e) / r.beta(e);
         break;
-      case BBType::normal_multiplicative:
-        if (!mask[e]) r.c(e) = r.q(e) = k(e);
+      case likelihood::BBKind::normal_multiplicative:
+        if (!mask[e]) r.q(e) = k(e);
         break;
-      default: r.c(e) = r.q(e) = 1.0; break;
+      default: r.q(e) = 1.0; break;
     }
   }
   // Zero-variance processes (lite): sumw2 = 0 entries are not scaled by β.

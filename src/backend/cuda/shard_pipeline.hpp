@@ -27,6 +27,8 @@
 #include "rabbit/backend/cuda/cuda_shard.hpp"
 #include "rabbit/backend/cuda/pipeline_elements.hpp"
 #include "rabbit/core/error.hpp"
+#include "rabbit/likelihood/interpolation.hpp"
+#include "rabbit/model/bb_statistics.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/param_model.hpp"
 #include "rabbit/model/regularizer.hpp"
@@ -35,6 +37,7 @@
 namespace rabbit::pipeline {
 
 namespace bm = bin_math;
+using likelihood::BBKind;
 
 /// Device memory in bytes a shard over [bin_begin, bin_end) allocates (estimate, checked first).
 inline uint64_t shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_end) {
@@ -61,23 +64,6 @@ inline uint64_t shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_e
   return tensor + entries + per_bp + per_bin + batch + slack;
 }
 
-
-// Smooth asymmetric interpolation h(θ) and its derivatives (docs/likelihood.md "Asymmetric interpolation"), in rabbit's
-// operation order for h.
-inline void interpolation(double th, double& h, double& h1, double& h2) {
-  const double twox = 2.0 * th, twox2 = twox * twox;
-  double alpha = 0.125 * twox * (twox2 * (3.0 * twox2 - 10.0) + 15.0);
-  alpha = std::clamp(alpha, -1.0, 1.0);
-  h = th * alpha;
-  if (std::abs(th) < 0.5) {
-    const double t2 = th * th;
-    h1 = th * (72.0 * t2 * t2 - 40.0 * t2 + 7.5);
-    h2 = 360.0 * t2 * t2 - 120.0 * t2 + 7.5;
-  } else {
-    h1 = th > 0 ? 1.0 : -1.0;
-    h2 = 0.0;
-  }
-}
 
 struct HostShardData {
   int64_t nbins = 0, nentries = 0;
@@ -156,15 +142,12 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
     log_normal_ = in.systematic_type == SystematicType::log_normal;
     symmetric_ = in.symmetric_tensor;
     sparse_ = in.sparse;
-    cfg_.likelihood = model_->options.likelihood == DataLikelihood::chisq ? bm::kChisq : bm::kPoisson;
+    const BBStatistics bb(*model_);
+    cfg_.likelihood = model_->options.likelihood;
     cfg_.nproc = nproc_;
-    if (model_->options.bin_by_bin_stat) {
-      cfg_.bb = model_->options.bb_mode == BBMode::full ? bm::kFull : bm::kLite;
-      cfg_.type = model_->bb_type == BBType::normal_additive        ? bm::kNormalAdd
-                  : model_->bb_type == BBType::normal_multiplicative ? bm::kNormalMult
-                                                                    : bm::kGamma;
-      cfg_.legacy_lite = cfg_.bb == bm::kLite && in.sumw_per_bin;
-    }
+    cfg_.bb = bb.kind();
+    cfg_.mode = bb.full() ? BBMode::full : BBMode::lite;
+    cfg_.legacy_lite = bb.on() && !bb.full() && bb.legacy_per_bin();
     rho_.assign(nproc_, 1.0);
     if (!log_normal_ && nparams_ > 0 && model_->param_model) {
       Eigen::VectorXd r;
@@ -172,7 +155,7 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
       for (int p = 0; p < nproc_; ++p) rho_[p] = r[p];
     }
 
-    HostShardData h = slice(in);
+    HostShardData h = slice(in, bb);
     nbins_ = h.nbins;
     nentries_ = h.nentries;
     masked_host_ = h.masked;
@@ -200,7 +183,7 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
     } else {
       logk_.upload(h.dense_logk, "copying logk");
     }
-    if (cfg_.bb != bm::kNoBB) {
+    if (cfg_.bb != BBKind::none) {
       kstat_.upload(h.kstat, "copying kstat");
       beta0_.upload(h.beta0, "copying beta0");
       sigma2_.upload(h.sigma2, "copying sumw2");
@@ -213,7 +196,7 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
     for (Buf<double>* b : {&Nbp_, &phi_, &u1_, &u2_, &d_, &pw_}) b->allocate(nbp, "allocating yields");
     m_.allocate(3 * static_cast<size_t>(nbins_), "allocating yields");
     binval_.allocate(nbins_, "allocating yields");
-    if (cfg_.bb != bm::kNoBB) beta_.allocate(cfg_.bb == bm::kFull ? nbp : nbins_, "allocating beta");
+    if (cfg_.bb != BBKind::none) beta_.allocate(full() ? nbp : nbins_, "allocating beta");
     y_.allocate(width_, "allocating the gradient");
     small_.allocate(std::max<int64_t>(1, nproc_), "allocating the gradient");
     set_observed(in.data_obs, in.data_var.value_or(Eigen::VectorXd()));
@@ -237,15 +220,15 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
   }
 
   void set_beta_centres(const Eigen::VectorXd& beta0) override {
-    if (cfg_.bb == bm::kNoBB) return;
+    if (cfg_.bb == BBKind::none) return;
     const FitInputData& in = *model_->input;
-    const int64_t per_bin = cfg_.bb == bm::kFull ? nproc_ : 1;
+    const int64_t per_bin = full() ? nproc_ : 1;
     if (beta0.size() != in.nbinsfull * per_bin)
       throw Error(fmt::format("BB centres have {} entries, expected {}", beta0.size(), in.nbinsfull * per_bin));
     std::vector<double> slice(beta0.data() + begin_ * per_bin, beta0.data() + end_ * per_bin);
     // docs/likelihood.md "BB derivative corner cases" item 3: on masked full-mode entries rabbit's closed forms use β⁰ N where
     // the yields use N; the CPU backend differentiates that composite, this pipeline does not.
-    if (cfg_.bb == bm::kFull && cfg_.type != bm::kNormalAdd)
+    if (full() && cfg_.bb != BBKind::normal_additive)
       for (size_t i = 0; i < slice.size(); ++i)
         if (masked_host_[i] && slice[i] != 1.0)
           throw OptionError(fmt::format(
@@ -307,7 +290,7 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
 
   Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override {
     ops_->select();
-    if (cfg_.bb == bm::kNoBB) return Eigen::VectorXd();
+    if (cfg_.bb == BBKind::none) return Eigen::VectorXd();
     forward(xi, true);
     Eigen::VectorXd beta(beta_.size());
     download(beta.data(), beta_.get(), beta_.size(), "reading beta");
@@ -317,11 +300,13 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
  private:
   static constexpr int64_t kMaxBatch = 256;
 
+  bool full() const { return cfg_.mode == BBMode::full; }
+
   void download(double* host, const double* dev, size_t n, const char* what) {
     if (n) ops_->to_host(host, dev, n * sizeof(double), what);
   }
 
-  HostShardData slice(const FitInputData& in) const {
+  HostShardData slice(const FitInputData& in, const BBStatistics& bb) const {
     HostShardData h;
     const int64_t P = nproc_, W = width_;
     h.nbins = end_ - begin_;
@@ -367,52 +352,15 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
           h.tvals[pos] = h.vals[a];
         }
     }
-    if (cfg_.bb == bm::kNoBB) return h;
-    // BB statistics (docs/likelihood.md "Per-entry BB statistics").
-    const double K = model_->options.min_bb_kstat;
-    const double default_beta0 = cfg_.type == bm::kNormalAdd ? 0.0 : 1.0;
-    auto stats = [&](double sig2, double wbar, double& k, unsigned char& m) {
-      bool masked = sig2 == 0.0 || wbar == 0.0;
-      if (K > 0 && wbar * wbar / (masked ? 1.0 : sig2) < K) masked = true;
-      m = masked ? 1 : 0;
-      k = masked ? 1.0 : wbar * wbar / sig2;
-    };
-    if (cfg_.bb == bm::kLite) {
-      h.kstat.resize(h.nbins);
-      h.masked.resize(h.nbins);
-      h.sigma2.resize(h.nbins);
-      h.beta0.assign(h.nbins, default_beta0);
-      if (!cfg_.legacy_lite) h.zero_var.resize(h.nbins * P);
-      for (int64_t b = 0; b < h.nbins; ++b) {
-        const int64_t gb = begin_ + b;
-        double sig2 = 0, wbar = 0;
-        if (cfg_.legacy_lite) {
-          sig2 = in.sumw2[gb];
-          wbar = in.sumw[gb];
-        } else {
-          for (int64_t p = 0; p < P; ++p) {
-            const double s2 = in.sumw2[gb * P + p];
-            const bool z = s2 == 0.0;
-            h.zero_var[b * P + p] = z ? 1 : 0;
-            sig2 += s2;
-            if (!z) wbar += in.sumw[gb * P + p];
-          }
-        }
-        h.sigma2[b] = sig2;
-        stats(sig2, wbar, h.kstat[b], h.masked[b]);
-      }
-    } else {
-      const int64_t nbp = h.nbins * P;
-      h.kstat.resize(nbp);
-      h.masked.resize(nbp);
-      h.sigma2.resize(nbp);
-      h.beta0.assign(nbp, default_beta0);
-      for (int64_t i = 0; i < nbp; ++i) {
-        const int64_t g = begin_ * P + i;
-        h.sigma2[i] = in.sumw2[g];
-        stats(in.sumw2[g], in.sumw[g], h.kstat[i], h.masked[i]);
-      }
-    }
+    if (!bb.on()) return h;
+    // This shard's slice of the model's BB statistics (docs/likelihood.md "Per-entry BB statistics").
+    const int64_t first = full() ? begin_ * P : begin_, count = full() ? h.nbins * P : h.nbins;
+    h.kstat.assign(bb.kstat().data() + first, bb.kstat().data() + first + count);
+    h.sigma2.assign(bb.sigma2().data() + first, bb.sigma2().data() + first + count);
+    h.masked.assign(bb.mask().begin() + first, bb.mask().begin() + first + count);
+    h.beta0.assign(count, bb.default_centre());
+    if (!full() && !bb.legacy_per_bin())
+      h.zero_var.assign(bb.zero_var().begin() + begin_ * P, bb.zero_var().begin() + end_ * P);
     return h;
   }
 
@@ -465,7 +413,7 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
     h2_.resize(nsyst_);
     std::vector<double> m(width_);
     for (int64_t s = 0; s < nsyst_; ++s) {
-      interpolation(theta_[s], h_[s], h1_[s], h2_[s]);
+      likelihood::interpolation(theta_[s], h_[s], h1_[s], h2_[s]);
       m[s] = theta_[s];
       if (!symmetric_) m[nsyst_ + s] = h_[s];
     }

@@ -9,11 +9,17 @@
 #include <vector>
 
 #include "rabbit/backend/cuda/bin_math.hpp"
+#include "support/finite_differences.hpp"
 
 namespace rabbit::bin_math {
 namespace {
 
 constexpr int P = 3;
+
+// The cases as the test names them: data likelihood, BB off / lite / full, and the BB type.
+enum CaseLikelihood : int { kPoisson = 0, kChisq = 1 };
+enum CaseMode : int { kNoBB = 0, kLite = 1, kFull = 2 };
+enum CaseType : int { kGamma = 0, kNormalMult = 1, kNormalAdd = 2 };
 
 struct Case {
   int likelihood, bb, type;
@@ -50,9 +56,12 @@ struct Fixture {
   }
   BinConfig config() const {
     BinConfig cfg;
-    cfg.likelihood = c.likelihood;
-    cfg.bb = c.bb;
-    cfg.type = c.type;
+    cfg.likelihood = c.likelihood == kChisq ? DataLikelihood::chisq : DataLikelihood::poisson;
+    cfg.bb = c.bb == kNoBB            ? BBKind::none
+             : c.type == kGamma      ? BBKind::gamma
+             : c.type == kNormalMult ? BBKind::normal_multiplicative
+                                     : BBKind::normal_additive;
+    cfg.mode = c.bb == kFull ? BBMode::full : BBMode::lite;
     cfg.nproc = P;
     return cfg;
   }
@@ -81,11 +90,16 @@ void check_phi_and_psi(const Fixture& fx, const std::array<double, P>& N = {4.0,
   ASSERT_TRUE(std::isfinite(f0));
 
   const double h = 1e-5;
+  auto to_array = [](const Eigen::VectorXd& x) {
+    std::array<double, P> a;
+    for (int p = 0; p < P; ++p) a[p] = x[p];
+    return a;
+  };
+  const Eigen::VectorXd Nv = Eigen::Map<const Eigen::VectorXd>(N.data(), P);
+  const Eigen::VectorXd fd_phi =
+      test::central_gradient([&](const Eigen::VectorXd& x) { return fx.eval(to_array(x)); }, Nv, h);
   for (int p = 0; p < P; ++p) {
-    auto up = N, dn = N;
-    up[p] += h;
-    dn[p] -= h;
-    const double fd = (fx.eval(up) - fx.eval(dn)) / (2 * h);
+    const double fd = fd_phi[p];
     EXPECT_NEAR(phi[p], fd, 1e-6 * std::max(1.0, std::abs(fd))) << "phi, process " << p;
   }
 
@@ -95,17 +109,16 @@ void check_phi_and_psi(const Fixture& fx, const std::array<double, P>& N = {4.0,
     s1 += u1[p] * dir[p];
     s2 += u2[p] * dir[p];
   }
-  auto up = N, dn = N;
-  for (int p = 0; p < P; ++p) {
-    up[p] += h * dir[p];
-    dn[p] -= h * dir[p];
-  }
-  std::array<double, P> phi_up, phi_dn;
-  fx.eval(up, &phi_up);
-  fx.eval(dn, &phi_dn);
+  const Eigen::VectorXd fd_psi = test::central_directional(
+      [&](const Eigen::VectorXd& x) {
+        std::array<double, P> ph;
+        fx.eval(to_array(x), &ph);
+        return Eigen::VectorXd(Eigen::Map<const Eigen::VectorXd>(ph.data(), P));
+      },
+      Nv, Eigen::Map<const Eigen::VectorXd>(dir.data(), P), h);
   for (int p = 0; p < P; ++p) {
     const double z = u1[p] * (r.m11 * s1 + r.m12 * s2) + u2[p] * (r.m12 * s1 + r.m22 * s2) + d[p] * dir[p];
-    const double fd = (phi_up[p] - phi_dn[p]) / (2 * h);
+    const double fd = fd_psi[p];
     EXPECT_NEAR(z, fd, 1e-6 * std::max(1.0, std::abs(fd))) << "Psi row " << p;
   }
 }
@@ -143,14 +156,23 @@ INSTANTIATE_TEST_SUITE_P(AllModes, BinMathTest, ::testing::ValuesIn(all_cases())
 
 TEST(BinMath, QuadRootIsThePlusRoot) {
   // x² − 3x + 2 = 0 → roots 1, 2.
-  EXPECT_DOUBLE_EQ(quad_root(1.0, -3.0, 2.0), 2.0);
+  EXPECT_DOUBLE_EQ(likelihood::plus_root(1.0, -3.0, 2.0), 2.0);
+}
+
+// ρ of the full normal-multiplicative closed form with S = 4 and b = S − Tu (no masked entries).
+double full_rho(double n, double b) {
+  double rho = 0.0;
+  likelihood::full_multiplicative_bin_objective(4.0, 4.0 - b, 0.0, 0.0, BinObservation{n, 1.0, 0.0},
+                                                DataLikelihood::poisson, &rho, static_cast<double*>(nullptr));
+  return rho;
 }
 
 TEST(BinMath, PoissonFullEmptyBinHasAFiniteLimit) {
-  // n → 0⁺ of n / Q(1, b, −nS) is b/S for b > 0 and 0 for b < 0 (rabbit: 0/0 = NaN at n = 0).
-  EXPECT_NEAR(poisson_full_ratio(0.0, 2.0, 4.0), poisson_full_ratio(1e-7, 2.0, 4.0), 1e-6);
-  EXPECT_NEAR(poisson_full_ratio(0.0, -2.0, 4.0), poisson_full_ratio(1e-7, -2.0, 4.0), 1e-6);
-  EXPECT_DOUBLE_EQ(poisson_full_ratio(0.0, 2.0, 4.0), 0.5);
+  // n → 0⁺ of n / Q(1, b, −nS) is b/S for b > 0 and 0 for b < 0 (rabbit: 0/0 = NaN at n = 0), so
+  // ρ = n/ν̂ − 1 tends to b/S − 1 resp. −1.
+  EXPECT_NEAR(full_rho(0.0, 2.0), full_rho(1e-7, 2.0), 1e-6);
+  EXPECT_NEAR(full_rho(0.0, -2.0), full_rho(1e-7, -2.0), 1e-6);
+  EXPECT_DOUBLE_EQ(full_rho(0.0, 2.0), -0.5);
 }
 
 // Lite, Poisson, n = 0: rabbit's quadratic factors into an interior root (β̂ stationary, ν > 0) and
@@ -181,9 +203,10 @@ TEST(BinMath, LitePoissonEmptyBinOnEitherRoot) {
                     d.data(), r);
         const double A = N[0] + N[1] + (zv ? 0.0 : N[2]), Z = zv ? N[2] : 0.0, k = fx.k[0], b0 = fx.beta0[0];
         const double s = std::sqrt(fx.sigma2[0]);
-        const double rabbit = type == kNormalAdd ? quad_root(s, s * s + A + Z - s * b0, s * (A + Z) - (A + Z) * b0)
-                              : type == kNormalMult ? quad_root(k * A, A * A - k * b0 * A + k * Z, A * Z - k * b0 * Z)
-                                                    : quad_root(A * (A + k), A * (Z - b0 * k) + k * Z, -b0 * k * Z);
+        using likelihood::plus_root;
+        const double rabbit = type == kNormalAdd ? plus_root(s, s * s + A + Z - s * b0, s * (A + Z) - (A + Z) * b0)
+                              : type == kNormalMult ? plus_root(k * A, A * A - k * b0 * A + k * Z, A * Z - k * b0 * Z)
+                                                    : plus_root(A * (A + k), A * (Z - b0 * k) + k * Z, -b0 * k * Z);
         EXPECT_NEAR(beta[0], rabbit, 1e-12 * std::max(1.0, std::abs(rabbit)));
         if (edge)
           EXPECT_NEAR(r.nu, 0.0, 1e-12);

@@ -10,7 +10,7 @@
 
 #include <Eigen/Core>
 
-#include "rabbit/backend/cpu/bin_profile.hpp"
+#include "rabbit/backend/cpu/shared_likelihood.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/shard_evaluator.hpp"
 

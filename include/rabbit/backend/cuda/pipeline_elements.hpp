@@ -55,20 +55,21 @@ RABBIT_HD inline void profile_bin_at(int64_t i, const bin_math::BinConfig& cfg, 
                                      double* value) {
   const int64_t o = i * b.nproc;
   bin_math::BinStats st;
-  if (cfg.bb == bin_math::kLite) {
+  const bool full = cfg.mode == BBMode::full;
+  if (cfg.bb != bin_math::BBKind::none && !full) {
     st.kstat = b.kstat + i;
     st.beta0 = b.beta0 + i;
     st.masked = b.masked + i;
     st.sigma2 = b.sigma2 + i;
     st.zero_var = b.zero_var ? b.zero_var + o : nullptr;
-  } else if (cfg.bb == bin_math::kFull) {
+  } else if (cfg.bb != bin_math::BBKind::none) {
     st.kstat = b.kstat + o;
     st.beta0 = b.beta0 + o;
     st.masked = b.masked + o;
     st.sigma2 = b.sigma2 + o;
   }
   double dummy = 0;
-  double* bi = beta ? beta + (cfg.bb == bin_math::kFull ? o : i) : &dummy;
+  double* bi = beta ? beta + (full ? o : i) : &dummy;
   bin_math::BinResult r;
   bin_math::profile_bin(cfg, b.nobs[i], b.varnobs ? b.varnobs[i] : 1.0, b.lognobs[i], Nbp + o, st, bi, phi + o,
                         u1 + o, u2 + o, d + o, r);
