@@ -18,12 +18,10 @@
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
+#include "rabbit/fit/cuda_plugin_loader.hpp"
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/model/model.hpp"
-#ifdef RABBIT_HAVE_CUDA
-#include "rabbit/backend/cuda/cuda_shard.hpp"
-#endif
 
 namespace {
 
@@ -125,8 +123,8 @@ int main(int argc, char** argv) {
     } else if (gpus.empty()) {
       fmt::print("cuda: no GPU visible ({})\n", why);
     } else {
-#ifdef RABBIT_HAVE_CUDA
-      const double hbm = cuda_copy_bandwidth(gpus.front().ordinal);
+      // visible_gpus loaded the CUDA plugin; its table has the bandwidth probe.
+      const double hbm = cuda_plugin(nullptr)->copy_bandwidth(gpus.front().ordinal, size_t(1) << 30);
       fmt::print("cuda: {} ({}), copy-kernel bandwidth {:.0f} GB/s\n", gpus.front().name, gpus.front().pci.str(), hbm);
       for (int n : {1, 2}) {
         FitterOptions fo;
@@ -137,7 +135,6 @@ int main(int argc, char** argv) {
         fmt::print("cuda  {} shard(s): {:8.3f} ms per loss+grad, {:7.2f} GB/s = {:.0f}% of the copy bandwidth\n", n,
                    t * 1e3, bytes / t / 1e9, 100.0 * bytes / t / 1e9 / hbm);
       }
-#endif
     }
   } catch (const rabbit::Error& e) {
     std::fprintf(stderr, "sharding_bench: %s\n", e.what());

@@ -1,5 +1,3 @@
-# rabbit_module(<dir> DEPS ...): one static library per source folder src/<dir>, named
-# rabbit_<dir with / replaced by _>, with public headers in include/rabbit/<dir>.
 function(rabbit_warnings target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unknown-pragmas>)
@@ -18,21 +16,28 @@ if(RABBIT_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+# rabbit_module(<dir> [STATIC] DEPS ...): one library per source folder src/<dir>, named
+# rabbit_<dir with / replaced by _>, with public headers in include/rabbit/<dir>. Shared by default:
+# the executables and the CUDA plugin (opened at run time) then use one copy of every module — one
+# logger, one set of exception types (docs/architecture.md "Libraries and the CUDA plugin").
+# STATIC (the CUDA sources) makes an archive linked into one shared object (the plugin).
 function(rabbit_module dir)
-  cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
+  cmake_parse_arguments(M "STATIC" "" "DEPS" ${ARGN})
   string(REPLACE "/" "_" name "rabbit_${dir}")
   file(GLOB srcs CONFIGURE_DEPENDS
     "${PROJECT_SOURCE_DIR}/src/${dir}/*.cpp" "${PROJECT_SOURCE_DIR}/src/${dir}/*.cu")
   if(srcs)
-    add_library(${name} STATIC ${srcs})
+    if(M_STATIC)
+      add_library(${name} STATIC ${srcs})
+    else()
+      add_library(${name} SHARED ${srcs})
+      set_property(GLOBAL APPEND PROPERTY RABBIT_SHARED_MODULES ${name})
+    endif()
     target_include_directories(${name} PUBLIC "${PROJECT_SOURCE_DIR}/include")
     target_link_libraries(${name} PUBLIC ${M_DEPS})
     set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON
       CUDA_SEPARABLE_COMPILATION OFF)
     rabbit_warnings(${name})
-    if(RABBIT_HAVE_CUDA)
-      target_compile_definitions(${name} PUBLIC RABBIT_HAVE_CUDA=1)
-    endif()
   else()
     add_library(${name} INTERFACE)
     target_include_directories(${name} INTERFACE "${PROJECT_SOURCE_DIR}/include")

@@ -13,10 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "rabbit/core/error.hpp"
-
-#ifdef RABBIT_HAVE_CUDA
-#include "rabbit/backend/cuda/cuda_shard.hpp"
-#endif
+#include "rabbit/fit/cuda_plugin_loader.hpp"
 
 namespace rabbit {
 
@@ -237,25 +234,23 @@ std::optional<std::vector<GpuOccupancy>> query_gpu_occupancy(std::string* failur
   return std::nullopt;
 }
 
-bool built_with_cuda() {
-#ifdef RABBIT_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
+// RABBIT_CUDA_PLUGIN_BUILT (0 or 1) is set by CMake on this library: whether the build made
+// rabbit_cuda_plugin.so. It only chooses messages; the plugin itself is found at run time.
+bool built_with_cuda() { return RABBIT_CUDA_PLUGIN_BUILT != 0; }
 
 std::vector<GpuInfo> visible_gpus(std::string* failure) {
   std::vector<GpuInfo> out;
-#ifdef RABBIT_HAVE_CUDA
-  for (const auto& d : cuda_visible_devices(failure)) {
+  if (!built_with_cuda()) {
+    if (failure) *failure = "this build has no CUDA backend";
+    return out;
+  }
+  const CudaPluginV1* plugin = cuda_plugin(failure);
+  if (!plugin) return out;
+  for (const auto& d : plugin->visible_devices(failure)) {
     auto pci = parse_pci_bus_id(d.pci_bus_id);
     out.push_back({d.ordinal, pci.value_or(PciAddress{0, 0, static_cast<uint32_t>(d.ordinal), 0}), d.name,
                    d.total_bytes});
   }
-#else
-  if (failure) *failure = "this build has no CUDA backend";
-#endif
   return out;
 }
 
@@ -263,7 +258,11 @@ GpuSelection select_gpus(int n_devices, const std::vector<int>& explicit_indices
   validate_device_options(n_devices, explicit_indices);
   std::string failure;
   const std::vector<GpuInfo> visible = visible_gpus(&failure);
-  if (visible.empty()) return choose_gpus(n_devices, explicit_indices, visible, std::nullopt, failure);
+  if (visible.empty()) {
+    GpuSelection none = choose_gpus(n_devices, explicit_indices, visible, std::nullopt, failure);
+    none.unavailable = failure;
+    return none;
+  }
   std::optional<std::vector<GpuOccupancy>> occupancy;
   std::string query_failure;
   if (explicit_indices.empty() && static_cast<int>(visible.size()) > n_devices)

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
-#include "rabbit/backend/cuda/cuda_shard.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
+#include "rabbit/model/shard_beta_centres.hpp"
 
 namespace rabbit {
 

@@ -6,17 +6,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
+#include "rabbit/fit/cuda_plugin_loader.hpp"
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
+#include "rabbit/fit/shard_registry.hpp"
 #include "rabbit/model/regularizer.hpp"
-
-#ifdef RABBIT_HAVE_CUDA
-#include "rabbit/backend/cuda/cuda_shard.hpp"
-#include "rabbit/backend/cuda/cusolver_linalg.hpp"
-#endif
 
 namespace rabbit {
 
@@ -138,18 +134,30 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
       options.devices.empty()) {
     log().info("{} is not supported by the CUDA backend: the fit runs on the CPU", cuda_unsupported);
   } else if (options.backend != Backend::cpu) {
+    // The CUDA plugin is opened only when a CUDA fit is asked for (--backend cuda, --devices) or
+    // possible: under --backend auto a machine without an NVIDIA driver never loads a CUDA library
+    // (docs/sharding-and-gpu.md "The CUDA plugin").
+    const bool cuda_asked = options.backend == Backend::cuda || !options.devices.empty();
+    std::string why;
     if (!built_with_cuda()) {
       if (options.backend == Backend::cuda)
         throw ResourceError("--backend cuda: this build has no CUDA backend (configure with -DRABBIT_CUDA=ON)");
       if (!options.devices.empty())
         throw ResourceError(fmt::format("--devices {}: this build has no CUDA backend", fmt::join(options.devices, ",")));
+    } else if (!cuda_asked && !nvidia_driver_present(&why)) {
+      log().info("{}: the fit runs on the CPU", why);
+    } else if (!cuda_plugin(&why) && (options.backend == Backend::cuda || options.devices.empty())) {
+      // (with --devices under auto, select_gpus below names --devices and this reason)
+      if (options.backend == Backend::cuda) throw ResourceError(fmt::format("--backend cuda: {}", why));
+      log().info("{}: the fit runs on the CPU", why);
     } else {
       GpuSelection sel = select_gpus(n, options.devices);
       for (const auto& m : sel.info) log().info("{}", m);
       for (const auto& m : sel.warnings) log().warn("{}", m);
       gpus = sel.gpus;
       if (gpus.empty()) {
-        if (options.backend == Backend::cuda) throw ResourceError("--backend cuda: no GPU is visible");
+        if (options.backend == Backend::cuda)
+          throw ResourceError(fmt::format("--backend cuda: no GPU is visible ({})", sel.unavailable));
         log().warn("This build has CUDA but no GPU is visible: the fit runs on the CPU{}",
                    n > 1 ? fmt::format(" with {} CPU shards (correct, but no GPU speed-up)", n) : "");
       } else {
@@ -164,17 +172,21 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
   int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads_per_shard = std::max(1, threads / n);
 
+  // Shards come from the registry of shard kinds: "cpu" is built in, "cuda" was registered when
+  // select_gpus loaded the plugin (docs/architecture.md "Adding a shard kind").
+  const ShardKind& kind = shard_kind(use_cuda ? "cuda" : "cpu");
+  auto device_of_shard = [&](int s) { return use_cuda ? gpus[s % gpus.size()].ordinal : 0; };
   std::vector<std::unique_ptr<ShardEvaluator>> shards;
   std::vector<std::string> layout;
   for (int s = 0; s < n; ++s) {
     const auto [a, b] = ranges[s];
-    if (use_cuda) {
-#ifdef RABBIT_HAVE_CUDA
-      shards.push_back(make_cuda_shard(model, a, b, gpus[s % gpus.size()].ordinal));
-#endif
-    } else {
-      shards.push_back(make_cpu_shard(model, a, b, threads_per_shard));
-    }
+    ShardSpec spec;
+    spec.model = model;
+    spec.bin_begin = a;
+    spec.bin_end = b;
+    spec.device = device_of_shard(s);
+    spec.threads = threads_per_shard;
+    shards.push_back(kind.create(spec));
     layout.push_back(fmt::format("{}:[{},{})", shards.back()->device(), a, b));
   }
   log().info("Sharding {} bins over {} device(s): [{}]", input.nbins, n, fmt::join(layout, ", "));
@@ -187,13 +199,11 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
     fitter = std::make_unique<MultiDeviceFitter>(std::move(model), std::move(shards));
   fitter->set_hvp_batch(options.hvp_batch);
   fitter->set_postfit_threads(threads);
-#ifdef RABBIT_HAVE_CUDA
-  if (use_cuda) {
+  if (kind.dense_linalg) {
     // The minimizers' Cholesky factorisations run where shard 0 runs (the calling thread's device).
-    fitter->set_dense_linalg(make_cusolver_linalg(gpus[0].ordinal));
-    log().info("Dense Cholesky factorisations on cuda:{} (cuSOLVER)", gpus[0].ordinal);
+    fitter->set_dense_linalg(kind.dense_linalg(device_of_shard(0)));
+    log().info("Dense Cholesky factorisations on {} ({})", fitter->shards().front()->device(), kind.dense_linalg_name);
   }
-#endif
   return fitter;
 }
 

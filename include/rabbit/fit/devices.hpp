@@ -46,6 +46,7 @@ struct GpuOccupancy {
 /// for a CPU run) and the messages to log once the logger exists.
 struct GpuSelection {
   std::vector<GpuInfo> gpus;
+  std::string unavailable;  // select_gpus: why no GPU is visible (one line) when gpus is empty
   std::vector<std::string> info;
   std::vector<std::string> warnings;
 };
@@ -69,12 +70,13 @@ std::vector<GpuOccupancy> parse_nvidia_smi_memory(std::string_view csv);
 /// *failure set when neither works.
 std::optional<std::vector<GpuOccupancy>> query_gpu_occupancy(std::string* failure);
 
-/// The CUDA devices visible to this process, without creating a context. Empty in a build
-/// without CUDA or when the runtime reports no usable device (then *failure says why, e.g.
-/// "CUDA driver version is insufficient").
+/// The CUDA devices visible to this process, without creating a context, through the CUDA plugin
+/// (loaded on the first call, cuda_plugin_loader.hpp). Empty in a build without CUDA, when the
+/// plugin cannot be loaded or when the runtime reports no usable device (then *failure says why,
+/// e.g. dlerror's text or "CUDA driver version is insufficient").
 std::vector<GpuInfo> visible_gpus(std::string* failure);
 
-/// Whether this build contains the CUDA backend.
+/// Whether this build made the CUDA backend (rabbit_cuda_plugin.so).
 bool built_with_cuda();
 
 /// Enumerates, queries and chooses (the whole of docs/sharding-and-gpu.md "Device selection").

@@ -50,7 +50,9 @@ void check_sharding_supported(const ShardingRequest& request);
 std::vector<std::pair<int64_t, int64_t>> partition_bins(const FitInputData& input, int n);
 
 /// Builds the fitter. n_devices == 1 → Fitter with one shard; otherwise MultiDeviceFitter.
-/// Backend auto: CUDA when built with it and a GPU is visible, else CPU. With fewer GPUs than
+/// Backend auto: CUDA when built with it, the machine has an NVIDIA driver, the CUDA plugin loads
+/// (cuda_plugin_loader.hpp) and a GPU is visible, else CPU. Shards are built by the registered
+/// shard kinds (shard_registry.hpp). With fewer GPUs than
 /// shards the shards are placed round-robin (warning); with none they become CPU shards sharing
 /// the threads (warning). Refuses model features that cannot be sharded (see
 /// check_sharding_supported) with OptionError before any shard is built.

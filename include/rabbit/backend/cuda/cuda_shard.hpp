@@ -1,6 +1,8 @@
 #pragma once
-// The CUDA (double precision, cuBLAS) implementation of ShardEvaluator. Declared in every build;
-// defined only when the build has CUDA (RABBIT_HAVE_CUDA), so callers guard their calls.
+// The CUDA (double precision, cuBLAS) implementation of ShardEvaluator. Defined in the CUDA plugin
+// (rabbit_cuda_plugin.so) only: the fit module reaches these functions through the plugin's table
+// (backend/cuda/cuda_plugin.hpp, docs/sharding-and-gpu.md "The CUDA plugin"); tests that link the
+// CUDA sources directly guard their calls with RABBIT_HAVE_CUDA.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,6 +12,7 @@
 #include <Eigen/Core>
 
 #include "rabbit/model/model.hpp"
+#include "rabbit/model/shard_beta_centres.hpp"
 #include "rabbit/model/shard_evaluator.hpp"
 
 namespace rabbit {
@@ -25,17 +28,6 @@ struct CudaDeviceEntry {
 /// The visible CUDA devices; empty with *failure set (one line) when the runtime reports none or
 /// cannot start ("CUDA driver version is insufficient", "no CUDA-capable device").
 std::vector<CudaDeviceEntry> cuda_visible_devices(std::string* failure);
-
-/// What a non-CPU shard offers beyond ShardEvaluator for toys: new BB centres β⁰ (frequentist toys
-/// randomise them). Implemented by the CUDA shard pipeline; Fitter::set_beta_centres reaches it.
-class ShardBetaCentres {
- public:
-  virtual ~ShardBetaCentres() = default;
-  /// β⁰ over all B_f entries in CpuShardEvaluator's layout (lite: one per bin, full: per (bin,
-  /// process), masked channels included); the shard keeps its observed slice. Throws OptionError for
-  /// values the shard would treat differently from the CPU backend.
-  virtual void set_beta_centres(const Eigen::VectorXd& beta0) = 0;
-};
 
 /// A shard over observed bins [bin_begin, bin_end) on CUDA device `ordinal`. Only the slice of
 /// the host-resident tensors is copied to the device. Estimates the device memory first and

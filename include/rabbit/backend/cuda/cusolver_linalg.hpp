@@ -5,7 +5,8 @@
 // The O(n²) triangular solves, norms and eigendecompositions stay on the host (inherited from
 // EigenLinalg): the matrices arrive and leave as host Eigen objects, so moving an n² factor to the
 // device for an n² solve would cost as much as the solve.
-// Declared in every build; defined only when the build has CUDA (RABBIT_HAVE_CUDA).
+// Defined in the CUDA plugin only (backend/cuda/cuda_plugin.hpp); the fit module gets it from the
+// plugin's table.
 #include <cstdint>
 #include <memory>
 
@@ -42,7 +43,8 @@ class CusolverLinalg : public EigenLinalg {
   std::unique_ptr<Device> dev_;
 };
 
-/// A cuSOLVER DenseLinalg on device `ordinal` (only in a CUDA build: callers guard with RABBIT_HAVE_CUDA).
+/// A cuSOLVER DenseLinalg on device `ordinal` (in the CUDA plugin; tests that link the CUDA sources
+/// directly guard their calls with RABBIT_HAVE_CUDA).
 std::shared_ptr<CusolverLinalg> make_cusolver_linalg(int ordinal);
 
 }  // namespace rabbit
