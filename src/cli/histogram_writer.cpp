@@ -66,7 +66,7 @@ void ResultLayoutWriter::save_hists(result::Group group, const VectorXd& x, cons
   const auto& o = ctx_.options;
   const auto& input = *ctx_.input;
   mapping_group(group);
-  auto& c = ctx_.cpu();
+  auto& c = ctx_.yield_model();
   log().info("Save inclusive histogram for BaseMapping");
   postfit::HistogramRequest req;
   // --noPostfitProfileBB: the postfit histograms are evaluated like the prefit ones (β not
@@ -120,7 +120,7 @@ void ResultLayoutWriter::save_hists(result::Group group, const VectorXd& x, cons
       b.head(bhat.size()) = bhat;
       c.set_stored_beta(b);
     }
-    MatrixXd J = c.yield_jacobian(xis, 0, nbf, CpuShardEvaluator::BetaMode::stored) * d1.asDiagonal();
+    MatrixXd J = c.yield_jacobian(xis, 0, nbf, YieldModel::BetaMode::stored) * d1.asDiagonal();
     if (ctx_.bb_on) c.set_stored_beta(stored);
     for (size_t ci = 0; ci < input.channels.size(); ++ci) {
       const auto& ch = input.channels[ci];

@@ -5,7 +5,7 @@ namespace rabbit::postfit {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, CpuShardEvaluator& c,
+McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, YieldModel& c,
                                      const VectorXd& x, const MatrixXd& cov,
                                      const std::vector<int64_t>& reported, bool bb_full, int64_t nproc) {
   const int64_t nimp = static_cast<int64_t>(reported.size());
@@ -50,14 +50,14 @@ McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, CpuShar
 }
 
 VectorXd gaussian_stat_impacts_sq(const Model& model, const FitInputData& input, Fitter& fitter,
-                                  CpuShardEvaluator& c, const VectorXd& x, const MatrixXd& cov,
+                                  YieldModel& c, const VectorXd& x, const MatrixXd& cov,
                                   const std::vector<int64_t>& reported) {
   const int64_t nimp = static_cast<int64_t>(reported.size());
   VectorXd xis, d1, d2;
   model.parameters.transform(x, xis, d1, d2);
-  MatrixXd J = c.yield_jacobian(xis, 0, input.nbins, CpuShardEvaluator::BetaMode::profiled) * d1.asDiagonal();
+  MatrixXd J = c.yield_jacobian(xis, 0, input.nbins, YieldModel::BetaMode::profiled) * d1.asDiagonal();
   VectorXd nu;
-  c.expected_yields(xis, 0, input.nbins, CpuShardEvaluator::BetaMode::profiled, &nu);
+  c.expected_yields(xis, 0, input.nbins, YieldModel::BetaMode::profiled, &nu);
   const VectorXd& n = fitter.observed();
   const VectorXd& var = fitter.observed_variances();
   VectorXd stat_sq(nimp);

@@ -5,7 +5,7 @@
 
 #include <Eigen/Core>
 
-#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "rabbit/model/yield_model.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/model/model.hpp"
 
@@ -32,7 +32,7 @@ struct HistogramResult {
 
 /// Cov(y) = J C Jᵀ + J_β H_ββ⁻¹ J_βᵀ (the second term with MC stat on; H_ββ of L_β alone
 /// prefit, of the full L at fixed x postfit). `cov` is the parameter covariance to propagate.
-HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard, Fitter& fitter,
+HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter,
                                    const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, const HistogramRequest& request);
 
 }  // namespace rabbit::postfit

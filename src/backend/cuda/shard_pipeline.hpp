@@ -236,6 +236,7 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
     lognobs_.upload(ln, "copying observed data");
   }
 
+  bool accepts_beta_centres() const override { return true; }
   void set_beta_centres(const Eigen::VectorXd& beta0) override {
     if (cfg_.bb == bm::kNoBB) return;
     const FitInputData& in = *model_->input;
