@@ -21,7 +21,7 @@ constexpr int kMaxCols = 4;
 
 }  // namespace
 
-void flush_E(Accum& acc) {
+inline void flush_E(Accum& acc) {
   if (acc.npos > 0) {
     acc.HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Epos.leftCols(acc.npos), 1.0);
     acc.npos = 0;
@@ -31,7 +31,7 @@ void flush_E(Accum& acc) {
     acc.nneg = 0;
   }
 }
-void flush_J(Accum& acc) {
+inline void flush_J(Accum& acc) {
   if (acc.nrows > 0) {
     acc.HJ.noalias() += acc.Lrows.leftCols(acc.nrows) * acc.Rrows.leftCols(acc.nrows).transpose();
     acc.nrows = 0;
@@ -40,7 +40,7 @@ void flush_J(Accum& acc) {
 
 // Phase B: accumulate gradient / HVP / Hessian contributions of bin b.
 // gradient = false: the gradient part is already known (cached point), only the HVP part is added.
-void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t slot, int64_t bslot, const Request& req,
+inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t slot, int64_t bslot, const Request& req,
                                  Accum& acc, const double* zcoupled /* per-bin z (k) for coupled mode */,
                                  bool gradient) const {
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
@@ -173,7 +173,7 @@ void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t slot, 
   }
 }
 
-void ShardEvaluation::init_accum(Accum& acc, const Request& req, int64_t k) const {
+inline void ShardEvaluation::init_accum(Accum& acc, const Request& req, int64_t k) const {
   acc.f = 0.0;
   acc.y = VectorXd::Zero(W);
   acc.gpi = VectorXd::Zero(P);
@@ -193,7 +193,7 @@ void ShardEvaluation::init_accum(Accum& acc, const Request& req, int64_t k) cons
   }
 }
 
-double ShardEvaluation::finish(Request& req, std::vector<Accum>& accs) {
+inline double ShardEvaluation::finish(Request& req, std::vector<Accum>& accs) {
   Accum& tot = accs[0];
   for (size_t t = 1; t < accs.size(); ++t) {
     tot.f += accs[t].f;

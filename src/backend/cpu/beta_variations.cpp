@@ -44,7 +44,7 @@ void build_beta_variation_sources(ShardState& s) {
 
 // β of bin b's BB entries for a postfit evaluation at the current point (phase A of b in slot 0
 // of sc when profiling an uncoupled bin). False when β does not enter (no BB, BetaMode::none).
-bool ShardEvaluation::postfit_bin_beta(int64_t b, BetaMode mode, const VectorXd& coupled_beta, BinScratch& sc,
+inline bool ShardEvaluation::postfit_bin_beta(int64_t b, BetaMode mode, const VectorXd& coupled_beta, BinScratch& sc,
                                        double* beta) const {
   if (!s.has_bb() || mode == BetaMode::none) return false;
   const int64_t bw = s.beta_width();
@@ -61,7 +61,7 @@ bool ShardEvaluation::postfit_bin_beta(int64_t b, BetaMode mode, const VectorXd&
 
 // Δ_{jp} = √k_{jp} (β_{jp} − 1) over the observed entries (0 where BB-masked), with β of `mode`
 // (docs/likelihood.md "Beta variations"); only the source bins of hbetavariations are filled.
-VectorXd ShardEvaluation::beta_variation_shifts(BetaMode mode, const VectorXd& coupled_beta) const {
+inline VectorXd ShardEvaluation::beta_variation_shifts(BetaMode mode, const VectorXd& coupled_beta) const {
   VectorXd delta = VectorXd::Zero(s.nbins_ * P);
   if (!s.betavar_ || mode == BetaMode::none) return delta;
   BinScratch sc;
@@ -80,7 +80,7 @@ VectorXd ShardEvaluation::beta_variation_shifts(BetaMode mode, const VectorXd& c
 
 // docs/likelihood.md "Beta variations" on masked bin b (phase A in slot 0 of sc, dense): N_bp ← N_bp (1 + var_bp/n⁰_bp) where
 // n⁰_bp > 0; the π- and θ-weights a, c scale alike. factor (optional, P values) receives the factors.
-void ShardEvaluation::apply_beta_variations(int64_t b, const VectorXd& delta, BinScratch& sc, double* factor) const {
+inline void ShardEvaluation::apply_beta_variations(int64_t b, const VectorXd& delta, BinScratch& sc, double* factor) const {
   const auto& bv = *in.betavariations;
   const int64_t B = s.nbins_;
   for (int64_t p = 0; p < P; ++p) {
@@ -99,7 +99,7 @@ void ShardEvaluation::apply_beta_variations(int64_t b, const VectorXd& delta, Bi
 }
 
 // ∂ν_b/∂ξ row contribution of entry e with weight w on N (phase A in sc at index i).
-void ShardEvaluation::add_entry_jacobian(int64_t e, const BinScratch& sc, int64_t i, double w, double* row) const {
+inline void ShardEvaluation::add_entry_jacobian(int64_t e, const BinScratch& sc, int64_t i, double w, double* row) const {
   if (w == 0.0) return;
   const int p = L.entry_proc[e];
   for (int64_t k = 0; k < M; ++k) row[k] += w * sc.a[i] * pt.jr(p, k);
@@ -108,7 +108,7 @@ void ShardEvaluation::add_entry_jacobian(int64_t e, const BinScratch& sc, int64_
 
 // dβ̂/dξ of the observed entries of the hbetavariations source bins: row j·P + p of the result
 // at index_of[j]·P + p.
-MatrixXd ShardEvaluation::source_beta_jacobian(std::vector<int64_t>& index_of) const {
+inline MatrixXd ShardEvaluation::source_beta_jacobian(std::vector<int64_t>& index_of) const {
   const int64_t nsrc = static_cast<int64_t>(s.betavar_sources_.size());
   index_of.assign(s.nbins_, -1);
   MatrixXd D = MatrixXd::Zero(nsrc * P, n);

@@ -17,7 +17,7 @@ using cpu::HyperDual;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-int BinProfiler::ncols(BetaTreatment treatment) const {
+inline int BinProfiler::ncols(BetaTreatment treatment) const {
   const bool profile = treatment == BetaTreatment::profiled;
   if (s.coupled) return 1;
   if (s.bb_ == BBKind::none || !s.bb_full_) return s.any_zero_var_ ? 2 : 1;
@@ -29,7 +29,7 @@ int BinProfiler::ncols(BetaTreatment treatment) const {
   return 1;
 }
 
-cpu::BinObservation BinProfiler::observation(int64_t b) const {
+inline cpu::BinObservation BinProfiler::observation(int64_t b) const {
   cpu::BinObservation o;
   o.n = s.nobs_[b];
   o.v = s.varnobs_[b];
@@ -37,7 +37,7 @@ cpu::BinObservation BinProfiler::observation(int64_t b) const {
   return o;
 }
 
-cpu::LiteEntry BinProfiler::lite_entry(int64_t b) const {
+inline cpu::LiteEntry BinProfiler::lite_entry(int64_t b) const {
   cpu::LiteEntry e;
   if (s.bb_ == BBKind::none) return e;
   e.k = s.kstat_[b];
@@ -49,13 +49,13 @@ cpu::LiteEntry BinProfiler::lite_entry(int64_t b) const {
   return e;
 }
 
-bool BinProfiler::active(int64_t e) const {
+inline bool BinProfiler::active(int64_t e) const {
   return s.bb_ == BBKind::none || s.legacy_sumw_ || !s.zero_var_[L.entry_flat[e]];
 }
 
 // Lite (and no-BB) profile via hyper-duals over (A, Z).
 template <int K>
-double BinProfiler::lite_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
+inline double BinProfiler::lite_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
                                  BetaTreatment treatment, double* beta_out) const {
   const bool fixed_beta = treatment == BetaTreatment::held;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
@@ -95,7 +95,7 @@ double BinProfiler::lite_profile(int64_t b, BinScratch& sc, int64_t slot, int64_
   return F.v;
 }
 
-double BinProfiler::full_additive_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
+inline double BinProfiler::full_additive_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
                                           BetaTreatment treatment, double* beta_out) const {
   const bool fixed_beta = treatment == BetaTreatment::held;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
@@ -134,7 +134,7 @@ double BinProfiler::full_additive_profile(int64_t b, BinScratch& sc, int64_t slo
   return F;
 }
 
-double BinProfiler::full_multiplicative_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot,
+inline double BinProfiler::full_multiplicative_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot,
                                                 bool derivs, BetaTreatment treatment, double* beta_out) const {
   const bool profile = treatment == BetaTreatment::profiled;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
@@ -202,7 +202,7 @@ double BinProfiler::full_multiplicative_profile(int64_t b, BinScratch& sc, int64
 }
 
 // gamma + full: per-bin Newton (docs/likelihood.md "Profiled β"), envelope gradient and Schur curvature (docs/likelihood.md "Profiles and their derivatives").
-double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
+inline double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
                                        BetaTreatment treatment, double* beta_out) const {
   const bool profile = treatment == BetaTreatment::profiled;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
@@ -347,7 +347,7 @@ double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t slot, 
 
 // gamma + full, rabbit's composite of one bin (bin_profile.hpp) on dynamic hyper-duals over the
 // bin's entries, at the converged Newton point u0.
-cpu::DynHyperDual BinProfiler::gamma_full_literal(int64_t b, const BinScratch& sc, int64_t slot, double u0) const {
+inline cpu::DynHyperDual BinProfiler::gamma_full_literal(int64_t b, const BinScratch& sc, int64_t slot, double u0) const {
   using D = cpu::DynHyperDual;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
   const int K = static_cast<int>(e1 - e0);
@@ -362,7 +362,7 @@ cpu::DynHyperDual BinProfiler::gamma_full_literal(int64_t b, const BinScratch& s
 }
 
 // Profile of one (uncoupled) bin; returns its objective. beta_out: lite 1, full P values.
-double BinProfiler::profile_bin(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
+inline double BinProfiler::profile_bin(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
                                 BetaTreatment treatment, double* beta_out) const {
   if (s.bb_ == BBKind::none || !s.bb_full_) {
     if (sc.ncol == 2 || (!derivs && s.any_zero_var_))
@@ -381,7 +381,7 @@ double BinProfiler::profile_bin(int64_t b, BinScratch& sc, int64_t slot, int64_t
 // resp. of the Newton solution by the implicit function theorem at the converged point, which is
 // what rabbit's final differentiable Newton step gives (gamma; stationarity of the Newton
 // objective, whose ν̃ carries β⁰ N on masked entries).
-MatrixXd BinProfiler::full_beta_sensitivity(int64_t b, BinScratch& sc) const {
+inline MatrixXd BinProfiler::full_beta_sensitivity(int64_t b, BinScratch& sc) const {
   MatrixXd G = MatrixXd::Zero(P, P);
   const BinObservation o = observation(b);
   // per-process yields (sparse bins hold only their stored entries)

@@ -63,7 +63,7 @@ void build_covariance_matrices(ShardState& s) {
 // then replaced by β⁰; A' = 1 with zero derivative for A ≤ 0). With L_β the partial gradient in β
 // (0 at a true profile): ∇F = L_x + Qᵀ L_β, Q = ∂β̂/∂x, and the Hessian adds to the Gauss-Newton
 // and mixed terms the adjoint term λᵀ ∂²β̂ (λ = 𝔄⁻¹ L_β). Returns ∇F; H into Hx.
-VectorXd ShardEvaluation::lite_multiplicative_exact(int64_t B, const VectorXd& xval, const VectorXd& g, const MatrixXd& R,
+inline VectorXd ShardEvaluation::lite_multiplicative_exact(int64_t B, const VectorXd& xval, const VectorXd& g, const MatrixXd& R,
                                    const Eigen::PartialPivLU<MatrixXd>& lu, const VectorXd& Ap,
                                    const VectorXd& bhat, MatrixXd& Hx) const {
   const MatrixXd& Ci = s.cov_inv;
@@ -128,7 +128,7 @@ VectorXd ShardEvaluation::lite_multiplicative_exact(int64_t B, const VectorXd& x
 // β̂ = 𝔏⁻¹(s∘C⁻¹(n − ν⁰) + β⁰) (𝔏 = diag(s)C⁻¹diag(s) + I) and ν = ν⁰ + s∘f∘β̂, f_b = 1 for A_b > 0
 // and A_b otherwise (rabbit's A' = 1), differentiated literally in x = [ν⁰; A] (2B; the A_b
 // variables act only where A_b ≤ 0). profile = false: β̂ held fixed. Returns ∇F; the Hessian into Hx.
-VectorXd ShardEvaluation::additive_lite_exact(int64_t B, const VectorXd& g, const VectorXd& bhat, const VectorXd& A,
+inline VectorXd ShardEvaluation::additive_lite_exact(int64_t B, const VectorXd& g, const VectorXd& bhat, const VectorXd& A,
                              const VectorXd& special, bool profile, MatrixXd& Hx) const {
   const MatrixXd& Ci = s.cov_inv;
   const VectorXd sv = s.sqrt_sigma2_.head(B);
@@ -155,7 +155,7 @@ VectorXd ShardEvaluation::additive_lite_exact(int64_t B, const VectorXd& g, cons
   return grad;
 }
 
-void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs, int T, bool derivs) {
+inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs, int T, bool derivs) {
   const int64_t k = pt.k;
   const int64_t B = s.nbins_;  // coupled shards cover all observed bins
   const int64_t E = L.bin_ptr[B];

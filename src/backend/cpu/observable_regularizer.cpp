@@ -42,7 +42,7 @@ void check_observable_regularizers(ShardState& s) {
 
 // Adds exp(2τ)·penalty(ν_full) (docs/model.md "The regularisation term"): the value, and through accumulate() with φ = ∂pen/∂ν the
 // gradient 𝒥ᵀφ and the second-order yield term 𝒞(φ). Returns 𝒥ᵀ (n × B_f) when curvature is needed.
-MatrixXd ShardEvaluation::add_regularizer(const Request& req, Accum& acc, bool derivs, VectorXd& nu_full) {
+inline MatrixXd ShardEvaluation::add_regularizer(const Request& req, Accum& acc, bool derivs, VectorXd& nu_full) {
   const int64_t Bf = s.nbinsfull_;
   owner.expected_yields(*req.xi, 0, Bf, YieldModel::BetaMode::profiled, &nu_full, nullptr);
   VectorXd gnu = VectorXd::Zero(Bf);

@@ -15,7 +15,7 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
 // Copies bin b's phase-A and profile quantities between slot 0 of sc and the point cache.
-void ShardEvaluation::cache_bin(int64_t b, BinScratch& sc, bool to_cache) const {
+inline void ShardEvaluation::cache_bin(int64_t b, BinScratch& sc, bool to_cache) const {
   auto& cache = s.cache;
   const int nc = sc.ncol;
   const int64_t off = L.bin_ptr[b] - L.bin_ptr[s.begin_], ne = L.bin_ptr[b + 1] - L.bin_ptr[b];
@@ -37,7 +37,7 @@ void ShardEvaluation::cache_bin(int64_t b, BinScratch& sc, bool to_cache) const 
 
 // Evaluation at the cached point: value and gradient from the cache; an HVP reads each bin's rows
 // for δΛ = K2_b·Um and Oᵀ += K2_bᵀω only (no Λ, no exponentials, no profile).
-void ShardEvaluation::run_cached(const Request& req, std::vector<Accum>& accs, int T, int nc) {
+inline void ShardEvaluation::run_cached(const Request& req, std::vector<Accum>& accs, int T, int nc) {
   const auto& cache = s.cache;
   const int64_t k = pt.k;
   const int64_t nb = s.end_ - s.begin_;

@@ -8,7 +8,7 @@
 
 namespace rabbit::cpu_detail {
 
-void PointState::prepare(const ShardState& s, const Eigen::VectorXd& xi, const Eigen::MatrixXd* V) {
+inline void PointState::prepare(const ShardState& s, const Eigen::VectorXd& xi, const Eigen::MatrixXd* V) {
   const int64_t S = s.nsyst_, M = s.nparams_, P = s.nproc_, W = s.layout.W;
   if (xi.size() != s.nx_) throw Error(fmt::format("CPU shard: ξ has length {}, the model has {}", xi.size(), s.nx_));
   m.resize(W);

@@ -26,7 +26,7 @@ constexpr int64_t kMinWorkPerThread = 2048;
 
 // Phase A: per-process yields of bin b into scratch slots starting at `slot`.
 // directions_only: N, a, c are already in sc (cached point); only δΛ and δN are computed.
-void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, bool directions_only) const {
+inline void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, bool directions_only) const {
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
   const int64_t k = sc.k;
   // dense: the bin's rows are one contiguous row-major block, multiplied at once (vectorised)
@@ -64,7 +64,7 @@ void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, bool direc
 }
 
 // The full evaluation. Returns the value; fills the outputs of req.
-double ShardEvaluation::run(Request& req) {
+inline double ShardEvaluation::run(Request& req) {
   const VectorXd& xi = *req.xi;
   pt.prepare(s, xi, req.V);
   const int64_t k = pt.k;

@@ -12,6 +12,9 @@
 //   covariance_fit.cpp        the coupled path and its literal derivatives
 //   observable_regularizer.cpp the ν_full penalty
 //   beta_variations.cpp       masked-channel yields that follow the observed β, dβ̂/dξ of their sources
+// Those definitions (and the BinProfiler's, PointState::prepare) are `inline`: the backend compiles
+// as one translation unit (CMakeLists.txt), and GCC's inlining, hence its FMA contraction across
+// calls, then matches the single-file backend whose rounding the results are compared against.
 #include <cstdint>
 #include <vector>
 
