@@ -35,12 +35,21 @@ McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, YieldMo
   McStatImpacts out;
   out.total_sq = VectorXd::Zero(nimp);
   if (bb_full) out.per_process_sq = MatrixXd::Zero(nimp, nproc);
+  VectorXd xis, d1, d2;
+  model.parameters.transform(x, xis, d1, d2);
+  MatrixXd dbeta_dx = c.profiled_beta_jacobian(xis, 0, model.input->nbins);
+  if (dbeta_dx.size() > 0) dbeta_dx = dbeta_dx * d1.asDiagonal();
   for (int64_t r = 0; r < nimp; ++r) {
     VectorXd w = cov.col(reported[r]);
     const double scale = w.lpNorm<Eigen::Infinity>();
     if (!(scale > 0.0)) continue;
-    const double h = 1e-4 / scale;
-    VectorXd db = (fitter.profiled_beta(x + h * w) - fitter.profiled_beta(x - h * w)) / (2.0 * h);
+    VectorXd db;
+    if (dbeta_dx.size() > 0) {
+      db = dbeta_dx * w;
+    } else {
+      const double h = 1e-4 / scale;
+      db = (fitter.profiled_beta(x + h * w) - fitter.profiled_beta(x - h * w)) / (2.0 * h);
+    }
     VectorXd a2 = s2.array() * db.array().square();
     out.total_sq(r) = a2.sum();
     if (bb_full)

@@ -64,6 +64,10 @@ class YieldModel {
                                               BetaMode mode) = 0;
   /// The profiled β of the model's observed bins at ξ (BB layout of those bins), empty without BB.
   virtual Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) = 0;
+  /// dβ̂/dξ [BB entries of observed bins [first, last) × n]: the Jacobian of the profiled β of
+  /// those bins (masked entries, held at β⁰, give zero rows). Empty for covariance fits, whose one
+  /// global profile is not differentiated here.
+  virtual Eigen::MatrixXd profiled_beta_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last) = 0;
 
   // ---- the NLL of its observed bins ----
   /// The reduced NLL (data term + BB term with β profiled) of the observed bins it covers.

@@ -60,6 +60,7 @@ class CpuShardEvaluator : public ShardEvaluator, public YieldModel {
   Eigen::MatrixXd process_yield_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last,
                                          BetaMode mode) override;
   Eigen::MatrixXd beta_yield_partials(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode) override;
+  Eigen::MatrixXd profiled_beta_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last) override;
   /// The constants of the shard's observed bins; the last shard also carries the masked-channel BB
   /// constants.
   double full_nll_constant() const override;
