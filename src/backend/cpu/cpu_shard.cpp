@@ -15,11 +15,6 @@
 
 namespace rabbit {
 
-namespace cpu_detail {
-void build_beta_variation_sources(ShardState& s);
-void check_observable_regularizers(ShardState& s);
-}  // namespace cpu_detail
-
 using cpu::BBKind;
 using cpu_detail::BetaTreatment;
 using cpu_detail::Request;

@@ -76,5 +76,11 @@ void build_bb_statistics(ShardState& s);
 Eigen::VectorXd default_beta_centres(const ShardState& s);
 /// Sets β⁰, ln β⁰ (0 where β⁰ = 0) and resets the stored β to β⁰.
 void set_beta_centres(ShardState& s, const Eigen::VectorXd& beta0);
+/// The observed source bins of hbetavariations and the masked bins they act on (beta_variations.cpp);
+/// InputError naming the file for an observed destination bin.
+void build_beta_variation_sources(ShardState& s);
+/// Whether the observable regularisers are configured and admitted (observable_regularizer.cpp):
+/// OptionError for a sharded fit, or with BB on observed bins or on bins receiving beta variations.
+void check_observable_regularizers(ShardState& s);
 
 }  // namespace rabbit::cpu_detail
