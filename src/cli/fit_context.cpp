@@ -77,7 +77,7 @@ void make_run_fitter(FitContext& ctx) {
 void describe_layout(FitContext& ctx) {
   const auto& ps = ctx.model->parameters;
   const auto& input = *ctx.input;
-  auto* c = dynamic_cast<CpuShardEvaluator*>(ctx.fitter->shards().front().get());
+  const YieldModel* c = ctx.fitter->shards().front()->yield_model();
   ctx.bb_on = c ? c->has_bb() : ctx.options.model.bin_by_bin_stat;
   ctx.bb_full = c ? c->bb_full() : ctx.options.model.bb_mode == BBMode::full;
 

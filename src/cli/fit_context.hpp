@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/cli/options.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/model.hpp"
+#include "rabbit/model/yield_model.hpp"
 #include "rabbit/postfit/uncertainties.hpp"
 
 namespace rabbit::cli {
@@ -42,9 +42,9 @@ struct FitContext {
   bool bb_on = false;
   bool bb_full = false;
 
-  /// The yields API for postfit work: the first shard of a CPU fit, a host-side CPU shard over all
-  /// bins for CUDA fits (Fitter::postfit_shard keeps its data and BB state in step with the fit).
-  CpuShardEvaluator& cpu() const { return fitter->postfit_shard(); }
+  /// The yields for postfit work: the first shard of a CPU fit, a host yield model over all bins
+  /// for CUDA fits (Fitter::yield_model keeps its data and BB state in step with the fit).
+  YieldModel& yield_model() const { return fitter->yield_model(); }
   /// ξ(x), the model's internal coordinates; d1 (optional) gets dξ/dx.
   Eigen::VectorXd xi(const Eigen::VectorXd& x, Eigen::VectorXd* d1 = nullptr) const;
 };

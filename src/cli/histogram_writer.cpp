@@ -112,7 +112,7 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
   const auto& input = *ctx_.input;
   const postfit::Mapping& mapping = *m.mapping;
   const std::string& key = mapping.key();
-  auto& c = ctx_.cpu();
+  auto& c = ctx_.yield_model();
   log().info("Save inclusive histogram for {}", key);
   postfit::HistogramRequest req;
   // --noPostfitProfileBB: the postfit histograms are evaluated like the prefit ones (β not
@@ -168,9 +168,9 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
       b.head(bhat.size()) = bhat;
       c.set_stored_beta(b);
     }
-    MatrixXd J = c.yield_jacobian(xis, 0, nbf, CpuShardEvaluator::BetaMode::stored) * d1.asDiagonal();
+    MatrixXd J = c.yield_jacobian(xis, 0, nbf, YieldModel::BetaMode::stored) * d1.asDiagonal();
     VectorXd nu;  // ∂y/∂ν is taken at ν (only a mapping other than the identity needs it)
-    if (!mapping.is_identity()) c.expected_yields(xis, 0, nbf, CpuShardEvaluator::BetaMode::stored, &nu);
+    if (!mapping.is_identity()) c.expected_yields(xis, 0, nbf, YieldModel::BetaMode::stored, &nu);
     J = mapping.chain(nu, std::move(J));
     if (ctx_.bb_on) c.set_stored_beta(stored);
     for (size_t ci = 0; ci < channels.size(); ++ci) {

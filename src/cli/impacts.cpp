@@ -37,7 +37,7 @@ class ImpactInputs {
   const postfit::McStatImpacts* mc_stat() {
     if (!ctx.bb_on) return nullptr;
     if (!mc_stat_)
-      mc_stat_ = postfit::mc_stat_global_impacts(*ctx.model, *ctx.fitter, ctx.cpu(), x, cov,
+      mc_stat_ = postfit::mc_stat_global_impacts(*ctx.model, *ctx.fitter, ctx.yield_model(), x, cov,
                                                  ctx.layout.reported, ctx.bb_full, ctx.input->nproc);
     return &*mc_stat_;
   }
@@ -82,7 +82,7 @@ ImpactValues global(ImpactInputs& in) {
 
 ImpactValues gaussian_global(ImpactInputs& in) {
   auto& ctx = in.ctx;
-  const VectorXd stat_sq = postfit::gaussian_stat_impacts_sq(*ctx.model, *ctx.input, *ctx.fitter, ctx.cpu(),
+  const VectorXd stat_sq = postfit::gaussian_stat_impacts_sq(*ctx.model, *ctx.input, *ctx.fitter, ctx.yield_model(),
                                                              in.x, in.cov, ctx.layout.reported);
   return {in.global_per_source(), global_grouped(in, &stat_sq)};
 }

@@ -126,16 +126,17 @@ void write_likelihood_values(FitContext& ctx, result::Group g, const VectorXd& x
                 (fitter.value(x) - 0.0);
   // The shards' data and BB constants: full_value − value per shard.
   VectorXd xis = ctx.xi(x);
-  bool all_cpu = true;
-  for (const auto& s : fitter.shards()) all_cpu = all_cpu && dynamic_cast<CpuShardEvaluator*>(s.get());
-  if (all_cpu) {
-    for (const auto& s : fitter.shards()) {
-      auto& cs = dynamic_cast<CpuShardEvaluator&>(*s);
-      full += cs.full_value(xis) - cs.value(xis);
-    }
+  // (value + constant) − value, as the full NLL is formed, so the sum is that of the full NLLs
+  auto constants = [&](YieldModel& y) {
+    const double v = y.value(xis);
+    return (v + y.full_nll_constant()) - y.value(xis);
+  };
+  bool own_yields = true;
+  for (const auto& s : fitter.shards()) own_yields = own_yields && s->yield_model();
+  if (own_yields) {
+    for (const auto& s : fitter.shards()) full += constants(*s->yield_model());
   } else {
-    full +=
-        ctx.cpu().full_value(xis) - ctx.cpu().value(xis);  // the same constants over all bins, on the host
+    full += constants(ctx.yield_model());  // the same constants over all bins, on the host
   }
   log().info("2*deltaNLL(full): {}", py_float(full));
   result::write_scalar(g, "nllvalfull", full);

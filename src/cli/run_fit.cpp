@@ -95,7 +95,7 @@ std::vector<DataSet> Run::data_sets() const {
 void Run::observed_for(int64_t fit, const DataSet& data, VectorXd& x, VectorXd& nobs, VectorXd& varnobs) {
   const bool chi2_like = ctx_.model->options.likelihood != DataLikelihood::poisson;
   if (fit == -1) {
-    ctx_.cpu().expected_yields(ctx_.xi(x), 0, ctx_.input->nbins, CpuShardEvaluator::BetaMode::stored, &nobs);
+    ctx_.yield_model().expected_yields(ctx_.xi(x), 0, ctx_.input->nbins, YieldModel::BetaMode::stored, &nobs);
     if (chi2_like) varnobs = nobs;
   } else if (fit == 0) {
     nobs = data.values;
@@ -115,7 +115,7 @@ VectorXd Run::minimize_fit(int64_t fit_index, const VectorXd& nobs, VectorXd x,
   // infinite; e.g. --paramModel Mixture at mixing 1) is refused naming the cause (issue 10).
   check_start_point(*ctx_.model, nobs, ctx_.xi(x), [&] {
     VectorXd nu;
-    ctx_.cpu().expected_yields(ctx_.xi(x), 0, ctx_.input->nbins, CpuShardEvaluator::BetaMode::stored, &nu);
+    ctx_.yield_model().expected_yields(ctx_.xi(x), 0, ctx_.input->nbins, YieldModel::BetaMode::stored, &nu);
     return nu;
   });
   // --toysRandomizeParameters: the same toy is also fitted from the unrandomized start, so that
@@ -123,9 +123,9 @@ VectorXd Run::minimize_fit(int64_t fit_index, const VectorXd& nobs, VectorXd x,
   // fit runs first: the Hessian kept for the covariance must be the reported fit's.
   std::optional<double> nll_unrandomized;
   if (fit_index >= 1 && o_.toys_randomize_parameters) {
-    const bool bb = ctx_.cpu().has_bb();
-    const VectorXd stored_beta = ctx_.cpu().stored_beta();
-    if (bb) fitter.set_stored_beta(ctx_.cpu().beta_centres());
+    const bool bb = ctx_.yield_model().has_bb();
+    const VectorXd stored_beta = ctx_.yield_model().stored_beta();
+    if (bb) fitter.set_stored_beta(ctx_.yield_model().beta_centres());
     MinimizerResult mr0;
     const VectorXd x0 = session_->minimize_full(x_unrandomized, false, &mr0);
     nll_unrandomized = fitter.value(x0);

@@ -21,7 +21,7 @@ ToyGenerator::ToyGenerator(FitContext& ctx) : ctx_(ctx) {
 
 void ToyGenerator::restore_beta_defaults() {
   if (!beta_state_changed_) return;
-  ctx_.fitter->set_beta_centres(ctx_.cpu().default_beta_centres());
+  ctx_.fitter->set_beta_centres(ctx_.yield_model().default_beta_centres());
   beta_state_changed_ = false;
 }
 
@@ -31,7 +31,7 @@ void ToyGenerator::throw_toy(const VectorXd& values, const VectorXd& variances, 
   const auto& o = ctx_.options;
   auto& ps = ctx_.model->parameters;
   auto& fitter = *ctx_.fitter;
-  auto& c = ctx_.cpu();
+  auto& c = ctx_.yield_model();
   std::normal_distribution<double> gauss(0.0, 1.0);
   const DataLikelihood lik = ctx_.model->options.likelihood;
   if (lik == DataLikelihood::covariance && o.toys_data_randomize == "poisson")
@@ -85,7 +85,7 @@ void ToyGenerator::throw_toy(const VectorXd& values, const VectorXd& variances, 
   }
   VectorXd central;
   if (o.toys_data_mode == "expected")
-    c.expected_yields(ctx_.xi(xgen), 0, ctx_.input->nbins, CpuShardEvaluator::BetaMode::stored, &central);
+    c.expected_yields(ctx_.xi(xgen), 0, ctx_.input->nbins, YieldModel::BetaMode::stored, &central);
   else
     central = values;
   if (beta0.size() > 0 && o.toys_syst_randomize == "frequentist") fitter.set_beta_centres(beta0);
@@ -126,7 +126,7 @@ void ToyGenerator::randomize_start(VectorXd& x) {
   const VectorXd var = prefit_variances(*ctx_.model);
   for (int64_t i = 0; i < ps.size(); ++i)
     if (var(i) > 0.0 && !ps.frozen[i]) x(i) += std::sqrt(var(i)) * gauss(start_rng_);
-  auto& c = ctx_.cpu();
+  auto& c = ctx_.yield_model();
   if (!c.has_bb()) return;
   const int64_t ne = c.bb_entries(), np = input.nproc;
   VectorXd beta = c.beta_centres();

@@ -2,10 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
-#include "rabbit/model/shard_beta_centres.hpp"
 
 namespace rabbit {
 
@@ -48,45 +47,37 @@ void Fitter::set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& va
   nobs_ = nobs;
   varnobs_ = varnobs;
   for_each_shard([&](size_t i) { shards_[i]->set_observed(nobs_, varnobs_); });
-  if (postfit_cpu_) postfit_cpu_->set_observed(nobs_, varnobs_);
+  if (host_yields_) host_yields_->set_observed(nobs_, varnobs_);
 }
 
-CpuShardEvaluator& Fitter::postfit_shard() {
-  if (auto* cpu = dynamic_cast<CpuShardEvaluator*>(shards_.front().get())) return *cpu;
-  if (!postfit_cpu_) {
+YieldModel& Fitter::yield_model() {
+  if (YieldModel* own = shards_.front()->yield_model()) return *own;
+  if (!host_yields_) {
     log().info("Building a CPU shard over the {} observed bins for the postfit yields (the fit runs on {})",
                model_->input->nbins, shards_.front()->device());
-    postfit_cpu_ = std::make_unique<CpuShardEvaluator>(model_, 0, model_->input->nbins, postfit_threads_);
-    postfit_cpu_->set_observed(nobs_, varnobs_);
-    if (beta0_.size()) postfit_cpu_->set_beta_centres(beta0_);
-    if (stored_beta_.size()) postfit_cpu_->set_stored_beta(stored_beta_);
+    host_yields_ = make_host_yield_model(model_, postfit_threads_);
+    host_yields_->set_observed(nobs_, varnobs_);
+    if (beta0_.size()) host_yields_->set_beta_centres(beta0_);
+    if (stored_beta_.size()) host_yields_->set_stored_beta(stored_beta_);
   }
-  return *postfit_cpu_;
+  return *host_yields_;
 }
 
 void Fitter::set_beta_centres(const Eigen::VectorXd& beta0) {
   // Check every shard can take them before changing any.
   for (const auto& s : shards_)
-    if (!dynamic_cast<CpuShardEvaluator*>(s.get()) && !dynamic_cast<ShardBetaCentres*>(s.get()))
-      throw OptionError(fmt::format("BB centres (toys with --toysSystRandomize frequentist) cannot be set on the shard "
-                                    "on {}; use --backend cpu",
-                                    s->device()));
-  for (const auto& s : shards_) {
-    if (auto* cpu = dynamic_cast<CpuShardEvaluator*>(s.get()))
-      cpu->set_beta_centres(beta0);
-    else
-      dynamic_cast<ShardBetaCentres*>(s.get())->set_beta_centres(beta0);
-  }
+    if (!s->accepts_beta_centres()) s->set_beta_centres(beta0);  // refuses with the shard's OptionError
+  for (const auto& s : shards_) s->set_beta_centres(beta0);
   beta0_ = beta0;
-  stored_beta_.resize(0);  // CpuShardEvaluator::set_beta_centres resets the stored β to β⁰
-  if (postfit_cpu_) postfit_cpu_->set_beta_centres(beta0);
+  stored_beta_.resize(0);  // YieldModel::set_beta_centres resets the stored β to β⁰
+  if (host_yields_) host_yields_->set_beta_centres(beta0);
 }
 
 void Fitter::set_stored_beta(const Eigen::VectorXd& beta) {
   for (const auto& s : shards_)
-    if (auto* cpu = dynamic_cast<CpuShardEvaluator*>(s.get())) cpu->set_stored_beta(beta);
+    if (YieldModel* own = s->yield_model()) own->set_stored_beta(beta);
   stored_beta_ = beta;
-  if (postfit_cpu_) postfit_cpu_->set_stored_beta(beta);
+  if (host_yields_) host_yields_->set_stored_beta(beta);
 }
 
 double Fitter::value(const Eigen::VectorXd& x) {

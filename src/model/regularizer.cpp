@@ -96,6 +96,12 @@ Eigen::VectorXd SvdRegularizer::map(const Eigen::VectorXd& nu_full) const {
   return y;
 }
 
+Eigen::VectorXd SvdRegularizer::observable_footprint() const {
+  int64_t cells = 1;
+  for (int64_t d : shape_) cells *= d;
+  return map_transpose(Eigen::VectorXd::Ones(cells));
+}
+
 Eigen::VectorXd SvdRegularizer::map_transpose(const Eigen::VectorXd& g) const {
   Eigen::VectorXd out = Eigen::VectorXd::Zero(nbinsfull_);
   for (size_t b = 0; b < cell_of_bin_.size(); ++b) out[channel_start_ + b] = g[cell_of_bin_[b]];

@@ -7,7 +7,7 @@ namespace rabbit::postfit {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, CpuShardEvaluator& c,
+McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, YieldModel& c,
                                      const VectorXd& x, const MatrixXd& cov,
                                      const std::vector<int64_t>& reported, bool bb_full, int64_t nproc) {
   const int64_t nimp = static_cast<int64_t>(reported.size());
@@ -22,12 +22,21 @@ McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, CpuShar
   McStatImpacts out;
   out.total_sq = VectorXd::Zero(nimp);
   if (bb_full) out.per_process_sq = MatrixXd::Zero(nimp, nproc);
+  VectorXd xis, d1, d2;
+  model.parameters.transform(x, xis, d1, d2);
+  MatrixXd dbeta_dx = c.profiled_beta_jacobian(xis, 0, model.input->nbins);
+  if (dbeta_dx.size() > 0) dbeta_dx = dbeta_dx * d1.asDiagonal();
   for (int64_t r = 0; r < nimp; ++r) {
     VectorXd w = cov.col(reported[r]);
     const double scale = w.lpNorm<Eigen::Infinity>();
     if (!(scale > 0.0)) continue;
-    const double h = 1e-4 / scale;
-    VectorXd db = (fitter.profiled_beta(x + h * w) - fitter.profiled_beta(x - h * w)) / (2.0 * h);
+    VectorXd db;
+    if (dbeta_dx.size() > 0) {
+      db = dbeta_dx * w;
+    } else {
+      const double h = 1e-4 / scale;
+      db = (fitter.profiled_beta(x + h * w) - fitter.profiled_beta(x - h * w)) / (2.0 * h);
+    }
     VectorXd a2 = s2.array() * db.array().square();
     out.total_sq(r) = a2.sum();
     if (bb_full)
@@ -37,14 +46,14 @@ McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, CpuShar
 }
 
 VectorXd gaussian_stat_impacts_sq(const Model& model, const FitInputData& input, Fitter& fitter,
-                                  CpuShardEvaluator& c, const VectorXd& x, const MatrixXd& cov,
+                                  YieldModel& c, const VectorXd& x, const MatrixXd& cov,
                                   const std::vector<int64_t>& reported) {
   const int64_t nimp = static_cast<int64_t>(reported.size());
   VectorXd xis, d1, d2;
   model.parameters.transform(x, xis, d1, d2);
-  MatrixXd J = c.yield_jacobian(xis, 0, input.nbins, CpuShardEvaluator::BetaMode::profiled) * d1.asDiagonal();
+  MatrixXd J = c.yield_jacobian(xis, 0, input.nbins, YieldModel::BetaMode::profiled) * d1.asDiagonal();
   VectorXd nu;
-  c.expected_yields(xis, 0, input.nbins, CpuShardEvaluator::BetaMode::profiled, &nu);
+  c.expected_yields(xis, 0, input.nbins, YieldModel::BetaMode::profiled, &nu);
   const VectorXd& n = fitter.observed();
   const VectorXd& var = fitter.observed_variances();
   VectorXd stat_sq(nimp);

@@ -16,7 +16,7 @@ namespace {
 
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
-using Mode = CpuShardEvaluator::BetaMode;
+using Mode = YieldModel::BetaMode;
 
 // The linear response of the yields to the BB parameters β at one point (docs/likelihood.md "Applying β to the yields"):
 // dN[b, p] = ∂Ñ_bp/∂β_e with e = entry(b, p), and the curvatures of L in β.
@@ -30,7 +30,7 @@ struct BBResponse {
   int64_t entry(int64_t b, int64_t p) const { return full ? b * nproc + p : b; }
 };
 
-BBResponse bb_response(const Model& model, CpuShardEvaluator& shard, Fitter& fitter, const VectorXd& x,
+BBResponse bb_response(const Model& model, YieldModel& shard, Fitter& fitter, const VectorXd& x,
                        const VectorXd& xi, bool prefit) {
   const FitInputData& in = *model.input;
   BBResponse r;
@@ -111,13 +111,13 @@ MatrixXd profiled_beta_jacobian(Fitter& fitter, const VectorXd& x, const VectorX
 
 }  // namespace
 
-HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard, Fitter& fitter, const VectorXd& x,
+HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter, const VectorXd& x,
                                    const MatrixXd& cov, const HistogramRequest& req) {
   const auto base = make_mapping(*model.input, {"BaseMapping"});
   return compute_histograms(model, shard, fitter, *base, x, cov, req);
 }
 
-HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard, Fitter& fitter, const Mapping& mapping,
+HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter, const Mapping& mapping,
                                    const VectorXd& x, const MatrixXd& cov, const HistogramRequest& req) {
   const FitInputData& in = *model.input;
   const int64_t nbf = in.nbinsfull, nobs = in.nbins, P = in.nproc, npar = x.size();

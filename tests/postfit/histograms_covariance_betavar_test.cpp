@@ -8,7 +8,7 @@
 
 #include <Eigen/LU>
 
-#include "../backend/cpu/shard_test_helpers.hpp"
+#include "support/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/postfit/histograms.hpp"

@@ -14,7 +14,7 @@
 
 #include <Eigen/Core>
 
-#include "backend/cpu/shard_test_helpers.hpp"
+#include "support/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/fit/fitter.hpp"

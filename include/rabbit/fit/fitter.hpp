@@ -11,10 +11,9 @@
 #include "rabbit/minimize/objective.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/shard_evaluator.hpp"
+#include "rabbit/model/yield_model.hpp"
 
 namespace rabbit {
-
-class CpuShardEvaluator;
 
 class Fitter : public Objective {
  public:
@@ -55,22 +54,21 @@ class Fitter : public Objective {
   std::shared_ptr<const DenseLinalg> dense_linalg_ptr() const { return linalg_; }
   void set_dense_linalg(std::shared_ptr<const DenseLinalg> linalg) { linalg_ = std::move(linalg); }
 
-  /// The CPU shard the postfit code reads expected yields, their Jacobians, the BB state and the
-  /// full NLL from (CpuShardEvaluator's yields API). The first shard when it is a CPU shard (as
-  /// before); otherwise (CUDA shards) a CPU shard over all observed bins built on first use from
-  /// the same host-resident input and kept in step with set_observed. Its BB centres and stored β
-  /// are its own (defaults until set): they describe the same model as the GPU shards only while
-  /// those keep their default β⁰, i.e. everywhere except toys that randomise β⁰.
-  CpuShardEvaluator& postfit_shard();
-  /// Toys: new BB centres β⁰ (CpuShardEvaluator's layout over all B_f entries) for every shard
-  /// (CPU shards, CUDA shards through ShardBetaCentres) and the postfit shard, also one built later.
-  /// OptionError from a shard that cannot represent them (naming the option and --backend cpu).
+  /// The yield model the postfit code reads expected yields, their Jacobians, the BB state and the
+  /// full-NLL constants from (docs/architecture.md "The seams"). The first shard's own when it
+  /// has one (a CPU shard); otherwise (CUDA shards) a host yield model over all observed bins
+  /// built on first use from the same host-resident input and kept in step with set_observed.
+  /// Its BB centres and stored β follow set_beta_centres / set_stored_beta, also when built later.
+  YieldModel& yield_model();
+  /// Toys: new BB centres β⁰ (YieldModel's layout over all B_f entries) for every shard and the
+  /// host yield model. OptionError from a shard that cannot represent them (naming the option and
+  /// --backend cpu), before any shard changes.
   void set_beta_centres(const Eigen::VectorXd& beta0);
-  /// Toys: the stored β of the CPU shards and the postfit shard (yields with BetaMode::stored; the
-  /// profiled NLL of every shard does not read it).
+  /// Toys: the stored β of the shards' yield models and the host yield model (yields with
+  /// BetaMode::stored; the profiled NLL of every shard does not read it).
   void set_stored_beta(const Eigen::VectorXd& beta);
 
-  /// Threads of the postfit CPU shard built for non-CPU fits (0: all cores).
+  /// Threads of the host yield model built for non-CPU fits (0: all cores).
   void set_postfit_threads(int threads) { postfit_threads_ = threads; }
 
  protected:
@@ -87,7 +85,7 @@ class Fitter : public Objective {
   Eigen::VectorXd nobs_;
   Eigen::VectorXd varnobs_;
   std::shared_ptr<const DenseLinalg> linalg_;
-  std::unique_ptr<CpuShardEvaluator> postfit_cpu_;  // only for fits whose first shard is not a CPU shard
+  std::unique_ptr<YieldModel> host_yields_;  // only for fits whose first shard has no yield model
   int postfit_threads_ = 0;
   Eigen::VectorXd beta0_, stored_beta_;  // set by set_beta_centres / set_stored_beta (empty: defaults)
 };

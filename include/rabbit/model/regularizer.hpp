@@ -44,6 +44,10 @@ class Regularizer {
   virtual double penalty_observables(const Eigen::VectorXd& nu_full, Eigen::VectorXd* grad) const;
   /// (∂²penalty/∂ν_full²) · U for U of shape B_f × k.
   virtual Eigen::MatrixXd hessian_product_observables(const Eigen::VectorXd& nu_full, const Eigen::MatrixXd& U) const;
+  /// Which bins of ν_full the penalty reads: per full bin (length B_f) the summed weight of the
+  /// mapping onto it, non-zero where read; empty when the regulariser cannot say (then no
+  /// bin-by-bin check of the shards applies to it).
+  virtual Eigen::VectorXd observable_footprint() const { return {}; }
 
   /// Unweighted penalty of a parameter-only regulariser at ξ; adds to grad, HV (= H·V) and hess
   /// when non-null.
@@ -65,6 +69,8 @@ class SvdRegularizer final : public Regularizer {
   bool armed() const override { return armed_; }
   double penalty_observables(const Eigen::VectorXd& nu_full, Eigen::VectorXd* grad) const override;
   Eigen::MatrixXd hessian_product_observables(const Eigen::VectorXd& nu_full, const Eigen::MatrixXd& U) const override;
+  /// 𝓜ᵀ applied to ones over the cells.
+  Eigen::VectorXd observable_footprint() const override;
 
   /// y = 𝓜 ν_full (cells in row-major order of shape()).
   Eigen::VectorXd map(const Eigen::VectorXd& nu_full) const;

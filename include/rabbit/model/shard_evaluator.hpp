@@ -10,8 +10,13 @@
 #include <string>
 
 #include <Eigen/Core>
+#include <fmt/format.h>
+
+#include "rabbit/core/error.hpp"
 
 namespace rabbit {
+
+class YieldModel;
 
 class ShardEvaluator {
  public:
@@ -45,6 +50,20 @@ class ShardEvaluator {
   /// The profiled β of the shard's bins at ξ, in the layout of the shard's BB state
   /// (per (bin, process) in full mode, per bin in lite mode); empty without BB.
   virtual Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) = 0;
+
+  // ---- capabilities beyond the likelihood ----
+  /// The shard itself as a host yield model (docs/architecture.md "The seams"), when its backend
+  /// evaluates yields on the host: the CPU shard. Null otherwise.
+  virtual YieldModel* yield_model() { return nullptr; }
+  /// Whether set_beta_centres can be called (toys with randomised BB centres).
+  virtual bool accepts_beta_centres() const { return false; }
+  /// New BB centres β⁰ over all B_f entries (YieldModel's layout); the shard keeps its observed
+  /// slice. Shards that cannot take them refuse with an OptionError naming the device.
+  virtual void set_beta_centres(const Eigen::VectorXd& /*beta0*/) {
+    throw OptionError(fmt::format("BB centres (toys with --toysSystRandomize frequentist) cannot be set on the shard "
+                                  "on {}; use --backend cpu",
+                                  device()));
+  }
 };
 
 }  // namespace rabbit

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "rabbit/model/yield_model.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/model/model.hpp"
 
@@ -20,11 +20,10 @@ struct McStatImpacts {
 };
 
 /// a_r = S_β · (dβ̂/dx · C e_r) per reported parameter r, with S_β² the curvature of L_β at β̂
-/// (k β⁰/β̂² gamma, k normal-multiplicative, 1 normal; 0 where masked). The directional
-/// derivative dβ̂/dx · w is taken by central differences of the analytic profile (step 1e-4 of
-/// the largest |w_i|): the CPU shard offers ∂ν/∂β and the total dν/dξ, but no dβ̂/dξ for BB full
-/// (more entries than bins), so an analytic form needs the bin profiler's own derivatives.
-McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, CpuShardEvaluator& cpu,
+/// (k β⁰/β̂² gamma, k normal-multiplicative, 1 normal; 0 where masked). dβ̂/dx is the yield
+/// model's analytic dβ̂/dξ times dξ/dx; for covariance fits, which do not offer it, the directional
+/// derivative dβ̂/dx · w is taken by central differences of the profile (step 1e-4 of the largest |w_i|).
+McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, YieldModel& cpu,
                                      const Eigen::VectorXd& x, const Eigen::MatrixXd& cov,
                                      const std::vector<int64_t>& reported, bool bb_full, int64_t nproc);
 
@@ -32,7 +31,7 @@ McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, CpuShar
 /// (J w)ᵀ W V_n W (J w) with w = C e_r and J the profiled yield Jacobian in x (Poisson: W V_n W =
 /// n/ν²; χ²: 1/var; covariance fits: the inverse data covariance).
 Eigen::VectorXd gaussian_stat_impacts_sq(const Model& model, const FitInputData& input, Fitter& fitter,
-                                         CpuShardEvaluator& cpu, const Eigen::VectorXd& x,
+                                         YieldModel& cpu, const Eigen::VectorXd& x,
                                          const Eigen::MatrixXd& cov, const std::vector<int64_t>& reported);
 
 }  // namespace rabbit::postfit

@@ -5,7 +5,7 @@
 
 #include <Eigen/Core>
 
-#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "rabbit/model/yield_model.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/postfit/mapping.hpp"
@@ -36,10 +36,10 @@ struct HistogramResult {
 /// with MC stat on; H_ββ of L_β alone prefit, of the full L at fixed x postfit), computed as (A J) C (A J)ᵀ
 /// so that no bins × bins matrix is built for a mapping; `cov` is the parameter covariance to propagate.
 /// The chi2 covers the mapping's observed outputs.
-HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard, Fitter& fitter, const Mapping& mapping,
+HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter, const Mapping& mapping,
                                    const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, const HistogramRequest& request);
 /// The same for BaseMapping.
-HistogramResult compute_histograms(const Model& model, CpuShardEvaluator& shard, Fitter& fitter,
+HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter,
                                    const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, const HistogramRequest& request);
 
 }  // namespace rabbit::postfit

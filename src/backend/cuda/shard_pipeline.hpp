@@ -118,7 +118,7 @@ class Buffer {
 };
 
 template <class Ops>
-class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
+class ShardPipeline : public ShardEvaluator {
   template <class T>
   using Buf = Buffer<Ops, T>;
 
@@ -219,6 +219,7 @@ class ShardPipeline : public ShardEvaluator, public ShardBetaCentres {
     lognobs_.upload(ln, "copying observed data");
   }
 
+  bool accepts_beta_centres() const override { return true; }
   void set_beta_centres(const Eigen::VectorXd& beta0) override {
     if (cfg_.bb == BBKind::none) return;
     const FitInputData& in = *model_->input;

@@ -8,7 +8,7 @@
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model_options.hpp"
 #include "rabbit/model/regularizer.hpp"
-#include "shard_test_helpers.hpp"
+#include "support/shard_test_helpers.hpp"
 #include "support/finite_differences.hpp"
 
 namespace rabbit::testing {

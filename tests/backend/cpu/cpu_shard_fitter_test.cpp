@@ -5,7 +5,7 @@
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/model/model.hpp"
-#include "shard_test_helpers.hpp"
+#include "support/shard_test_helpers.hpp"
 #include "support/finite_differences.hpp"
 
 namespace rabbit::testing {

@@ -8,7 +8,7 @@
 
 #include <cmath>
 
-#include "shard_test_helpers.hpp"
+#include "support/shard_test_helpers.hpp"
 #include "support/finite_differences.hpp"
 
 namespace rabbit::testing {

@@ -2,7 +2,7 @@
 // bit-identical to an uncached evaluation, and new observations or β centres must invalidate it.
 #include <gtest/gtest.h>
 
-#include "shard_test_helpers.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit::testing {
 namespace {

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "rabbit/core/error.hpp"
-#include "shard_test_helpers.hpp"
+#include "support/shard_test_helpers.hpp"
 #include "support/finite_differences.hpp"
 
 namespace rabbit::testing {

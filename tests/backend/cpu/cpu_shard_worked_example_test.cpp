@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "rabbit/backend/cpu/cpu_shard.hpp"
-#include "shard_test_helpers.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit::testing {
 namespace {

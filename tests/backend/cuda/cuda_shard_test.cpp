@@ -125,7 +125,7 @@ TEST(CudaShard, MakeFitterPlacesShardsOnTheGpu) {
 #endif
 }
 
-// Postfit yields of a CUDA fit come from a CPU shard over the same input (Fitter::postfit_shard),
+// Postfit yields of a CUDA fit come from a CPU shard over the same input (Fitter::yield_model),
 // in step with the data the GPU shards see.
 TEST(CudaShard, PostfitShardOfACudaFitMatchesTheCpuFit) {
   RABBIT_REQUIRE_GPU();
@@ -145,10 +145,10 @@ TEST(CudaShard, PostfitShardOfACudaFitMatchesTheCpuFit) {
   model->parameters.transform(x, xi, d1, d2);
   const int64_t nbf = model->input->nbinsfull;
   using Mode = CpuShardEvaluator::BetaMode;
-  cpu->postfit_shard().expected_yields(xi, 0, nbf, Mode::profiled, &y1);
-  gpu->postfit_shard().expected_yields(xi, 0, nbf, Mode::profiled, &y2);
+  cpu->yield_model().expected_yields(xi, 0, nbf, Mode::profiled, &y1);
+  gpu->yield_model().expected_yields(xi, 0, nbf, Mode::profiled, &y2);
   EXPECT_LE(scaled_max_error(y2, y1), 1e-12);
-  EXPECT_LE(scaled_max_error(gpu->postfit_shard().profiled_beta(xi), gpu->profiled_beta(x)), 1e-10);
+  EXPECT_LE(scaled_max_error(gpu->yield_model().profiled_beta(xi), gpu->profiled_beta(x)), 1e-10);
 }
 
 // What the CUDA shard refuses runs on the CPU under --backend auto, and is refused in one line under

@@ -198,9 +198,9 @@ TEST(PipelineHost, PostfitShardOfANonCpuFitMatchesTheCpuFit) {
   shards.push_back(host_shard(model, B / 2, B));
   MultiDeviceFitter emu(model, std::move(shards));
 
-  EXPECT_EQ(&cpu.postfit_shard(), cpu.shards().front().get());  // a CPU fit keeps using its own shard
-  CpuShardEvaluator& post = emu.postfit_shard();
-  EXPECT_EQ(&emu.postfit_shard(), &post);
+  EXPECT_EQ(&cpu.yield_model(), cpu.shards().front()->yield_model());  // a CPU fit keeps using its own shard
+  auto& post = dynamic_cast<CpuShardEvaluator&>(emu.yield_model());
+  EXPECT_EQ(&emu.yield_model(), static_cast<YieldModel*>(&post));
   EXPECT_EQ(post.bin_begin(), 0);
   EXPECT_EQ(post.bin_end(), B);
 
@@ -213,11 +213,11 @@ TEST(PipelineHost, PostfitShardOfANonCpuFitMatchesTheCpuFit) {
   for (Mode mode : {Mode::none, Mode::stored, Mode::profiled}) {
     Eigen::VectorXd y1, y2;
     Eigen::MatrixXd p1, p2;
-    cpu.postfit_shard().expected_yields(xi, 0, nbf, mode, &y1, &p1);
+    cpu.yield_model().expected_yields(xi, 0, nbf, mode, &y1, &p1);
     post.expected_yields(xi, 0, nbf, mode, &y2, &p2);
     EXPECT_LE(scaled_max_error(y2, y1), 1e-12);
     EXPECT_LE(scaled_max_error(p2, p1), 1e-12);
-    EXPECT_LE(scaled_max_error(post.yield_jacobian(xi, 0, nbf, mode), cpu.postfit_shard().yield_jacobian(xi, 0, nbf, mode)), 1e-12);
+    EXPECT_LE(scaled_max_error(post.yield_jacobian(xi, 0, nbf, mode), cpu.yield_model().yield_jacobian(xi, 0, nbf, mode)), 1e-12);
   }
   EXPECT_LE(scaled_max_error(post.profiled_beta(xi), emu.profiled_beta(x)), 1e-10);
 }
@@ -264,7 +264,7 @@ TEST(PipelineHost, NewBetaCentresAgreeWithCpuShard) {
       emu.value_grad_hess(x, g2, h2, true);
       EXPECT_LE(scaled_max_error(h2, h1), 1e-10);
       EXPECT_LE(scaled_max_error(emu.profiled_beta(x), cpu.profiled_beta(x)), 1e-10);
-      EXPECT_LE(scaled_max_error(emu.postfit_shard().beta_centres(), beta0), 0.0);
+      EXPECT_LE(scaled_max_error(emu.yield_model().beta_centres(), beta0), 0.0);
     }
 }
 

@@ -12,7 +12,6 @@
 #include <Eigen/Core>
 
 #include "rabbit/model/model.hpp"
-#include "rabbit/model/shard_beta_centres.hpp"
 #include "rabbit/model/shard_evaluator.hpp"
 
 namespace rabbit {

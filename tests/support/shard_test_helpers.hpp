@@ -9,6 +9,7 @@
 #include <Eigen/Core>
 #include <Eigen/LU>
 
+#include "rabbit/backend/cpu/shared_likelihood.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/global_terms.hpp"

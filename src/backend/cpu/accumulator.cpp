@@ -1,0 +1,257 @@
+// Phase B of a CPU shard evaluation (docs/likelihood.md "Derivative structure"): per bin, the
+// gradient, HVP and blocked dense-Hessian contributions from φ and Ψ = U M Uᵀ + diag(d); the merge
+// of the threads' sums and the chain rule through h(θ) and r(π) into ξ.
+#include <algorithm>
+#include <cmath>
+
+#include "rabbit/model/param_model.hpp"
+#include "shard_evaluation.hpp"
+
+namespace rabbit::cpu_detail {
+
+using cpu::BBKind;
+using cpu::BinObservation;
+using cpu::HyperDual;
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+namespace {
+
+constexpr int kMaxCols = 4;
+
+}  // namespace
+
+inline void flush_E(Accum& acc) {
+  if (acc.npos > 0) {
+    acc.HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Epos.leftCols(acc.npos), 1.0);
+    acc.npos = 0;
+  }
+  if (acc.nneg > 0) {
+    acc.HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Eneg.leftCols(acc.nneg), -1.0);
+    acc.nneg = 0;
+  }
+}
+inline void flush_J(Accum& acc) {
+  if (acc.nrows > 0) {
+    acc.HJ.noalias() += acc.Lrows.leftCols(acc.nrows) * acc.Rrows.leftCols(acc.nrows).transpose();
+    acc.nrows = 0;
+  }
+}
+
+// Phase B: accumulate gradient / HVP / Hessian contributions of bin b.
+// gradient = false: the gradient part is already known (cached point), only the HVP part is added.
+inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t slot, int64_t bslot, const Request& req,
+                                 Accum& acc, const double* zcoupled /* per-bin z (k) for coupled mode */,
+                                 bool gradient) const {
+  const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
+  const int nc = sc.ncol;
+  const int64_t k = sc.k;
+  // gradient
+  const int64_t ne = e1 - e0;
+  if (!gradient) {
+  } else if (!L.sparse && ne > 0) {
+    VectorXd wv(ne);
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t i = slot + e - e0;
+      wv[e - e0] = sc.phi[i] * sc.c[i];
+      acc.gpi[L.entry_proc[e]] += sc.phi[i] * sc.a[i];
+    }
+    const RowBlock Kb(L.dense_row(e0), ne, W);
+    acc.y.noalias() += Kb.transpose() * wv;
+  } else {
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t i = slot + e - e0;
+      const int p = L.entry_proc[e];
+      L.row_axpy(e, sc.phi[i] * sc.c[i], acc.y.data());
+      acc.gpi[p] += sc.phi[i] * sc.a[i];
+    }
+  }
+  if (k > 0) {
+    // t = Uᵀ δN per column, z = U (M t) + d δN
+    double tbuf[kMaxCols];
+    std::vector<double> tvec;
+    double* t = tbuf;
+    if (nc > kMaxCols) {
+      tvec.resize(nc);
+      t = tvec.data();
+    }
+    std::vector<double> zb(k * nc);
+    if (!zcoupled) {
+      const double* Mb = &sc.M[bslot * nc * nc];
+      for (int64_t j = 0; j < k; ++j) {
+        for (int a = 0; a < nc; ++a) t[a] = 0.0;
+        for (int64_t e = e0; e < e1; ++e) {
+          const int64_t i = slot + e - e0;
+          for (int a = 0; a < nc; ++a) t[a] += sc.U[i * nc + a] * sc.dN[i * k + j];
+        }
+        for (int a = 0; a < nc; ++a) {
+          double acc2 = 0.0;
+          for (int c = 0; c < nc; ++c) acc2 += Mb[a * nc + c] * t[c];
+          zb[j * nc + a] = acc2;
+        }
+      }
+    } else {
+      for (int64_t j = 0; j < k * nc; ++j) zb[j] = zcoupled[j];
+    }
+    std::vector<double> omega(k);
+    MatrixXd Omega(L.sparse ? 0 : ne, k);
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t i = slot + e - e0;
+      const int p = L.entry_proc[e];
+      for (int64_t j = 0; j < k; ++j) {
+        double z = sc.d[i] * sc.dN[i * k + j];
+        for (int a = 0; a < nc; ++a) z += sc.U[i * nc + a] * zb[j * nc + a];
+        double om = sc.c[i] * z;
+        double pipart = sc.a[i] * z;
+        if (L.lognormal) {
+          om += sc.phi[i] * sc.dN[i * k + j];
+          pipart += sc.phi[i] * sc.a[i] * sc.dLam[i * k + j];
+        }
+        omega[j] = om;
+        acc.hpi(p, j) += pipart;
+      }
+      if (!L.sparse) {
+        for (int64_t j = 0; j < k; ++j) Omega(e - e0, j) = omega[j];
+      } else {
+        for (int64_t j = 0; j < k; ++j) L.row_axpy(e, omega[j], acc.O.col(j).data());
+      }
+    }
+    if (!L.sparse && ne > 0) {
+      const RowBlock Kb(L.dense_row(e0), ne, W);
+      acc.O.noalias() += Kb.transpose() * Omega;
+    }
+  }
+  if (req.hess) {
+    // E-part: Σ_e (d c² + φ N [log-normal]) E Eᵀ, plus π parts per process
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t i = slot + e - e0;
+      const int p = L.entry_proc[e];
+      const double w = sc.d[i] * sc.c[i] * sc.c[i] + (L.lognormal ? sc.phi[i] * sc.N[i] : 0.0);
+      const double xw = sc.d[i] * sc.c[i] * sc.a[i] + (L.lognormal ? sc.phi[i] * sc.a[i] : 0.0);
+      acc.Ypp[p] += sc.d[i] * sc.a[i] * sc.a[i];
+      if (xw != 0.0 && M > 0) {
+        VectorXd tmp = VectorXd::Zero(S);
+        L.row_E_axpy(e, xw, pt.hp.data(), tmp.data());
+        acc.X.row(p) += tmp.transpose();
+      }
+      if (w != 0.0) {
+        const double sw = std::sqrt(std::abs(w));
+        double* col;
+        if (w > 0) {
+          col = acc.Epos.col(acc.npos++).data();
+        } else {
+          col = acc.Eneg.col(acc.nneg++).data();
+        }
+        std::fill(col, col + S, 0.0);
+        L.row_E_axpy(e, sw, pt.hp.data(), col);
+        if (acc.npos == kHessBlock || acc.nneg == kHessBlock) flush_E(acc);
+      }
+    }
+    if (!zcoupled) {
+      // J-part: J_j = Σ_e U_ej 𝒥_e, H += Jᵀ M J
+      const double* Mb = &sc.M[bslot * nc * nc];
+      MatrixXd Jb = MatrixXd::Zero(n, nc);
+      for (int64_t e = e0; e < e1; ++e) {
+        const int64_t i = slot + e - e0;
+        const int p = L.entry_proc[e];
+        for (int a = 0; a < nc; ++a) {
+          const double u = sc.U[i * nc + a];
+          if (u == 0.0) continue;
+          if (M > 0) Jb.col(a).head(M) += (u * sc.a[i]) * pt.jr.row(p).transpose();
+          L.row_E_axpy(e, u * sc.c[i], pt.hp.data(), Jb.col(a).data() + M);
+        }
+      }
+      for (int a = 0; a < nc; ++a) {
+        if (acc.nrows == kHessBlock) flush_J(acc);
+        acc.Lrows.col(acc.nrows) = Jb.col(a);
+        VectorXd r = VectorXd::Zero(n);
+        for (int c = 0; c < nc; ++c) r += Mb[a * nc + c] * Jb.col(c);
+        acc.Rrows.col(acc.nrows) = r;
+        ++acc.nrows;
+      }
+    }
+  }
+}
+
+inline void ShardEvaluation::init_accum(Accum& acc, const Request& req, int64_t k) const {
+  acc.f = 0.0;
+  acc.y = VectorXd::Zero(W);
+  acc.gpi = VectorXd::Zero(P);
+  if (k > 0) {
+    acc.O = MatrixXd::Zero(W, k);
+    acc.hpi = MatrixXd::Zero(P, k);
+  }
+  if (req.hess) {
+    acc.HJ = MatrixXd::Zero(n, n);
+    acc.HE = MatrixXd::Zero(S, S);
+    acc.X = MatrixXd::Zero(P, S);
+    acc.Ypp = VectorXd::Zero(P);
+    acc.Epos.resize(S, kHessBlock);
+    acc.Eneg.resize(S, kHessBlock);
+    acc.Lrows.resize(n, kHessBlock);
+    acc.Rrows.resize(n, kHessBlock);
+  }
+}
+
+inline double ShardEvaluation::finish(Request& req, std::vector<Accum>& accs) {
+  Accum& tot = accs[0];
+  for (size_t t = 1; t < accs.size(); ++t) {
+    tot.f += accs[t].f;
+    tot.y += accs[t].y;
+    tot.gpi += accs[t].gpi;
+    if (pt.k > 0) {
+      tot.O += accs[t].O;
+      tot.hpi += accs[t].hpi;
+    }
+    if (req.hess) {
+      tot.HJ += accs[t].HJ;
+      tot.HE += accs[t].HE;
+      tot.X += accs[t].X;
+      tot.Ypp += accs[t].Ypp;
+    }
+  }
+  req.f = tot.f;
+  const bool derivs = req.grad || pt.k > 0 || req.hess;
+  if (!derivs) return tot.f;
+  // y = [y_a; y_d]
+  VectorXd gth = tot.y.head(S);
+  VectorXd yd = L.symmetric ? VectorXd::Zero(S) : VectorXd(tot.y.tail(S));
+  if (!L.symmetric) gth += pt.hp.cwiseProduct(yd);
+  if (req.grad_out) {
+    VectorXd& g = *req.grad_out;
+    g.resize(n);
+    if (M > 0) g.head(M) = pt.jr.transpose() * tot.gpi;
+    g.tail(S) = gth;
+  }
+  MatrixXd curv;  // 𝒞_ππ
+  if (M > 0 && (pt.k > 0 || req.hess)) curv = s.model_->param_model->rate_curvature(pt.pi, tot.gpi);
+  if (pt.k > 0 && req.hv_out) {
+    MatrixXd& HV = *req.hv_out;
+    HV.resize(n, pt.k);
+    MatrixXd oth = tot.O.topRows(S);
+    if (!L.symmetric) {
+      oth += pt.hp.asDiagonal() * tot.O.bottomRows(S);
+      oth += (pt.hpp.cwiseProduct(yd)).asDiagonal() * pt.Vtheta;
+    }
+    HV.bottomRows(S) = oth;
+    if (M > 0) HV.topRows(M) = pt.jr.transpose() * tot.hpi + curv * pt.Vpi;
+  }
+  if (req.hess && req.hess_out) {
+    MatrixXd& H = *req.hess_out;
+    H = 0.5 * (tot.HJ + tot.HJ.transpose());
+    MatrixXd HEfull = tot.HE.selfadjointView<Eigen::Lower>();
+    H.bottomRightCorner(S, S) += HEfull;
+    if (!L.symmetric) H.bottomRightCorner(S, S).diagonal() += pt.hpp.cwiseProduct(yd);
+    if (M > 0) {
+      MatrixXd Hpp = curv;
+      for (int64_t p = 0; p < P; ++p) Hpp += tot.Ypp[p] * pt.jr.row(p).transpose() * pt.jr.row(p);
+      H.topLeftCorner(M, M) += Hpp;
+      const MatrixXd Hpt = pt.jr.transpose() * tot.X;
+      H.topRightCorner(M, S) += Hpt;
+      H.bottomLeftCorner(S, M) += Hpt.transpose();
+    }
+  }
+  return tot.f;
+}
+
+}  // namespace rabbit::cpu_detail

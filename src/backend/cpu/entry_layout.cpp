@@ -1,0 +1,45 @@
+#include "entry_layout.hpp"
+
+#include <fmt/format.h>
+
+#include "rabbit/core/error.hpp"
+
+namespace rabbit::cpu_detail {
+
+EntryLayout EntryLayout::build(const FitInputData& in) {
+  EntryLayout L;
+  L.in = &in;
+  L.sparse = in.sparse;
+  L.symmetric = in.symmetric_tensor;
+  L.lognormal = in.systematic_type == SystematicType::log_normal;
+  L.W = in.logk_width();
+  L.S = in.nsyst;
+  const int64_t nbinsfull = in.nbinsfull, nproc = in.nproc;
+  L.bin_ptr.assign(nbinsfull + 1, 0);
+  if (!L.sparse) {
+    for (int64_t b = 0; b <= nbinsfull; ++b) L.bin_ptr[b] = b * nproc;
+    L.entry_proc.resize(nbinsfull * nproc);
+    L.entry_flat.resize(nbinsfull * nproc);
+    for (int64_t e = 0; e < nbinsfull * nproc; ++e) {
+      L.entry_proc[e] = static_cast<int32_t>(e % nproc);
+      L.entry_flat[e] = e;
+    }
+  } else {
+    const int64_t nnz = static_cast<int64_t>(in.norm_index.size());
+    L.entry_proc.resize(nnz);
+    L.entry_flat = in.norm_index;
+    int64_t e = 0;
+    for (int64_t b = 0; b < nbinsfull; ++b) {
+      L.bin_ptr[b] = e;
+      while (e < nnz && in.norm_index[e] / nproc == b) {
+        L.entry_proc[e] = static_cast<int32_t>(in.norm_index[e] % nproc);
+        ++e;
+      }
+    }
+    L.bin_ptr[nbinsfull] = nnz;
+    if (e != nnz) throw InputError(fmt::format("{}: hnorm_sparse indices are not sorted by bin", in.filename));
+  }
+  return L;
+}
+
+}  // namespace rabbit::cpu_detail

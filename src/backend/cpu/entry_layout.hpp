@@ -1,0 +1,88 @@
+#pragma once
+// EntryLayout: where the yield entries (bin, process) of the tensor live and how a row of logk is
+// read. Dense tensors store every (bin, process); sparse ones only the entries of hnorm_sparse.
+// Covers all B_f bins (masked channels included), so shards and the postfit yields share it.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "rabbit/io/fit_input_data.hpp"
+
+namespace rabbit::cpu_detail {
+
+/// The logk rows of a dense bin as one row-major block (entries × W).
+using RowBlock = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+
+struct EntryLayout {
+  const FitInputData* in = nullptr;
+  bool sparse = false;
+  bool symmetric = false;
+  bool lognormal = true;   // systematic type log-normal (else normal, docs/likelihood.md "Systematic type normal")
+  int64_t W = 0;           // logk columns per entry: S (symmetric) or 2S
+  int64_t S = 0;           // systematics
+  std::vector<int64_t> bin_ptr;     // entries of bin b: [bin_ptr[b], bin_ptr[b+1]), all B_f bins
+  std::vector<int32_t> entry_proc;  // process of entry e
+  std::vector<int64_t> entry_flat;  // b*P + p of entry e
+
+  /// The layout of `in`; InputError naming the file when hnorm_sparse is not sorted by bin.
+  static EntryLayout build(const FitInputData& in);
+
+  int64_t entries(int64_t b) const { return bin_ptr[b + 1] - bin_ptr[b]; }
+  /// The largest number of entries of one bin in [first, last).
+  int64_t max_entries(int64_t first, int64_t last) const {
+    int64_t m = 0;
+    for (int64_t b = first; b < last; ++b) m = std::max(m, entries(b));
+    return m;
+  }
+
+  const double* dense_row(int64_t e) const { return in->logk.data() + e * W; }
+
+  /// logk row e · m (m of length W).
+  double row_dot(int64_t e, const double* m) const {
+    double acc = 0.0;
+    if (!sparse) {
+      const double* row = dense_row(e);
+      for (int64_t c = 0; c < W; ++c) acc += row[c] * m[c];
+    } else {
+      const auto& L = in->logk_sparse;
+      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) acc += L.values[i] * m[L.cols[i]];
+    }
+    return acc;
+  }
+  /// y += w · logk row e (y of length W).
+  void row_axpy(int64_t e, double w, double* y) const {
+    if (w == 0.0) return;
+    if (!sparse) {
+      const double* row = dense_row(e);
+      for (int64_t c = 0; c < W; ++c) y[c] += w * row[c];
+    } else {
+      const auto& L = in->logk_sparse;
+      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) y[L.cols[i]] += w * L.values[i];
+    }
+  }
+  /// E_e = ∂Λ_e/∂θ (length S) added with weight w into out; hp = h'(θ).
+  void row_E_axpy(int64_t e, double w, const double* hp, double* out) const {
+    if (w == 0.0) return;
+    if (!sparse) {
+      const double* row = dense_row(e);
+      if (symmetric) {
+        for (int64_t c = 0; c < S; ++c) out[c] += w * row[c];
+      } else {
+        for (int64_t c = 0; c < S; ++c) out[c] += w * (row[c] + hp[c] * row[S + c]);
+      }
+    } else {
+      const auto& L = in->logk_sparse;
+      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) {
+        const int64_t c = L.cols[i];
+        if (c < S)
+          out[c] += w * L.values[i];
+        else
+          out[c - S] += w * hp[c - S] * L.values[i];
+      }
+    }
+  }
+};
+
+}  // namespace rabbit::cpu_detail
