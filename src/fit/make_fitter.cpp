@@ -173,7 +173,7 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
   const int threads_per_shard = std::max(1, threads / n);
 
   // Shards come from the registry of shard kinds: "cpu" is built in, "cuda" was registered when
-  // select_gpus loaded the plugin (docs/architecture.md "Adding a shard kind").
+  // select_gpus loaded the plugin (docs/architecture.md "How to add a shard kind").
   const ShardKind& kind = shard_kind(use_cuda ? "cuda" : "cpu");
   auto device_of_shard = [&](int s) { return use_cuda ? gpus[s % gpus.size()].ordinal : 0; };
   std::vector<std::unique_ptr<ShardEvaluator>> shards;

@@ -1,5 +1,5 @@
 #pragma once
-// The shard kinds make_fitter can build, by name (docs/architecture.md "Adding a shard kind").
+// The shard kinds make_fitter can build, by name (docs/architecture.md "How to add a shard kind").
 // "cpu" is built in; "cuda" is registered when the CUDA plugin is loaded (cuda_plugin_loader.hpp).
 // A new kind (MPI ranks, another accelerator) registers a ShardKind and make_fitter places shards
 // on it without knowing its type.
