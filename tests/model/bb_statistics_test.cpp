@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "backend/cpu/shard_test_helpers.hpp"
+#include "support/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/error.hpp"

@@ -7,7 +7,7 @@
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/model_options.hpp"
 #include "rabbit/model/param_model.hpp"
-#include "small_input.hpp"
+#include "support/small_input.hpp"
 #include "support/finite_differences.hpp"
 
 namespace rabbit {

@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "../backend/cpu/shard_test_helpers.hpp"
+#include "support/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/fit/fitter.hpp"
