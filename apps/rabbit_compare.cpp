@@ -3,4 +3,6 @@
 
 #include "rabbit/cli/compare_main.hpp"
 
-int main(int argc, char** argv) { return rabbit::cli::compare_main(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  return rabbit::cli::compare_main(argc, argv, std::cout, std::cerr);
+}

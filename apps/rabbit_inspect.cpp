@@ -2,7 +2,6 @@
 // rabbit_debug_inputdata.py. Exit codes: 0 (also with findings, unless --strict: then 1),
 // 3 for an unreadable or invalid file, 2 for bad options.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "rabbit/core/error.hpp"

@@ -4,7 +4,7 @@
 // NOIs; pseudodata "original"; a data covariance), filled from our own deterministic random
 // stream, so the numbers differ from upstream's numpy draws. See docs/tensor-writer.md.
 #include <CLI/CLI.hpp>
-
+#include <Eigen/Core>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -12,8 +12,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/tensor_writer.hpp"
@@ -132,7 +130,9 @@ void make_tensor(const Args& args) {
   Hist h1_sig_masked({ax_x});
 
   // Same draws, in the same order and sizes, as upstream's generator functions.
-  struct Sample { std::vector<double> x, w_x, a, b, w_ab; };
+  struct Sample {
+    std::vector<double> x, w_x, a, b, w_ab;
+  };
   auto get_sig = [&](int factor) {
     Sample s;
     const size_t f = static_cast<size_t>(factor);
@@ -257,7 +257,8 @@ void make_tensor(const Args& args) {
   noi_unconstrained.noi = true;
   writer.add_systematic("slope_signal", "sig", "ch0", sig1_up, sig1_dn, noi_unconstrained);
   if (!args.skip_masked)
-    writer.add_systematic("slope_signal", "sig", "ch0_masked", times(h1_sig_masked.values, factors(w_x, 1, 1)),
+    writer.add_systematic("slope_signal", "sig", "ch0_masked",
+                          times(h1_sig_masked.values, factors(w_x, 1, 1)),
                           times(h1_sig_masked.values, factors(w_x, -1, 1)), noi_unconstrained);
 
   const auto sig2_up = times(h1_sig.values, factors(w_x, 1, 2));

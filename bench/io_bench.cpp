@@ -48,9 +48,12 @@ enum class Storage { gzip, blosc2, gzip_float32 };
 
 const char* storage_name(Storage s) {
   switch (s) {
-    case Storage::gzip: return "gzip4-f64";
-    case Storage::blosc2: return "blosc2lz4-f64";
-    case Storage::gzip_float32: return "gzip4-f32";
+    case Storage::gzip:
+      return "gzip4-f64";
+    case Storage::blosc2:
+      return "blosc2lz4-f64";
+    case Storage::gzip_float32:
+      return "gzip4-f32";
   }
   return "?";
 }
@@ -70,7 +73,8 @@ void write_strings(hid_t file, const char* name, const std::vector<std::string>&
 // A flat array with original_shape, chunked like rabbit (4 MiB chunks), filled block-wise by
 // `fill(offset, count, out)` so that the writer never holds the whole array.
 template <typename Fill>
-void write_array(hid_t file, const char* name, const std::vector<int64_t>& shape, Storage storage, Fill&& fill) {
+void write_array(hid_t file, const char* name, const std::vector<int64_t>& shape, Storage storage,
+                 Fill&& fill) {
   hsize_t n = 1;
   for (int64_t e : shape) n *= static_cast<hsize_t>(e);
   const bool f32 = storage == Storage::gzip_float32;
@@ -85,7 +89,8 @@ void write_array(hid_t file, const char* name, const std::vector<int64_t>& shape
   } else {
     H5Pset_deflate(dcpl, 4);
   }
-  Handle d(H5Dcreate2(file, name, f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+  Handle d(
+      H5Dcreate2(file, name, f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
   std::vector<double> block;
   for (hsize_t start = 0; start < n; start += chunk) {
     const hsize_t count = std::min(chunk, n - start);
@@ -131,7 +136,8 @@ void write_tensor(const std::string& path, int64_t nbins, int64_t nproc, int64_t
     Handle noi(H5Dcreate2(file, "hnoiidxs", H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   }
   auto norm = [](uint64_t i) { return 1.0 + 100.0 * pseudo_random(i); };
-  write_array(file, "hconstraintweights", {nsyst}, storage, [](hsize_t, hsize_t c, double* o) { std::fill(o, o + c, 1.0); });
+  write_array(file, "hconstraintweights", {nsyst}, storage,
+              [](hsize_t, hsize_t c, double* o) { std::fill(o, o + c, 1.0); });
   write_array(file, "hdata_obs", {nbins}, storage, [&](hsize_t s, hsize_t c, double* o) {
     for (hsize_t k = 0; k < c; ++k) o[k] = std::floor(norm(s + k) * 3);
   });
@@ -161,8 +167,9 @@ int read_child(const std::string& path) {
   const rabbit::FitInputData d = rabbit::read_fit_input(path);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const long peak = status_kib("VmHWM:");
-  const double bytes = 8.0 * static_cast<double>(d.norm.size() + d.logk.size() + d.sumw.size() +
-                                                 d.sumw2.size() + d.data_obs.size() + d.constraintweights.size());
+  const double bytes =
+      8.0 * static_cast<double>(d.norm.size() + d.logk.size() + d.sumw.size() + d.sumw2.size() +
+                                d.data_obs.size() + d.constraintweights.size());
   std::printf("%.6f %ld %ld %.0f\n", seconds, baseline, peak, bytes);
   return 0;
 }
@@ -175,10 +182,14 @@ int main(int argc, char** argv) {
   std::string dir = "io_bench_files";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--nbins") nbins = std::atoll(argv[i + 1]);
-    else if (a == "--nproc") nproc = std::atoll(argv[i + 1]);
-    else if (a == "--nsyst") nsyst = std::atoll(argv[i + 1]);
-    else if (a == "--dir") dir = argv[i + 1];
+    if (a == "--nbins")
+      nbins = std::atoll(argv[i + 1]);
+    else if (a == "--nproc")
+      nproc = std::atoll(argv[i + 1]);
+    else if (a == "--nsyst")
+      nsyst = std::atoll(argv[i + 1]);
+    else if (a == "--dir")
+      dir = argv[i + 1];
     else {
       std::fprintf(stderr, "usage: io_bench [--nbins N] [--nproc P] [--nsyst S] [--dir DIR]\n");
       return 2;
@@ -189,7 +200,8 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const double logk_mb = 8.0 * static_cast<double>(nbins * nproc * 2 * nsyst) / 1e6;
   std::printf("dense asymmetric tensor: nbins=%lld nproc=%lld nsyst=%lld (hlogk %.1f MB as float64)\n",
-              static_cast<long long>(nbins), static_cast<long long>(nproc), static_cast<long long>(nsyst), logk_mb);
+              static_cast<long long>(nbins), static_cast<long long>(nproc), static_cast<long long>(nsyst),
+              logk_mb);
   std::printf("%-14s %10s %10s %10s %12s %14s\n", "storage", "file MB", "write s", "read s", "read MB/s",
               "peak RSS/out");
   for (Storage storage : {Storage::gzip, Storage::blosc2, Storage::gzip_float32}) {
@@ -226,8 +238,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     const double peak_ratio = static_cast<double>(peak - baseline) * 1024.0 / bytes;
-    std::printf("%-14s %10.1f %10.2f %10.3f %12.1f %13.3fx\n", storage_name(storage), file_mb, write_s, seconds,
-                bytes / 1e6 / seconds, peak_ratio);
+    std::printf("%-14s %10.1f %10.2f %10.3f %12.1f %13.3fx\n", storage_name(storage), file_mb, write_s,
+                seconds, bytes / 1e6 / seconds, peak_ratio);
     std::fflush(stdout);
     std::filesystem::remove(path);
   }

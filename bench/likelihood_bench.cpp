@@ -2,14 +2,14 @@
 // tensor, bytes streamed per evaluation, achieved bandwidth, and the machine's streaming bandwidth
 // measured in the same run with a STREAM-like triad on all cores.
 //   likelihood_bench [nbins=10000] [nproc=10] [nsyst=1000] [seconds=3] [threads=all]
+#include <omp.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <random>
 #include <vector>
-
-#include <omp.h>
 
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/model/model.hpp"
@@ -42,7 +42,9 @@ class BenchMu : public rabbit::ParamModel {
   int64_t nproc_;
 };
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Best-of-5 triad a = b + s c over arrays far larger than the caches; 3 × 8 bytes per element.
 double triad_bandwidth(int threads) {
@@ -158,8 +160,9 @@ int main(int argc, char** argv) {
   shard.value_grad_hess(xi, grad, H, true);
   const double hess_s = seconds_since(th);
 
-  std::printf("tensor: %lld bins x %lld procs x %lld systs (asymmetric, log_normal, BB lite gamma), %d threads\n",
-              static_cast<long long>(B), static_cast<long long>(P), static_cast<long long>(S), threads);
+  std::printf(
+      "tensor: %lld bins x %lld procs x %lld systs (asymmetric, log_normal, BB lite gamma), %d threads\n",
+      static_cast<long long>(B), static_cast<long long>(P), static_cast<long long>(S), threads);
   std::printf("bytes streamed per evaluation: %.3f GB (logk %.3f GB)\n", bytes / 1e9, tensor_bytes / 1e9);
   std::printf("loss+grad: %.2f eval/s, %.2f GB/s\n", rate_grad, rate_grad * bytes / 1e9);
   std::printf("loss+grad+HVP(1 column): %.2f eval/s, %.2f GB/s\n", rate_hvp, rate_hvp * bytes / 1e9);
@@ -168,7 +171,7 @@ int main(int argc, char** argv) {
   std::printf("STREAM-like triad: %.2f GB/s\n", triad / 1e9);
   std::printf("ratio loss+grad / triad: %.1f%%   HVP / triad: %.1f%%\n", 100.0 * rate_grad * bytes / triad,
               100.0 * rate_hvp * bytes / triad);
-  std::printf("dense Hessian (%lld x %lld): %.2f s\n", static_cast<long long>(1 + S), static_cast<long long>(1 + S),
-              hess_s);
+  std::printf("dense Hessian (%lld x %lld): %.2f s\n", static_cast<long long>(1 + S),
+              static_cast<long long>(1 + S), hess_s);
   return 0;
 }

@@ -56,13 +56,20 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage(argv[0]);
       return argv[++i];
     };
-    if (a == "-o" || a == "--output") o.output = next();
-    else if (a == "--bins") o.bins = std::atoll(next().c_str());
-    else if (a == "--procs") o.procs = std::atoi(next().c_str());
-    else if (a == "--systs") o.systs = std::atoi(next().c_str());
-    else if (a == "--seed") o.seed = std::strtoull(next().c_str(), nullptr, 10);
-    else if (a == "--sparse") o.sparse = true;
-    else usage(argv[0]);
+    if (a == "-o" || a == "--output")
+      o.output = next();
+    else if (a == "--bins")
+      o.bins = std::atoll(next().c_str());
+    else if (a == "--procs")
+      o.procs = std::atoi(next().c_str());
+    else if (a == "--systs")
+      o.systs = std::atoi(next().c_str());
+    else if (a == "--seed")
+      o.seed = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--sparse")
+      o.sparse = true;
+    else
+      usage(argv[0]);
   }
   if (o.bins < 1 || o.procs < 1 || o.systs < 0) usage(argv[0]);
 
@@ -92,7 +99,8 @@ int main(int argc, char** argv) {
   w.add_data("ch0", data);
 
   for (int p = 0; p < o.procs; ++p)
-    w.add_norm_systematic("norm_" + names[static_cast<size_t>(p)], {names[static_cast<size_t>(p)]}, "ch0", {1.025});
+    w.add_norm_systematic("norm_" + names[static_cast<size_t>(p)], {names[static_cast<size_t>(p)]}, "ch0",
+                          {1.025});
   for (int s = 0; s < o.systs; ++s) {
     const size_t p = static_cast<size_t>(s % o.procs);
     const double size = 0.01 + 0.04 * rng.uniform();
@@ -107,7 +115,7 @@ int main(int argc, char** argv) {
   rabbit::WriteOptions wo;
   wo.sparse = o.sparse;
   w.write(o.output, wo);
-  std::printf("%s: %lld bins, %d processes, %d systematics\n", o.output.c_str(), static_cast<long long>(o.bins),
-              o.procs, o.systs + o.procs);
+  std::printf("%s: %lld bins, %d processes, %d systematics\n", o.output.c_str(),
+              static_cast<long long>(o.bins), o.procs, o.systs + o.procs);
   return 0;
 }

@@ -5,14 +5,13 @@
 // Cholesky time of the two DenseLinalg implementations.
 //
 // usage: minimizer_bench [n ...]   (default: 2000 5000)
+#include <Eigen/Dense>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
-
-#include <Eigen/Dense>
 
 #include "rabbit/core/logging.hpp"
 #include "rabbit/minimize/dense_linalg.hpp"
@@ -87,11 +86,13 @@ int main(int argc, char** argv) {
     Eigen::VectorXd g;
     Eigen::MatrixXd H, L;
     objective.value_grad_hess(Eigen::VectorXd::Zero(n), g, H);
-    for (const auto& [name, la] : {std::pair<const char*, const rabbit::DenseLinalg*>{"Eigen", new rabbit::EigenLinalg},
-                                   {"LAPACK dpotrf", new rabbit::LapackLinalg}}) {
+    for (const auto& [name, la] :
+         {std::pair<const char*, const rabbit::DenseLinalg*>{"Eigen", new rabbit::EigenLinalg},
+          {"LAPACK dpotrf", new rabbit::LapackLinalg}}) {
       t0 = std::chrono::steady_clock::now();
       const int64_t info = la->cholesky(H, L);
-      std::printf("  cholesky (%s): %.3f s (info %lld)\n", name, seconds_since(t0), static_cast<long long>(info));
+      std::printf("  cholesky (%s): %.3f s (info %lld)\n", name, seconds_since(t0),
+                  static_cast<long long>(info));
       delete la;
     }
 
@@ -108,7 +109,8 @@ int main(int argc, char** argv) {
                   method, r.status, static_cast<long long>(r.iterations), r.f, r.grad.norm(),
                   wall / std::max<int64_t>(1, r.iterations));
       if (r.factorizations > 0)
-        std::printf(", %.2f factorizations per solve", static_cast<double>(r.factorizations) / r.subproblem_solves);
+        std::printf(", %.2f factorizations per solve",
+                    static_cast<double>(r.factorizations) / r.subproblem_solves);
       // trust-exact's "HVPs" are the dense products of its Lanczos start (both runs).
       if (r.nhvp > 0)
         std::printf(r.factorizations > 0 ? ", %.1f Lanczos products per solve" : ", %.1f HVPs per solve",

@@ -6,6 +6,8 @@
 //
 // "GB/s" counts the bytes a loss+grad must stream at least once per pass: the logk tensor twice
 // (Λ = K2·m and K2ᵀ(φ∘N)) plus norm once.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,8 +15,6 @@
 #include <random>
 #include <string>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
@@ -83,11 +83,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const long long v = std::atoll(argv[i + 1]);
-    if (a == "--bins") B = v;
-    else if (a == "--procs") P = v;
-    else if (a == "--systs") S = v;
-    else if (a == "--iters") iters = static_cast<int>(v);
-    else if (a == "--threads") threads = static_cast<int>(v);
+    if (a == "--bins")
+      B = v;
+    else if (a == "--procs")
+      P = v;
+    else if (a == "--systs")
+      S = v;
+    else if (a == "--iters")
+      iters = static_cast<int>(v);
+    else if (a == "--threads")
+      threads = static_cast<int>(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -101,8 +106,8 @@ int main(int argc, char** argv) {
     Eigen::VectorXd x = model->parameters.x_default;
     for (int64_t s = 0; s < S; ++s) x[x.size() - S + s] = 0.3 * std::sin(s);
     const double bytes = (2.0 * input->logk.size() + input->norm.size()) * sizeof(double);
-    fmt::print("model: {} bins x {} processes x {} systematics (asymmetric); logk {:.1f} MB; {} iterations\n", B, P,
-               S, input->logk.size() * 8.0 / 1e6, iters);
+    fmt::print("model: {} bins x {} processes x {} systematics (asymmetric); logk {:.1f} MB; {} iterations\n",
+               B, P, S, input->logk.size() * 8.0 / 1e6, iters);
 
     double base = 0;
     for (int n : {1, 2}) {
@@ -125,15 +130,17 @@ int main(int argc, char** argv) {
     } else {
       // visible_gpus loaded the CUDA plugin; its table has the bandwidth probe.
       const double hbm = cuda_plugin(nullptr)->copy_bandwidth(gpus.front().ordinal, size_t(1) << 30);
-      fmt::print("cuda: {} ({}), copy-kernel bandwidth {:.0f} GB/s\n", gpus.front().name, gpus.front().pci.str(), hbm);
+      fmt::print("cuda: {} ({}), copy-kernel bandwidth {:.0f} GB/s\n", gpus.front().name,
+                 gpus.front().pci.str(), hbm);
       for (int n : {1, 2}) {
         FitterOptions fo;
         fo.n_devices = n;
         fo.backend = Backend::cuda;
         auto fitter = make_fitter(model, fo);
         const double t = seconds_per_call(*fitter, x, iters);
-        fmt::print("cuda  {} shard(s): {:8.3f} ms per loss+grad, {:7.2f} GB/s = {:.0f}% of the copy bandwidth\n", n,
-                   t * 1e3, bytes / t / 1e9, 100.0 * bytes / t / 1e9 / hbm);
+        fmt::print(
+            "cuda  {} shard(s): {:8.3f} ms per loss+grad, {:7.2f} GB/s = {:.0f}% of the copy bandwidth\n", n,
+            t * 1e3, bytes / t / 1e9, 100.0 * bytes / t / 1e9 / hbm);
       }
     }
   } catch (const rabbit::Error& e) {

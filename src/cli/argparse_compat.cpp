@@ -14,14 +14,26 @@ std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
-        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
-        else out += static_cast<char>(c);
+        if (c < 0x20)
+          out += fmt::format("\\u{:04x}", c);
+        else
+          out += static_cast<char>(c);
     }
   }
   return out + "\"";
@@ -61,9 +73,12 @@ std::string json_number(double d) {
 
 std::string json_value(const Spec& s, const std::string& v) {
   switch (s.type) {
-    case Type::integer: return std::to_string(to_int(long_name(s), v));
-    case Type::real: return json_number(to_real(long_name(s), v));
-    default: return json_string(v);
+    case Type::integer:
+      return std::to_string(to_int(long_name(s), v));
+    case Type::real:
+      return json_number(to_real(long_name(s), v));
+    default:
+      return json_string(v);
   }
 }
 
@@ -74,15 +89,17 @@ std::string json_list(const Spec& s, const std::vector<std::string>& vs) {
 }
 
 std::string quote_arg(const std::string& a) {
-  if (!a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") ==
-                        std::string::npos)
+  if (!a.empty() &&
+      a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") ==
+          std::string::npos)
     return a;
   std::string out = "'";
   for (char c : a) out += (c == '\'') ? std::string("'\"'\"'") : std::string(1, c);
   return out + "'";
 }
 
-std::vector<std::string> expand_prefixes(const std::vector<std::string>& args, const std::set<std::string>& longs) {
+std::vector<std::string> expand_prefixes(const std::vector<std::string>& args,
+                                         const std::set<std::string>& longs) {
   std::vector<std::string> out;
   for (const auto& a : args) {
     if (a.size() > 2 && a.rfind("--", 0) == 0) {

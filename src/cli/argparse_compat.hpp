@@ -28,6 +28,7 @@ std::string json_list(const Spec& s, const std::vector<std::string>& vs);
 std::string quote_arg(const std::string& a);
 /// argparse accepts unique prefixes of long options; CLI11 does not, so expand them first.
 /// Ambiguous prefixes are an OptionError listing the candidates.
-std::vector<std::string> expand_prefixes(const std::vector<std::string>& args, const std::set<std::string>& longs);
+std::vector<std::string> expand_prefixes(const std::vector<std::string>& args,
+                                         const std::set<std::string>& longs);
 
 }  // namespace rabbit::cli::detail

@@ -1,7 +1,6 @@
 #include "rabbit/cli/compare_main.hpp"
 
 #include <CLI/CLI.hpp>
-
 #include <cstdlib>
 #include <exception>
 #include <string>
@@ -47,47 +46,71 @@ compare::EntryTolerance entry_tolerance(const std::string& spec) {
 }
 
 int run(int argc, const char* const* argv, std::ostream& out) {
-  CLI::App app("Compare two rabbit fit results quantity by quantity; A is the reference (relative tolerances "
-               "are of A's values). Exit code 0: within tolerance, 1: beyond, 2: bad input.",
-               "rabbit_compare");
+  CLI::App app(
+      "Compare two rabbit fit results quantity by quantity; A is the reference (relative tolerances "
+      "are of A's values). Exit code 0: within tolerance, 1: beyond, 2: bad input.",
+      "rabbit_compare");
   std::string path_a, path_b;
   compare::CompareOptions options;
   compare::Tolerances& tol = options.tolerances;
   double scale = 1.0;
   bool quiet = false;
   std::vector<std::string> entry_specs;
-  app.add_option("A", path_a, "reference: a result file (.hdf5) or upstream's results as JSON (.json)")->required();
+  app.add_option("A", path_a, "reference: a result file (.hdf5) or upstream's results as JSON (.json)")
+      ->required();
   app.add_option("B", path_b, "the result to check, same choices")->required();
-  app.add_option("--groups", options.groups,
-                 "compare only these fit groups: names (results, results_asimov, or asimov) or regular expressions");
-  app.add_option("--quantities", options.quantities,
-                 "compare only these quantities: full names (mappings/BaseMapping/chi2), last keys (hist_nobs) "
-                 "or regular expressions");
+  app.add_option(
+      "--groups", options.groups,
+      "compare only these fit groups: names (results, results_asimov, or asimov) or regular expressions");
+  app.add_option(
+      "--quantities", options.quantities,
+      "compare only these quantities: full names (mappings/BaseMapping/chi2), last keys (hist_nobs) "
+      "or regular expressions");
   app.add_flag("--subset", options.b_may_hold_more,
                "groups and quantities only B holds are not failures (A is a partial record)");
-  app.add_flag("--all-entries", options.keep_all_beyond, "list every entry beyond tolerance, not only the worst");
+  app.add_flag("--all-entries", options.keep_all_beyond,
+               "list every entry beyond tolerance, not only the worst");
   app.add_flag("-q,--quiet", quiet, "print only what is beyond tolerance, and the last line");
   const auto non_negative = CLI::NonNegativeNumber;
-  app.add_option("--tol-nll", tol.nll_absolute, "reduced NLL and NLL scans, absolute")->check(non_negative)->capture_default_str();
-  app.add_option("--tol-parms", tol.parameter_relative, "parameter values (of max(|value|, sigma)) and uncertainties, relative")
-      ->check(non_negative)->capture_default_str();
+  app.add_option("--tol-nll", tol.nll_absolute, "reduced NLL and NLL scans, absolute")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--tol-parms", tol.parameter_relative,
+                 "parameter values (of max(|value|, sigma)) and uncertainties, relative")
+      ->check(non_negative)
+      ->capture_default_str();
   app.add_option("--tol-cov", tol.covariance_relative, "covariance entries, of sigma_i sigma_j")
-      ->check(non_negative)->capture_default_str();
-  app.add_option("--tol-impacts", tol.impact_relative, "impacts, relative")->check(non_negative)->capture_default_str();
-  app.add_option("--tol-impacts-floor", tol.impact_floor_of_poi_sigma, "impacts' floor, of the row POI's sigma")
-      ->check(non_negative)->capture_default_str();
-  app.add_option("--tol-hist", tol.hist_value_relative, "histogram values, relative")->check(non_negative)->capture_default_str();
-  app.add_option("--tol-hist-floor", tol.hist_value_floor_of_largest, "histogram values' floor, of the largest |value|")
-      ->check(non_negative)->capture_default_str();
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--tol-impacts", tol.impact_relative, "impacts, relative")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--tol-impacts-floor", tol.impact_floor_of_poi_sigma,
+                 "impacts' floor, of the row POI's sigma")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--tol-hist", tol.hist_value_relative, "histogram values, relative")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--tol-hist-floor", tol.hist_value_floor_of_largest,
+                 "histogram values' floor, of the largest |value|")
+      ->check(non_negative)
+      ->capture_default_str();
   app.add_option("--tol-hist-sigma", tol.hist_sigma_relative, "histogram uncertainties, relative")
-      ->check(non_negative)->capture_default_str();
+      ->check(non_negative)
+      ->capture_default_str();
   app.add_option("--tol-chi2", tol.chi2_relative, "chi2, ndf and other numbers, relative (absolute below 1)")
-      ->check(non_negative)->capture_default_str();
-  app.add_option("--tol-scale", scale, "multiply every tolerance by this")->check(non_negative)->capture_default_str();
-  app.add_option("--entry-tolerance", entry_specs,
-                 "one entry's relative tolerance, named as the report names it: GROUP/QUANTITY[ENTRY]=REL, e.g. "
-                 "results/global_impacts_grouped[slope_signal_ch0,stat]=3e-5 or results/mappings/BaseMapping/chi2=3e-6; "
-                 "repeatable")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--tol-scale", scale, "multiply every tolerance by this")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option(
+         "--entry-tolerance", entry_specs,
+         "one entry's relative tolerance, named as the report names it: GROUP/QUANTITY[ENTRY]=REL, e.g. "
+         "results/global_impacts_grouped[slope_signal_ch0,stat]=3e-5 or "
+         "results/mappings/BaseMapping/chi2=3e-6; "
+         "repeatable")
       ->type_name("GROUP/QUANTITY[ENTRY]=REL");
   try {
     app.parse(argc, argv);
@@ -114,8 +137,8 @@ int run(int argc, const char* const* argv, std::ostream& out) {
   }
   const size_t beyond = report.beyond_tolerance();
   if (beyond == 0)
-    out << "rabbit_compare: within tolerance (" << report.results.size() << " results in " << report.groups_compared
-        << (report.groups_compared == 1 ? " group)\n" : " groups)\n");
+    out << "rabbit_compare: within tolerance (" << report.results.size() << " results in "
+        << report.groups_compared << (report.groups_compared == 1 ? " group)\n" : " groups)\n");
   else
     out << "rabbit_compare: beyond tolerance: " << beyond << " of " << report.results.size() << " results\n";
   return beyond == 0 ? kWithin : kBeyond;

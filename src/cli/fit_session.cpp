@@ -97,8 +97,8 @@ MatrixXd FitSession::gauss_newton_matrix(postfit::RestrictedObjective& sub, cons
   auto& fitter = *ctx_.fitter;
   const VectorXd x = sub.expand(y);
   VectorXd prediction;
-  fitter.yield_model().expected_yields(ctx_.xi(x), 0, ctx_.input->nbins,
-                                         YieldModel::BetaMode::profiled, &prediction);
+  fitter.yield_model().expected_yields(ctx_.xi(x), 0, ctx_.input->nbins, YieldModel::BetaMode::profiled,
+                                       &prediction);
   const VectorXd saved_nobs = fitter.observed();
   const VectorXd saved_variances = fitter.observed_variances();
   MatrixXd hess;

@@ -82,8 +82,8 @@ ImpactValues global(ImpactInputs& in) {
 
 ImpactValues gaussian_global(ImpactInputs& in) {
   auto& ctx = in.ctx;
-  const VectorXd stat_sq = postfit::gaussian_stat_impacts_sq(*ctx.model, *ctx.input, *ctx.fitter, ctx.yield_model(),
-                                                             in.x, in.cov, ctx.layout.reported);
+  const VectorXd stat_sq = postfit::gaussian_stat_impacts_sq(
+      *ctx.model, *ctx.input, *ctx.fitter, ctx.yield_model(), in.x, in.cov, ctx.layout.reported);
   return {in.global_per_source(), global_grouped(in, &stat_sq)};
 }
 

@@ -47,7 +47,8 @@ void check_devices(const FitOptions& o) {
   for (auto d : o.devices)
     if (d < 0) throw OptionError(fmt::format("argument --devices: negative device index {}", d));
   if (static_cast<int64_t>(o.devices.size()) != o.n_devices)
-    throw OptionError(fmt::format("--devices lists {} indices but --nDevices is {}", o.devices.size(), o.n_devices));
+    throw OptionError(
+        fmt::format("--devices lists {} indices but --nDevices is {}", o.devices.size(), o.n_devices));
   std::vector<int64_t> sorted = o.devices;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
@@ -66,7 +67,8 @@ void check_no_hessian(const FitOptions& o) {
   if (o.compute_hist_cov) bad.push_back("--computeHistCov");
   if (o.scan && !o.scan_range_use_prefit) bad.push_back("--scan (without --scanRangeUsePrefit)");
   if (o.contour_scan) bad.push_back("--contourScan");
-  if (!bad.empty()) throw OptionError("--noHessian is incompatible with: " + fmt::format("{}", fmt::join(bad, ", ")));
+  if (!bad.empty())
+    throw OptionError("--noHessian is incompatible with: " + fmt::format("{}", fmt::join(bad, ", ")));
 }
 
 }  // namespace
@@ -78,8 +80,9 @@ void check_option_rules(const FitOptions& o) {
     throw OptionError(fmt::format("argument --minBBKstat: must be >= 0, got {}", m.min_bb_kstat));
   // docs/likelihood.md "Barlow–Beeston types and modes": the covariance χ² takes only the normal BB types.
   if (m.likelihood == DataLikelihood::covariance && m.bin_by_bin_stat && m.bb_type == BBType::gamma)
-    throw OptionError("--covarianceFit with bin-by-bin statistics requires --binByBinStatType normal-additive, "
-                      "normal-multiplicative or automatic");
+    throw OptionError(
+        "--covarianceFit with bin-by-bin statistics requires --binByBinStatType normal-additive, "
+        "normal-multiplicative or automatic");
   if (!(o.edm_tol > 0.0) || !std::isfinite(o.edm_tol))
     throw OptionError(fmt::format("--edmTol must be a positive number, got {}", o.edm_tol));
   if (o.scan_points < 1) throw OptionError("argument --scanPoints: must be >= 1");
@@ -89,11 +92,12 @@ void check_option_rules(const FitOptions& o) {
   check_devices(o);
   if (o.hvp_batch < 1) throw OptionError("argument --hvpBatch: must be >= 1");
   if (!(o.precondition_block_threshold >= 0.0) || !std::isfinite(o.precondition_block_threshold))
-    throw OptionError(fmt::format("argument --preconditionBlockThreshold: must be a finite number >= 0, got {}",
-                                  o.precondition_block_threshold));
-  if (!(o.precondition_ridge >= 0.0) || !std::isfinite(o.precondition_ridge))
     throw OptionError(
-        fmt::format("argument --preconditionRidge: must be a finite number >= 0, got {}", o.precondition_ridge));
+        fmt::format("argument --preconditionBlockThreshold: must be a finite number >= 0, got {}",
+                    o.precondition_block_threshold));
+  if (!(o.precondition_ridge >= 0.0) || !std::isfinite(o.precondition_ridge))
+    throw OptionError(fmt::format("argument --preconditionRidge: must be a finite number >= 0, got {}",
+                                  o.precondition_ridge));
   check_no_hessian(o);
   // docs/user-guide.md "Toys": the covariance χ² has no Poisson counts to draw.
   const bool toys = std::any_of(o.toys.begin(), o.toys.end(), [](int64_t t) { return t >= 1; });

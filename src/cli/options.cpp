@@ -4,9 +4,9 @@
 // rules across options (check_option_rules, validate_run.hpp).
 #include "rabbit/cli/options.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -43,20 +43,32 @@ void build_app(CLI::App& app, Parsed& parsed) {
     }
     auto* occ = &parsed.occurrences[s.dest];
     if (s.kind == Kind::flag) {
-      app.add_flag_callback(s.names, [occ] { occ->push_back({}); }, help);
+      app.add_flag_callback(
+          s.names, [occ] { occ->push_back({}); }, help);
       continue;
     }
     auto* opt = app.add_option_function<std::vector<std::string>>(
         s.names, [occ](const std::vector<std::string>& v) { occ->push_back(v); }, help);
     opt->trigger_on_parse();
     switch (s.kind) {
-      case Kind::scalar: opt->expected(1); break;
-      case Kind::optional_scalar: opt->expected(0, 1); break;
+      case Kind::scalar:
+        opt->expected(1);
+        break;
+      case Kind::optional_scalar:
+        opt->expected(0, 1);
+        break;
       case Kind::list_plus:
-      case Kind::append: opt->expected(1, -1); break;
-      case Kind::list_star: opt->expected(0, -1); break;
-      case Kind::append_pair: opt->expected(2); break;
-      default: break;
+      case Kind::append:
+        opt->expected(1, -1);
+        break;
+      case Kind::list_star:
+        opt->expected(0, -1);
+        break;
+      case Kind::append_pair:
+        opt->expected(2);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -130,17 +142,26 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
               std::find(s.choices.begin(), s.choices.end(), v) == s.choices.end()) {
             std::string c;
             for (const auto& ch : s.choices) c += (c.empty() ? "'" : ", '") + ch + "'";
-            throw OptionError(fmt::format("argument --{}: invalid choice: '{}' (choose from {})", name, v, c));
+            throw OptionError(
+                fmt::format("argument --{}: invalid choice: '{}' (choose from {})", name, v, c));
           }
     }
     std::string value = s.default_json;
     if (!occ.empty()) {
       const auto& last = occ.back();
       switch (s.kind) {
-        case Kind::flag: value = "true"; break;
-        case Kind::scalar: value = json_value(s, last.at(0)); break;
-        case Kind::optional_scalar: value = json_value(s, last.empty() || last[0].empty() ? "auto" : last[0]); break;
-        case Kind::list_plus: value = json_list(s, last); break;
+        case Kind::flag:
+          value = "true";
+          break;
+        case Kind::scalar:
+          value = json_value(s, last.at(0));
+          break;
+        case Kind::optional_scalar:
+          value = json_value(s, last.empty() || last[0].empty() ? "auto" : last[0]);
+          break;
+        case Kind::list_plus:
+          value = json_list(s, last);
+          break;
         case Kind::list_star: {
           std::vector<std::string> vals;
           for (const auto& v : last)
@@ -202,18 +223,21 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
     m.param_models.push_back(spec);
   }
   o.param_model_given = !m.param_models.empty();
-  for (const auto& p : parsed.occurrences["expectSignal"]) m.expect_signal.emplace_back(p.at(0), to_real("expectSignal", p.at(1)));
+  for (const auto& p : parsed.occurrences["expectSignal"])
+    m.expect_signal.emplace_back(p.at(0), to_real("expectSignal", p.at(1)));
   m.allow_negative_param = flag("allowNegativeParam");
   const bool chisq = flag("chisqFit"), covfit = flag("covarianceFit");
   // Both choose the one data likelihood of FitOptions, so they exclude each other here, as upstream's
   // mutually exclusive argparse group does (docs/user-guide.md "Rules across options").
   if (chisq && covfit) throw OptionError("options --chisqFit and --covarianceFit are mutually exclusive");
-  m.likelihood = chisq ? DataLikelihood::chisq : covfit ? DataLikelihood::covariance : DataLikelihood::poisson;
+  m.likelihood = chisq    ? DataLikelihood::chisq
+                 : covfit ? DataLikelihood::covariance
+                          : DataLikelihood::poisson;
   m.bin_by_bin_stat = !flag("noBinByBinStat");
   if (auto* v = last("binByBinStatType")) {
     const std::string& t = v->at(0);
-    m.bb_type = t == "gamma"             ? BBType::gamma
-                : t == "normal-additive" ? BBType::normal_additive
+    m.bb_type = t == "gamma"                   ? BBType::gamma
+                : t == "normal-additive"       ? BBType::normal_additive
                 : t == "normal-multiplicative" ? BBType::normal_multiplicative
                                                : BBType::automatic;
   }
@@ -224,14 +248,16 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   {
     static const std::set<std::string> refused_methods = {"BFGS", "L-BFGS-B", "CG", "dogleg"};
     if (refused_methods.count(o.minimizer_method))
-      throw OptionError(fmt::format("--minimizerMethod {} is not implemented; use trust-krylov, trust-ncg or trust-exact",
-                                    o.minimizer_method));
+      throw OptionError(
+          fmt::format("--minimizerMethod {} is not implemented; use trust-krylov, trust-ncg or trust-exact",
+                      o.minimizer_method));
   }
   if (auto* v = last("minimizerMaxiter")) o.minimizer_maxiter = to_int("minimizerMaxiter", v->at(0));
   if (auto* v = last("minimizerGtol")) o.minimizer_gtol = to_real("minimizerGtol", v->at(0));
   if (auto* v = last("minimizerFtol")) {
     o.minimizer_ftol = to_real("minimizerFtol", v->at(0));
-    o.warnings.push_back(fmt::format("{} does not implement ftol; ignoring --minimizerFtol", o.minimizer_method));
+    o.warnings.push_back(
+        fmt::format("{} does not implement ftol; ignoring --minimizerFtol", o.minimizer_method));
   }
   integer("earlyStopping", o.early_stopping);
   if (auto* v = last("edmTol")) o.edm_tol = to_real("edmTol", v->at(0));
@@ -266,7 +292,8 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   o.no_postfit_profile_bb = flag("noPostfitProfileBB");
   for (const auto& mp : parsed.occurrences["mapping"]) {
     if (mp.at(0) != "BaseMapping")
-      throw OptionError(fmt::format("mapping {} is not implemented yet (this release supports BaseMapping)", mp.at(0)));
+      throw OptionError(
+          fmt::format("mapping {} is not implemented yet (this release supports BaseMapping)", mp.at(0)));
     o.mappings.push_back(mp);
   }
   if (o.mappings.empty() && o.save_hists) o.mappings.push_back({"BaseMapping"});
@@ -304,20 +331,24 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   integer("hvpBatch", o.hvp_batch);
   o.precondition = flag("precondition");
   if (auto* v = last("preconditionParams")) o.precondition_params = nonempty(*v);
-  if (auto* v = last("preconditionBlocks")) o.precondition_blocks = v->empty() || v->at(0).empty() ? "auto" : v->at(0);
+  if (auto* v = last("preconditionBlocks"))
+    o.precondition_blocks = v->empty() || v->at(0).empty() ? "auto" : v->at(0);
   real("preconditionBlockThreshold", o.precondition_block_threshold);
   str("preconditionFrom", o.precondition_from);
   real("preconditionRidge", o.precondition_ridge);
   str("preconditionTransform", o.precondition_transform);
   if (!o.precondition) {
-    for (const char* dep : {"preconditionParams", "preconditionBlocks", "preconditionBlockThreshold", "preconditionFrom",
-                            "preconditionRidge", "preconditionTransform"})
-      if (given.count(dep)) o.warnings.push_back(fmt::format("--{} has no effect without --precondition", dep));
+    for (const char* dep : {"preconditionParams", "preconditionBlocks", "preconditionBlockThreshold",
+                            "preconditionFrom", "preconditionRidge", "preconditionTransform"})
+      if (given.count(dep))
+        o.warnings.push_back(fmt::format("--{} has no effect without --precondition", dep));
   }
 
-  // What this release does not implement is refused before the rules are checked (one line each, first one wins);
+  // What this release does not implement is refused before the rules are checked (one line each, first one
+  // wins);
   // --contourScan2D is not implemented upstream either.
-  if (given.count("contourScan2D")) throw OptionError("Likelihood contour scans in 2D are not yet implemented");
+  if (given.count("contourScan2D"))
+    throw OptionError("Likelihood contour scans in 2D are not yet implemented");
   for (const auto& s : specs())
     if (s.tier == Tier::refused && given.count(long_name(s)))
       throw OptionError(fmt::format("option --{} is not implemented yet", long_name(s)));

@@ -1,8 +1,8 @@
 #include "rabbit/cli/reports.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -20,7 +20,9 @@
 
 namespace rabbit::cli {
 
-std::string python_repr(double v) { return rabbit::python_repr(v); }
+std::string python_repr(double v) {
+  return rabbit::python_repr(v);
+}
 
 std::string python_round_str(double v, int ndigits) {
   if (!std::isfinite(v)) return python_repr(v);
@@ -33,8 +35,12 @@ std::string python_round_str(double v, int ndigits) {
 
 namespace {
 
-std::string ljust(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
-std::string rjust(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+std::string ljust(const std::string& s, size_t w) {
+  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
+}
+std::string rjust(const std::string& s, size_t w) {
+  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
 
 // One column of a fixed-width text table: the text before it, its width, and its alignment
 // (right unless `left`). A column of width 0 with an empty cell is a closing text.
@@ -114,13 +120,14 @@ ReportInput parse_report_command(CLI::App& app, int argc, const char* const* arg
 
 int print_pulls_main(int argc, const char* const* argv) {
   return guarded("rabbit_print_pulls_and_constraints", [&] {
-    CLI::App app("Print the pulls and constraints of a rabbit-cpp result file", "rabbit_print_pulls_and_constraints");
+    CLI::App app("Print the pulls and constraints of a rabbit-cpp result file",
+                 "rabbit_print_pulls_and_constraints");
     std::string sort_key, keep, exclude;
     bool reverse = false, asym = false, no_prefit = false;
     const auto [f, g] = parse_report_command(app, argc, argv, [&](CLI::App& a) {
       a.add_option("-s,--sort", sort_key, "sort by this column")
-          ->check(CLI::IsMember({"label", "pull", "constraint", "pull prefit", "constraint prefit", "abs pull",
-                                 "abs pull prefit"}));
+          ->check(CLI::IsMember({"label", "pull", "constraint", "pull prefit", "constraint prefit",
+                                 "abs pull", "abs pull prefit"}));
       a.add_flag("--reverse-sort", reverse, "reverse the order");
       a.add_flag("--asym", asym, "add the asymmetric constraints of the contour scan (level 1)");
       a.add_option("--keepNuisances", keep, "keep labels matching this regex anywhere");
@@ -146,7 +153,8 @@ int print_pulls_main(int argc, const char* const* argv) {
       for (size_t i = 0; i < n; ++i) {
         auto it = std::find(scanned.begin(), scanned.end(), labels[i]);
         if (it == scanned.end())
-          throw InputError(fmt::format("{}: --asym needs the contour scan of every parameter; {} missing", infile, labels[i]));
+          throw InputError(fmt::format("{}: --asym needs the contour scan of every parameter; {} missing",
+                                       infile, labels[i]));
         int64_t ip = it - scanned.begin();
         a0[i] = c.values[((ip * nl + il) * 2 + 0) * np + static_cast<int64_t>(i)];
         a1[i] = c.values[((ip * nl + il) * 2 + 1) * np + static_cast<int64_t>(i)];
@@ -188,13 +196,15 @@ int print_pulls_main(int argc, const char* const* argv) {
       header.insert(header.end(), {"pull prefit", "constraint prefit"});
     }
     const std::string header_line = table_line(columns, header);
-    std::cout << header_line << "\n" << "   " << std::string(header_line.size() - 3, '-') << "\n";
+    std::cout << header_line << "\n"
+              << "   " << std::string(header_line.size() - 3, '-') << "\n";
     for (size_t i : order) {
       std::vector<std::string> row = {labels[i], python_round_str(parms.values[i]),
                                       python_round_str(std::sqrt(parms.variances[i]))};
       if (asym) row.insert(row.end(), {python_round_str(a1[i]), python_round_str(a0[i])});
       if (!no_prefit)
-        row.insert(row.end(), {python_round_str(prefit.values[i]), python_round_str(std::sqrt(prefit.variances[i]))});
+        row.insert(row.end(),
+                   {python_round_str(prefit.values[i]), python_round_str(std::sqrt(prefit.variances[i]))});
       std::cout << table_line(columns, row) << "\n";
     }
     // The fit's convergence certificate (docs/minimizers.md "Convergence"), when it was fitted.
@@ -203,8 +213,8 @@ int print_pulls_main(int argc, const char* const* argv) {
       if (f.scalar(g + "/_cpp/converged") == 1.0)
         std::cout << "Fit converged: EDM " << python_repr(edm) << "\n";
       else
-        std::cout << "WARNING: the fit did NOT converge (" << f.strings(g + "/_cpp/stop_reason").at(0) << "); EDM "
-                  << python_repr(edm) << "\n";
+        std::cout << "WARNING: the fit did NOT converge (" << f.strings(g + "/_cpp/stop_reason").at(0)
+                  << "); EDM " << python_repr(edm) << "\n";
     }
     return 0;
   });
@@ -222,7 +232,8 @@ int print_impacts_main(int argc, const char* const* argv) {
       a.add_option("--impactType", impact_type, "kind of impacts")
           ->check(CLI::IsMember({"traditional", "global", "gaussian_global", "nonprofiled"}));
       a.add_flag("--asymImpacts", asym, "use the *_asym histograms");
-      a.add_option("-m,--mapping", mapping, "impacts on the bins of a mapping (global kinds)")->expected(1, -1);
+      a.add_option("-m,--mapping", mapping, "impacts on the bins of a mapping (global kinds)")
+          ->expected(1, -1);
       a.add_flag("--relative", relative, "relative impacts (mapping mode)");
       a.add_flag("-u,--ungroup", ungroup, "per-parameter impacts instead of grouped");
       a.add_option("-n,--nuisance", nuisance, "print one entry only");
@@ -236,14 +247,15 @@ int print_impacts_main(int argc, const char* const* argv) {
     if (!mapping.empty()) {
       if (impact_type != "global" && impact_type != "gaussian_global")
         throw OptionError("--mapping works with --impactType global or gaussian_global only");
-      throw InputError(fmt::format("{}: impacts on histogram bins need hist_postfit_inclusive_{} (--computeHistImpacts), "
-                                   "which this release does not write",
-                                   infile, name.substr(0, name.size())));
+      throw InputError(
+          fmt::format("{}: impacts on histogram bins need hist_postfit_inclusive_{} (--computeHistImpacts), "
+                      "which this release does not write",
+                      infile, name.substr(0, name.size())));
     }
     if (relative) throw OptionError("--relative is only implemented for mappings");
     if (!f.exists(g + "/" + name))
-      throw InputError(fmt::format("{}: {} has no histogram {} (run rabbit_fit with the matching impact option)", infile, g,
-                                   name));
+      throw InputError(fmt::format(
+          "{}: {} has no histogram {} (run rabbit_fit with the matching impact option)", infile, g, name));
     auto h = f.hist(g + "/" + name);
     auto parms = f.hist(g + "/parms");
     const auto& rows = h.axis_labels.at(0);
@@ -257,17 +269,21 @@ int print_impacts_main(int argc, const char* const* argv) {
       for (size_t c = 0; c < cols.size(); ++c) entries.emplace_back(cols[c], h.values[r * cols.size() + c]);
       if (impact_type != "nonprofiled") entries.emplace_back("Total", total);
       if (nuisance) {
-        auto it = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == *nuisance; });
-        if (it == entries.end()) throw InputError(fmt::format("{}: no impact named {} in {}", infile, *nuisance, name));
-        std::cout << "Impact of nuisance " << *nuisance << " on " << poi << " is " << python_repr(it->second * scale)
-                  << " unit\n";
+        auto it =
+            std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == *nuisance; });
+        if (it == entries.end())
+          throw InputError(fmt::format("{}: no impact named {} in {}", infile, *nuisance, name));
+        std::cout << "Impact of nuisance " << *nuisance << " on " << poi << " is "
+                  << python_repr(it->second * scale) << " unit\n";
         continue;
       }
       if (sort)
-        std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+        std::stable_sort(entries.begin(), entries.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
       std::cout << "Now at " << poi << "\n";
       std::cout << "Impact of all systematics on " << poi << " (unit)\n";
-      for (const auto& [label, value] : entries) std::cout << "   " << label << ": " << python_round_str(value * scale) << "\n";
+      for (const auto& [label, value] : entries)
+        std::cout << "   " << label << ": " << python_round_str(value * scale) << "\n";
     }
     return 0;
   });

@@ -35,10 +35,11 @@ bool any_toys(const FitOptions& o) {
 // random; the configuration is refused, not the toy.
 bool toys_move_masked_full_centres(const FitOptions& o, const FitInputData& input) {
   const ModelOptions& m = o.model;
-  if (!any_toys(o) || o.toys_syst_randomize != "frequentist" || !m.bin_by_bin_stat || m.bb_mode != BBMode::full ||
-      m.bb_type == BBType::normal_additive || input.sumw_per_bin)
+  if (!any_toys(o) || o.toys_syst_randomize != "frequentist" || !m.bin_by_bin_stat ||
+      m.bb_mode != BBMode::full || m.bb_type == BBType::normal_additive || input.sumw_per_bin)
     return false;
-  const int64_t entries = std::min<int64_t>(input.nbins * input.nproc, static_cast<int64_t>(input.sumw.size()));
+  const int64_t entries =
+      std::min<int64_t>(input.nbins * input.nproc, static_cast<int64_t>(input.sumw.size()));
   for (int64_t i = 0; i < entries && i < static_cast<int64_t>(input.sumw2.size()); ++i) {
     const double w = input.sumw[i], w2 = input.sumw2[i];
     if (w2 == 0.0 || w == 0.0 || (m.min_bb_kstat > 0.0 && w * w / w2 < m.min_bb_kstat)) return true;
@@ -49,21 +50,24 @@ bool toys_move_masked_full_centres(const FitOptions& o, const FitInputData& inpu
 std::vector<Requested> requested_features(const FitOptions& o, const FitInputData& input) {
   std::vector<Requested> out;
   const ModelOptions& m = o.model;
-  if (m.likelihood == DataLikelihood::covariance) out.push_back({FitFeature::covariance_likelihood, "--covarianceFit", ""});
+  if (m.likelihood == DataLikelihood::covariance)
+    out.push_back({FitFeature::covariance_likelihood, "--covarianceFit", ""});
   if (!m.regularization.empty()) {
     // Every regulariser rabbit_fit can name (SVD) reads the predicted yields (docs/model.md "Regularisers").
     std::vector<std::string> names;
     for (const auto& r : m.regularization) names.push_back(r.name);
-    out.push_back({FitFeature::observable_regularizers, fmt::format("--regularization {}", fmt::join(names, ",")), ""});
+    out.push_back(
+        {FitFeature::observable_regularizers, fmt::format("--regularization {}", fmt::join(names, ",")), ""});
   }
   if (o.diagnostics && m.bin_by_bin_stat)
     out.push_back({FitFeature::beta_space_diagnostics, "--diagnostics with bin-by-bin statistics",
                    "or add --noBinByBinStat"});
   if (toys_move_masked_full_centres(o, input))
-    out.push_back({FitFeature::bb_centres_on_masked_full_entries,
-                   "toys (-t N) with --toysSystRandomize frequentist and --binByBinStatMode full on an input with "
-                   "masked BB entries",
-                   "or --binByBinStatType normal-additive"});
+    out.push_back(
+        {FitFeature::bb_centres_on_masked_full_entries,
+         "toys (-t N) with --toysSystRandomize frequentist and --binByBinStatMode full on an input with "
+         "masked BB entries",
+         "or --binByBinStatType normal-additive"});
   return out;
 }
 
@@ -72,38 +76,45 @@ std::string with_reason(const Requested& r, const FeatureLimit& limit) {
 }
 
 // docs/sharding-and-gpu.md "Refused in multi-device mode": one message naming every offending option.
-void check_multi_device(const FitOptions& o, const std::vector<Requested>& requested, const RunCapabilities& caps) {
+void check_multi_device(const FitOptions& o, const std::vector<Requested>& requested,
+                        const RunCapabilities& caps) {
   if (o.n_devices <= 1) return;
   std::vector<std::string> offending;
   for (const auto& r : requested)
     if (const FeatureLimit* l = caps.sharded_limit(r.feature)) offending.push_back(with_reason(r, *l));
   if (offending.empty()) return;
-  throw OptionError(fmt::format(
-      "--nDevices {} (multi-device mode) is incompatible with: {}. These need all bins on one device, which is what "
-      "sharding exists to avoid. Drop --nDevices (run single-device), or rerun the step single-device from the fit "
-      "output.",
-      o.n_devices, fmt::join(offending, "; ")));
+  throw OptionError(
+      fmt::format("--nDevices {} (multi-device mode) is incompatible with: {}. These need all bins on one "
+                  "device, which is what "
+                  "sharding exists to avoid. Drop --nDevices (run single-device), or rerun the step "
+                  "single-device from the fit "
+                  "output.",
+                  o.n_devices, fmt::join(offending, "; ")));
 }
 
 // docs/sharding-and-gpu.md "What a fit runs on": --backend cuda, or --devices under --backend auto, asks for
 // the CUDA backend; --backend auto alone runs what the CUDA backend refuses on the CPU.
-void check_backend(const FitOptions& o, const std::vector<Requested>& requested, const RunCapabilities& caps) {
+void check_backend(const FitOptions& o, const std::vector<Requested>& requested,
+                   const RunCapabilities& caps) {
   const bool by_backend = o.backend == "cuda";
   const bool by_devices = o.backend == "auto" && !o.devices.empty();
   if (!by_backend && !by_devices) return;
   const std::string devices = fmt::format("{}", fmt::join(o.devices, ","));
   if (!caps.cuda.built) {
-    if (by_backend) throw ResourceError("--backend cuda: this build has no CUDA backend (configure with -DRABBIT_CUDA=ON)");
+    if (by_backend)
+      throw ResourceError("--backend cuda: this build has no CUDA backend (configure with -DRABBIT_CUDA=ON)");
     throw ResourceError(fmt::format("--devices {}: this build has no CUDA backend", devices));
   }
   for (const auto& r : requested) {
     const FeatureLimit* l = caps.cuda.limit(r.feature);
     if (!l) continue;
     if (by_backend)
-      throw OptionError(fmt::format("--backend cuda does not support {}; use --backend cpu", with_reason(r, *l)));
-    throw OptionError(fmt::format(
-        "--devices {} selects the CUDA backend, which does not support {}; drop --devices or use --backend cpu",
-        devices, with_reason(r, *l)));
+      throw OptionError(
+          fmt::format("--backend cuda does not support {}; use --backend cpu", with_reason(r, *l)));
+    throw OptionError(
+        fmt::format("--devices {} selects the CUDA backend, which does not support {}; drop --devices or use "
+                    "--backend cpu",
+                    devices, with_reason(r, *l)));
   }
 }
 
@@ -113,10 +124,11 @@ void check_covariance_input(const FitOptions& o, const FitInputData& input) {
   const Eigen::VectorXd var = input.data_var.value_or(input.data_obs);
   for (int64_t b = 0; b < var.size(); ++b)
     if (!(var[b] > 0.0))
-      throw OptionError(fmt::format(
-          "--covarianceFit: {} has no hdata_cov_inv and the fallback diag(1/variance) needs positive variances "
-          "(bin {} has {})",
-          input.filename, b, var[b]));
+      throw OptionError(
+          fmt::format("--covarianceFit: {} has no hdata_cov_inv and the fallback diag(1/variance) needs "
+                      "positive variances "
+                      "(bin {} has {})",
+                      input.filename, b, var[b]));
 }
 
 // docs/user-guide.md "Rules across options": the diagonal χ² divides by the counts of the fitted data set
@@ -127,9 +139,10 @@ void check_chisq_input(const FitOptions& o, const FitInputData& input) {
   auto check = [&](const Eigen::VectorXd& counts, const std::string& what) {
     for (int64_t b = 0; b < counts.size(); ++b)
       if (!(counts[b] > 0.0))
-        throw OptionError(fmt::format(
-            "--chisqFit requires all observed counts to be > 0, but {} of {} has {} in bin {} (the fit of -t 0)", what,
-            input.filename, counts[b], b));
+        throw OptionError(
+            fmt::format("--chisqFit requires all observed counts to be > 0, but {} of {} has {} in bin {} "
+                        "(the fit of -t 0)",
+                        what, input.filename, counts[b], b));
   };
   if (!o.pseudo_data) {
     check(input.data_obs, "hdata_obs");

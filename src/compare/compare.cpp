@@ -32,10 +32,13 @@ std::string QuantityResult::title() const {
   return aspect.empty() ? quantity : quantity + " " + aspect;
 }
 
-bool Report::within_tolerance() const { return beyond_tolerance() == 0; }
+bool Report::within_tolerance() const {
+  return beyond_tolerance() == 0;
+}
 
 std::size_t Report::beyond_tolerance() const {
-  return static_cast<std::size_t>(std::count_if(results.begin(), results.end(), [](const auto& r) { return !r.ok(); }));
+  return static_cast<std::size_t>(
+      std::count_if(results.begin(), results.end(), [](const auto& r) { return !r.ok(); }));
 }
 
 DeviationSummary Report::summary() const {
@@ -86,7 +89,9 @@ std::string last_key(const std::string& name) {
   return slash == std::string::npos ? name : name.substr(slash + 1);
 }
 
-bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 // A group or quantity only one side holds.
 QuantityResult one_sided(const std::string& group, const std::string& quantity, const std::string& side) {
@@ -110,7 +115,8 @@ class Comparison {
     if (!in_a.empty() || !in_b.empty()) ++report.groups_compared;
     context.sigma_of_parameter = parameter_sigmas(group);
     for (const auto& q : in_a) {
-      const auto match = std::find_if(in_b.begin(), in_b.end(), [&](const auto& o) { return o.name == q.name; });
+      const auto match =
+          std::find_if(in_b.begin(), in_b.end(), [&](const auto& o) { return o.name == q.name; });
       if (match == in_b.end()) {
         report.results.push_back(one_sided(group, q.name, options_.name_a));
         continue;
@@ -121,8 +127,8 @@ class Comparison {
         report.results.push_back(r);
         continue;
       }
-      detail::compare_quantity(detail::rule_for(q.name, q.kind), q.name, a_.load(group, q.name), b_.load(group, q.name),
-                               context, report.results);
+      detail::compare_quantity(detail::rule_for(q.name, q.kind), q.name, a_.load(group, q.name),
+                               b_.load(group, q.name), context, report.results);
     }
     if (options_.b_may_hold_more) return;
     for (const auto& q : in_b)
@@ -142,7 +148,8 @@ class Comparison {
   std::vector<QuantityInfo> selected(const std::vector<QuantityInfo>& all) const {
     std::vector<QuantityInfo> out;
     for (const auto& q : all)
-      if (detail::rule_for(q.name, q.kind) != detail::Rule::skip && quantity_patterns_.select({q.name, last_key(q.name)}))
+      if (detail::rule_for(q.name, q.kind) != detail::Rule::skip &&
+          quantity_patterns_.select({q.name, last_key(q.name)}))
         out.push_back(q);
     return out;
   }
@@ -151,8 +158,9 @@ class Comparison {
   std::map<std::string, double> parameter_sigmas(const std::string& group) const {
     std::map<std::string, double> out;
     const auto all = a_.quantities(group);
-    const bool has = std::any_of(all.begin(), all.end(),
-                                 [](const auto& q) { return q.name == "parms" && q.kind == Quantity::Kind::hist; });
+    const bool has = std::any_of(all.begin(), all.end(), [](const auto& q) {
+      return q.name == "parms" && q.kind == Quantity::Kind::hist;
+    });
     if (!has) return out;
     const Quantity parms = a_.load(group, "parms");
     const TreeHist& h = parms.hist;
@@ -190,8 +198,10 @@ Report compare_results(const ResultTree& a, const ResultTree& b, const CompareOp
   if (!comparison.selects_any(a, groups_a) && !comparison.selects_any(b, groups_b))
     throw InputError("no quantity of the selected groups matches --quantities");
   for (const auto& g : groups_a) {
-    if (contains(groups_b, g)) comparison.group(g, report);
-    else report.results.push_back(one_sided(g, "", options.name_a));
+    if (contains(groups_b, g))
+      comparison.group(g, report);
+    else
+      report.results.push_back(one_sided(g, "", options.name_a));
   }
   if (!options.b_may_hold_more)
     for (const auto& g : groups_b)
@@ -205,8 +215,8 @@ std::string format_result(const QuantityResult& r) {
   line += ": ";
   if (r.entries == 0) return line + r.worst;  // a finding, nothing compared
   char numbers[96];
-  std::snprintf(numbers, sizeof numbers, "; largest deviation %.2g relative, %.2g absolute; worst ", r.max_relative,
-                r.max_absolute);
+  std::snprintf(numbers, sizeof numbers, "; largest deviation %.2g relative, %.2g absolute; worst ",
+                r.max_relative, r.max_absolute);
   line += std::to_string(r.entries) + (r.entries == 1 ? " entry" : " entries");
   if (r.beyond > 0) line += ", " + std::to_string(r.beyond) + " beyond tolerance";
   return line + numbers + r.worst;

@@ -25,8 +25,8 @@ struct Alignment {
   std::string error;                   // why the two cannot be matched at all ("" when they can)
 
   size_t size() const;
-  long a(size_t entry) const;  // flat index into A's values
-  long b(size_t entry) const;  // flat index into B's values, -1 where B lacks the entry
+  long a(size_t entry) const;             // flat index into A's values
+  long b(size_t entry) const;             // flat index into B's values, -1 where B lacks the entry
   std::string label(size_t entry) const;  // "[label or bin, ...]"
 };
 

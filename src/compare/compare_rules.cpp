@@ -26,7 +26,9 @@ std::string last_key(const std::string& name) {
   return slash == std::string::npos ? name : name.substr(slash + 1);
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -64,8 +66,8 @@ class Recorder {
     // Descriptions only for what is shown: the first of equally bad entries stays the worst.
     const bool listed = beyond && options_.keep_all_beyond, worst = ratio > result_.worst_ratio;
     if (!listed && !worst) return;
-    const std::string what = label() + ": " + options_.name_a + " " + fmt(a) + ", " + options_.name_b + " " + fmt(b) +
-                             " (allowed " + fmt(allowed) + ")";
+    const std::string what = label() + ": " + options_.name_a + " " + fmt(a) + ", " + options_.name_b + " " +
+                             fmt(b) + " (allowed " + fmt(allowed) + ")";
     if (listed) result_.beyond_entries.push_back(what);
     if (worst) {
       result_.worst_ratio = ratio;
@@ -97,7 +99,8 @@ class Recorder {
 
 // The alignment of two histograms; a layout that cannot be matched, or (unless B may hold more)
 // categories only B has, are failures recorded on `first`.
-bool align_into(const Quantity& a, const Quantity& b, const GroupContext& context, Recorder& first, Alignment& al) {
+bool align_into(const Quantity& a, const Quantity& b, const GroupContext& context, Recorder& first,
+                Alignment& al) {
   al = align(a.hist, b.hist);
   if (!al.error.empty()) {
     first.fail("histograms do not match: " + al.error);
@@ -109,19 +112,23 @@ bool align_into(const Quantity& a, const Quantity& b, const GroupContext& contex
 }
 
 // The variances of both sides: A's without B's is a failure, B's without A's too unless B may hold more.
-bool both_have_variances(const Quantity& a, const Quantity& b, const GroupContext& context, Recorder& sigmas) {
+bool both_have_variances(const Quantity& a, const Quantity& b, const GroupContext& context,
+                         Recorder& sigmas) {
   const bool in_a = !a.hist.variances.empty(), in_b = !b.hist.variances.empty();
   if (in_a && !in_b) sigmas.fail(context.options->name_b + " has no variances");
-  if (!in_a && in_b && !context.options->b_may_hold_more) sigmas.fail("only " + context.options->name_b + " has variances");
+  if (!in_a && in_b && !context.options->b_may_hold_more)
+    sigmas.fail("only " + context.options->name_b + " has variances");
   return in_a && in_b;
 }
 
 // An entry's own relative tolerance (--entry-tolerance, the known deviations), if it has one.
 template <class Label>
-std::optional<double> entry_tolerance(const GroupContext& context, const std::string& quantity, const Label& label) {
+std::optional<double> entry_tolerance(const GroupContext& context, const std::string& quantity,
+                                      const Label& label) {
   const auto& entries = context.options->tolerances.entries;
   if (entries.empty()) return std::nullopt;  // the common case: no label is built
-  const double none = -1.0, rel = context.options->tolerances.relative(context.group, quantity, label(), none);
+  const double none = -1.0,
+               rel = context.options->tolerances.relative(context.group, quantity, label(), none);
   return rel == none ? std::nullopt : std::optional<double>(rel);
 }
 
@@ -130,23 +137,30 @@ void compare_number(Rule rule, const std::string& name, double a, double b, cons
                     std::vector<QuantityResult>& out) {
   const Tolerances& tol = context.options->tolerances;
   const std::string label = last_key(name);
-  const char* category = rule == Rule::nll ? "nll" : rule == Rule::chi2 ? "chi2/ndf" : rule == Rule::number ? "numbers" : "";
+  const char* category = rule == Rule::nll      ? "nll"
+                         : rule == Rule::chi2   ? "chi2/ndf"
+                         : rule == Rule::number ? "numbers"
+                                                : "";
   Recorder r(context, name, "", category);
   const auto named = [&] { return label; };
   const auto own = entry_tolerance(context, name, named);
   double allowed = 0.0;
-  if (own) allowed = *own * std::max(1.0, std::abs(a));
-  else if (rule == Rule::nll) allowed = tol.nll_absolute;
-  else if (rule == Rule::chi2 || rule == Rule::number) allowed = tol.chi2_relative * std::max(1.0, std::abs(a));
+  if (own)
+    allowed = *own * std::max(1.0, std::abs(a));
+  else if (rule == Rule::nll)
+    allowed = tol.nll_absolute;
+  else if (rule == Rule::chi2 || rule == Rule::number)
+    allowed = tol.chi2_relative * std::max(1.0, std::abs(a));
   r.check(named, a, b, allowed);
   r.finish(out);
 }
 
 // Values to a relative tolerance or that fraction of the uncertainty, uncertainties relative.
-void compare_parameters(const std::string& name, const Quantity& a, const Quantity& b, const GroupContext& context,
-                        std::vector<QuantityResult>& out) {
+void compare_parameters(const std::string& name, const Quantity& a, const Quantity& b,
+                        const GroupContext& context, std::vector<QuantityResult>& out) {
   const double rel = context.options->tolerances.parameter_relative;
-  Recorder values(context, name, "values", name + " values"), sigmas(context, name, "uncertainties", name + " sigma");
+  Recorder values(context, name, "values", name + " values"),
+      sigmas(context, name, "uncertainties", name + " sigma");
   Alignment al;
   if (align_into(a, b, context, values, al)) {
     const bool with_sigmas = both_have_variances(a, b, context, sigmas);
@@ -170,11 +184,13 @@ void compare_parameters(const std::string& name, const Quantity& a, const Quanti
 
 // Any other histogram: values relative with a floor of the largest, uncertainties relative; or,
 // with `absolute` ≥ 0 (ΔNLL scans), values to that absolute tolerance.
-void compare_histogram(const std::string& name, const Quantity& a, const Quantity& b, const GroupContext& context,
-                       std::vector<QuantityResult>& out, const std::string& values_category,
-                       const std::string& sigmas_category, double absolute = -1.0) {
+void compare_histogram(const std::string& name, const Quantity& a, const Quantity& b,
+                       const GroupContext& context, std::vector<QuantityResult>& out,
+                       const std::string& values_category, const std::string& sigmas_category,
+                       double absolute = -1.0) {
   const Tolerances& tol = context.options->tolerances;
-  Recorder values(context, name, "values", values_category), sigmas(context, name, "uncertainties", sigmas_category);
+  Recorder values(context, name, "values", values_category),
+      sigmas(context, name, "uncertainties", sigmas_category);
   Alignment al;
   if (align_into(a, b, context, values, al)) {
     const auto& av = a.hist.values;
@@ -190,13 +206,18 @@ void compare_histogram(const std::string& name, const Quantity& a, const Quantit
       const auto label = [&] { return al.label(k); };
       const auto own = entry_tolerance(context, name, label);
       double allowed = 0.0;
-      if (own) allowed = *own * (absolute >= 0.0 ? std::max(1.0, std::abs(av[ia])) : std::abs(av[ia]));
-      else if (absolute >= 0.0) allowed = absolute;
-      else allowed = std::max(tol.hist_value_relative * std::abs(av[ia]), tol.hist_value_floor_of_largest * scale);
+      if (own)
+        allowed = *own * (absolute >= 0.0 ? std::max(1.0, std::abs(av[ia])) : std::abs(av[ia]));
+      else if (absolute >= 0.0)
+        allowed = absolute;
+      else
+        allowed =
+            std::max(tol.hist_value_relative * std::abs(av[ia]), tol.hist_value_floor_of_largest * scale);
       values.check(label, av[ia], b.hist.values[ib], allowed);
       if (!with_sigmas) continue;
       const double sigma = std::sqrt(a.hist.variances[ia]);
-      sigmas.check(label, sigma, std::sqrt(b.hist.variances[ib]), own.value_or(tol.hist_sigma_relative) * sigma);
+      sigmas.check(label, sigma, std::sqrt(b.hist.variances[ib]),
+                   own.value_or(tol.hist_sigma_relative) * sigma);
     }
   }
   values.finish(out);
@@ -204,8 +225,9 @@ void compare_histogram(const std::string& name, const Quantity& a, const Quantit
 }
 
 // A covariance matrix: each entry to `relative` of sigma_i sigma_j from A's diagonal.
-void compare_covariance(const std::string& name, const Quantity& a, const Quantity& b, const GroupContext& context,
-                        std::vector<QuantityResult>& out, double relative, const std::string& category) {
+void compare_covariance(const std::string& name, const Quantity& a, const Quantity& b,
+                        const GroupContext& context, std::vector<QuantityResult>& out, double relative,
+                        const std::string& category) {
   const auto& axes = a.hist.axes;
   if (axes.size() != 2 || axes[0].extent != axes[1].extent) {
     compare_histogram(name, a, b, context, out, "hist values", "hist uncertainties");
@@ -225,7 +247,8 @@ void compare_covariance(const std::string& name, const Quantity& a, const Quanti
       const long i = ia / n, j = ia % n;
       const auto label = [&] { return al.label(k); };
       const double sigmas = std::sqrt(std::abs(av[i * n + i])) * std::sqrt(std::abs(av[j * n + j]));
-      r.check(label, av[ia], b.hist.values[ib], entry_tolerance(context, name, label).value_or(relative) * sigmas);
+      r.check(label, av[ia], b.hist.values[ib],
+              entry_tolerance(context, name, label).value_or(relative) * sigmas);
     }
   }
   r.finish(out);
@@ -233,8 +256,8 @@ void compare_covariance(const std::string& name, const Quantity& a, const Quanti
 
 // Impacts: same rows and columns in the same order (consumers index them), each entry relative
 // with a floor of the row POI's uncertainty for numerical zeros.
-void compare_impacts(const std::string& name, const Quantity& a, const Quantity& b, const GroupContext& context,
-                     std::vector<QuantityResult>& out) {
+void compare_impacts(const std::string& name, const Quantity& a, const Quantity& b,
+                     const GroupContext& context, std::vector<QuantityResult>& out) {
   const Tolerances& tol = context.options->tolerances;
   Recorder r(context, name, "", name);
   Alignment al;
@@ -242,7 +265,8 @@ void compare_impacts(const std::string& name, const Quantity& a, const Quantity&
     const auto& axes = a.hist.axes;
     for (size_t i = 0; i < axes.size(); ++i)
       if (axes[i].category && b.hist.axes[i].category && axes[i].labels != b.hist.axes[i].labels)
-        r.fail("labels of axis " + std::to_string(i) + " differ from " + context.options->name_a + "'s (names or order)");
+        r.fail("labels of axis " + std::to_string(i) + " differ from " + context.options->name_a +
+               "'s (names or order)");
     long row_stride = 1;
     for (size_t i = 1; i < axes.size(); ++i) row_stride *= static_cast<long>(axes[i].extent);
     for (size_t k = 0; k < al.size(); ++k) {
@@ -259,7 +283,8 @@ void compare_impacts(const std::string& name, const Quantity& a, const Quantity&
       const auto label = [&] { return al.label(k); };
       const double rel = entry_tolerance(context, name, label).value_or(tol.impact_relative);
       const double av = a.hist.values[ia];
-      r.check(label, av, b.hist.values[ib], std::max(rel * std::abs(av), tol.impact_floor_of_poi_sigma * poi_sigma));
+      r.check(label, av, b.hist.values[ib],
+              std::max(rel * std::abs(av), tol.impact_floor_of_poi_sigma * poi_sigma));
     }
   }
   r.finish(out);
@@ -273,12 +298,15 @@ Rule rule_for(const std::string& name, Quantity::Kind kind) {
   const bool in_mapping = starts_with(name, "mappings/");
   if (kind == Quantity::Kind::other) return Rule::skip;
   if (name == "_cpp" || starts_with(name, "_cpp/")) return Rule::skip;  // our own details
-  if (top_level && (key == "epoch_loss" || key == "epoch_time" || key == "edmval")) return Rule::skip;  // the path
-  if (in_mapping && name.find("/channels/") != std::string::npos && starts_with(key, "cov_")) return Rule::skip;  // inputs
+  if (top_level && (key == "epoch_loss" || key == "epoch_time" || key == "edmval"))
+    return Rule::skip;  // the path
+  if (in_mapping && name.find("/channels/") != std::string::npos && starts_with(key, "cov_"))
+    return Rule::skip;  // inputs
   if (kind == Quantity::Kind::scalar) {
     if (top_level && (key == "nllvalreduced" || key == "nllvalfull")) return Rule::nll;
     if (top_level && (key == "ndfsat" || key == "postfit_profile")) return Rule::exact;
-    if (in_mapping && (key == "chi2" || key == "chi2_prefit" || key == "ndf" || key == "ndf_prefit")) return Rule::chi2;
+    if (in_mapping && (key == "chi2" || key == "chi2_prefit" || key == "ndf" || key == "ndf_prefit"))
+      return Rule::chi2;
     return Rule::number;
   }
   if (top_level && (key == "parms" || key == "parms_prefit")) return Rule::parameters;
@@ -293,19 +321,26 @@ void compare_quantity(Rule rule, const std::string& name, const Quantity& a, con
                       const GroupContext& context, std::vector<QuantityResult>& out) {
   const Tolerances& tol = context.options->tolerances;
   switch (rule) {
-    case Rule::skip: return;
+    case Rule::skip:
+      return;
     case Rule::nll:
     case Rule::exact:
     case Rule::chi2:
-    case Rule::number: return compare_number(rule, name, a.scalar, b.scalar, context, out);
-    case Rule::parameters: return compare_parameters(name, a, b, context, out);
-    case Rule::covariance: return compare_covariance(name, a, b, context, out, tol.covariance_relative, "cov");
+    case Rule::number:
+      return compare_number(rule, name, a.scalar, b.scalar, context, out);
+    case Rule::parameters:
+      return compare_parameters(name, a, b, context, out);
+    case Rule::covariance:
+      return compare_covariance(name, a, b, context, out, tol.covariance_relative, "cov");
     // Twice the uncertainties' relative tolerance: a variance is a square.
     case Rule::hist_covariance:
       return compare_covariance(name, a, b, context, out, 2.0 * tol.hist_sigma_relative, "hist cov");
-    case Rule::impacts: return compare_impacts(name, a, b, context, out);
-    case Rule::histogram: return compare_histogram(name, a, b, context, out, "hist values", "hist uncertainties");
-    case Rule::nll_scan: return compare_histogram(name, a, b, context, out, "nll scans", "nll scans", tol.nll_absolute);
+    case Rule::impacts:
+      return compare_impacts(name, a, b, context, out);
+    case Rule::histogram:
+      return compare_histogram(name, a, b, context, out, "hist values", "hist uncertainties");
+    case Rule::nll_scan:
+      return compare_histogram(name, a, b, context, out, "nll scans", "nll scans", tol.nll_absolute);
   }
 }
 

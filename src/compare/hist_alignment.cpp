@@ -57,8 +57,8 @@ std::string match_axis(size_t i, const TreeAxis& a, const TreeAxis& b, AxisMatch
   const auto [na, offset_a] = in_range(a, b);
   const auto [nb, offset_b] = in_range(b, a);
   if (na != nb || a.extent < na + offset_a || b.extent < nb + offset_b)
-    return axis_name(i, a) + " has " + std::to_string(a.extent) + " entries (" + std::to_string(na) + " bins) in A, " +
-           std::to_string(b.extent) + " (" + std::to_string(nb) + " bins) in B";
+    return axis_name(i, a) + " has " + std::to_string(a.extent) + " entries (" + std::to_string(na) +
+           " bins) in A, " + std::to_string(b.extent) + " (" + std::to_string(nb) + " bins) in B";
   auto add = [&m](int64_t ka, int64_t kb, std::string label) {
     m.a.push_back(static_cast<long>(ka));
     m.b.push_back(static_cast<long>(kb));

@@ -13,7 +13,9 @@ namespace {
 
 using io::Json;
 
-bool is_hist(const Json& j) { return j.is_object() && j.find("axes") && j.find("values"); }
+bool is_hist(const Json& j) {
+  return j.is_object() && j.find("axes") && j.find("values");
+}
 
 class JsonResultTree : public detail::ListedResultTree<const Json*> {
  public:
@@ -21,7 +23,8 @@ class JsonResultTree : public detail::ListedResultTree<const Json*> {
       : results_(results), description_(std::move(description)) {
     if (!results_.is_object()) throw InputError(description_ + ": the results are not a JSON object");
     for (const auto& [key, dict] : results_.object()) {
-      const std::string group = (key.empty() || key == "data_obs" || key == "results") ? "results" : "results_" + key;
+      const std::string group =
+          (key.empty() || key == "data_obs" || key == "results") ? "results" : "results_" + key;
       if (!dict.is_object()) throw InputError(description_ + ": results of " + key + " are not an object");
       groups_.push_back(group);
       list(group, dict, "");
@@ -38,7 +41,6 @@ class JsonResultTree : public detail::ListedResultTree<const Json*> {
   }
 
  private:
-
   void list(const std::string& group, const Json& dict, const std::string& prefix) {
     for (const auto& [key, value] : dict.object()) {
       const std::string name = prefix + key;
@@ -67,7 +69,8 @@ class JsonResultTree : public detail::ListedResultTree<const Json*> {
         if (const Json* labels = a.find("labels")) {
           axis.category = true;
           // Integer categories arrive as numbers in hand-written files; numbers match by value.
-          for (const Json& l : labels->array()) axis.labels.push_back(l.is_string() ? l.string() : number_label(l.number()));
+          for (const Json& l : labels->array())
+            axis.labels.push_back(l.is_string() ? l.string() : number_label(l.number()));
           axis.extent = static_cast<int64_t>(axis.labels.size());
         } else {
           axis.bins = static_cast<int64_t>(a.at("edges").size()) - 1;

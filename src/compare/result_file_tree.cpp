@@ -25,7 +25,8 @@ class ResultFileTree : public detail::ListedResultTree<std::string> {  // source
   explicit ResultFileTree(const std::string& path) : reader_(path) {
     // A file without any fit (a fit tensor, say) is no result to compare, not one that lacks them all.
     const auto groups = reader_.result_groups();
-    if (groups.empty()) throw InputError(path + ": no fit result groups (results, results_asimov, ...) in it");
+    if (groups.empty())
+      throw InputError(path + ": no fit result groups (results, results_asimov, ...) in it");
     // The listing is metadata only and cheap; reading it once keeps load() a plain lookup.
     for (const std::string& group : groups) {
       groups_.push_back(group);
@@ -34,7 +35,8 @@ class ResultFileTree : public detail::ListedResultTree<std::string> {  // source
   }
 
   std::string description() const override {
-    return reader_.path() + (reader_.layout() == result::Layout::plain ? " (plain layout)" : " (rabbit layout)");
+    return reader_.path() +
+           (reader_.layout() == result::Layout::plain ? " (plain layout)" : " (rabbit layout)");
   }
   Quantity load(const std::string& group, const std::string& name) const override {
     const Entry& entry = find(group, name);
@@ -68,8 +70,10 @@ class ResultFileTree : public detail::ListedResultTree<std::string> {  // source
         continue;
       }
       Entry e{{name, Quantity::Kind::other}, m.path};
-      if (m.type == "hist") e.info.kind = Quantity::Kind::hist;
-      else if (m.type == "float" || m.type == "int" || m.type == "bool") e.info.kind = Quantity::Kind::scalar;
+      if (m.type == "hist")
+        e.info.kind = Quantity::Kind::hist;
+      else if (m.type == "float" || m.type == "int" || m.type == "bool")
+        e.info.kind = Quantity::Kind::scalar;
       listing_[group].push_back(std::move(e));
     }
   }
@@ -80,7 +84,8 @@ class ResultFileTree : public detail::ListedResultTree<std::string> {  // source
   }
 
   static bool is_category(const result::Hist& h, size_t i) {
-    return (i < h.axis_labels.size() && !h.axis_labels[i].empty()) || (i < h.axis_values.size() && !h.axis_values[i].empty());
+    return (i < h.axis_labels.size() && !h.axis_labels[i].empty()) ||
+           (i < h.axis_values.size() && !h.axis_values[i].empty());
   }
 
   // `in_range`: the same histogram without flow bins, where a binned axis may have some.
@@ -116,6 +121,8 @@ class ResultFileTree : public detail::ListedResultTree<std::string> {  // source
 
 }  // namespace
 
-std::unique_ptr<ResultTree> open_result_file(const std::string& path) { return std::make_unique<ResultFileTree>(path); }
+std::unique_ptr<ResultTree> open_result_file(const std::string& path) {
+  return std::make_unique<ResultFileTree>(path);
+}
 
 }  // namespace rabbit::compare

@@ -17,12 +17,18 @@ spdlog::logger& log() {
 void set_verbosity(int verbose) {
   using spdlog::level::level_enum;
   level_enum level = level_enum::info;
-  if (verbose <= 0) level = level_enum::critical;
-  else if (verbose == 1) level = level_enum::err;
-  else if (verbose == 2) level = level_enum::warn;
-  else if (verbose == 3) level = level_enum::info;
-  else if (verbose == 4) level = level_enum::debug;
-  else level = level_enum::trace;
+  if (verbose <= 0)
+    level = level_enum::critical;
+  else if (verbose == 1)
+    level = level_enum::err;
+  else if (verbose == 2)
+    level = level_enum::warn;
+  else if (verbose == 3)
+    level = level_enum::info;
+  else if (verbose == 4)
+    level = level_enum::debug;
+  else
+    level = level_enum::trace;
   log().set_level(level);
 }
 

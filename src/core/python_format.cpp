@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 
 namespace rabbit {
 

@@ -1,14 +1,13 @@
 #include "rabbit/fit/cuda_plugin_loader.hpp"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <system_error>
-
-#include <fmt/format.h>
 
 #include "rabbit/core/logging.hpp"
 #include "rabbit/fit/shard_registry.hpp"
@@ -31,13 +30,15 @@ const CudaPluginV1* check_table(const std::string& path, const CudaPluginV1* t, 
                            t ? t->abi : 0, ours.abi);
   } else if (std::strcmp(t->compiler, ours.compiler) != 0 || t->model_size != ours.model_size ||
              t->input_size != ours.input_size) {
-    *failure = fmt::format("{} was built by another build of rabbit (compiler {}, here {}); use the plugin built "
-                           "with this rabbit_fit",
-                           path, t->compiler, ours.compiler);
+    *failure = fmt::format(
+        "{} was built by another build of rabbit (compiler {}, here {}); use the plugin built "
+        "with this rabbit_fit",
+        path, t->compiler, ours.compiler);
   } else if (t->core_identity() != static_cast<const void*>(&log())) {
-    *failure = fmt::format("{} has its own copy of rabbit_core (logger, exception types) instead of the shared "
-                           "librabbit_core.so of this process",
-                           path);
+    *failure = fmt::format(
+        "{} has its own copy of rabbit_core (logger, exception types) instead of the shared "
+        "librabbit_core.so of this process",
+        path);
   } else {
     return t;
   }
@@ -55,8 +56,8 @@ const CudaPluginV1* open_plugin(const std::string& path, std::string* failure) {
   }
   auto entry = reinterpret_cast<RabbitCudaPluginEntry>(dlsym(handle, kCudaPluginEntryPoint));
   if (!entry) {
-    *failure = fmt::format("{} has no {} (not a rabbit CUDA plugin of this version): {}", path, kCudaPluginEntryPoint,
-                           dl_error());
+    *failure = fmt::format("{} has no {} (not a rabbit CUDA plugin of this version): {}", path,
+                           kCudaPluginEntryPoint, dl_error());
     return nullptr;
   }
   return check_table(path, entry(), failure);
@@ -93,9 +94,10 @@ LoadResult load() {
       break;  // the first file found is the plugin; a broken one is reported, not skipped
     }
     if (!r.table && r.failure.empty())
-      r.failure = fmt::format("cannot load the CUDA plugin: {} is neither next to the executable ({}) nor in {} (set {})",
-                              kCudaPluginFile, fs::path(candidates.at(0)).parent_path().string(),
-                              fs::path(candidates.at(1)).parent_path().string(), kCudaPluginVariable);
+      r.failure = fmt::format(
+          "cannot load the CUDA plugin: {} is neither next to the executable ({}) nor in {} (set {})",
+          kCudaPluginFile, fs::path(candidates.at(0)).parent_path().string(),
+          fs::path(candidates.at(1)).parent_path().string(), kCudaPluginVariable);
   }
   if (r.table) register_cuda_kind(*r.table);
   return r;
@@ -109,7 +111,8 @@ std::vector<std::string> cuda_plugin_candidates() {
   std::error_code ec;
   fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
   if (ec) exe_dir = fs::current_path(ec);
-  return {(exe_dir / kCudaPluginFile).string(), (exe_dir / ".." / "lib" / "rabbit" / kCudaPluginFile).lexically_normal().string()};
+  return {(exe_dir / kCudaPluginFile).string(),
+          (exe_dir / ".." / "lib" / "rabbit" / kCudaPluginFile).lexically_normal().string()};
 }
 
 const CudaPluginV1* cuda_plugin(std::string* failure) {
@@ -129,7 +132,8 @@ bool nvidia_driver_present(std::string* why_not) {
     if (fs::exists(p, ec)) return true;
   for (fs::directory_iterator it("/dev", ec), end; !ec && it != end; it.increment(ec))
     if (it->path().filename().string().rfind("nvidia", 0) == 0) return true;
-  if (why_not) *why_not = "no NVIDIA driver on this machine (no /dev/nvidia*, /proc/driver/nvidia or /dev/dxg)";
+  if (why_not)
+    *why_not = "no NVIDIA driver on this machine (no /dev/nvidia*, /proc/driver/nvidia or /dev/dxg)";
   return false;
 }
 

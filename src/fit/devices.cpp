@@ -1,6 +1,8 @@
 #include "rabbit/fit/devices.hpp"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -9,19 +11,19 @@
 #include <map>
 #include <memory>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "rabbit/core/error.hpp"
 #include "rabbit/fit/cuda_plugin_loader.hpp"
 
 namespace rabbit {
 
-std::string PciAddress::str() const { return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", domain, bus, device, function); }
+std::string PciAddress::str() const {
+  return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", domain, bus, device, function);
+}
 
 std::optional<PciAddress> parse_pci_bus_id(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n'))
+  while (!text.empty() &&
+         (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n'))
     text.remove_suffix(1);
   // domain:bus:device.function, every field plain hex digits (no "0x", no sign).
   uint64_t field[4] = {0, 0, 0, 0};
@@ -35,9 +37,12 @@ std::optional<PciAddress> parse_pci_bus_id(std::string_view text) {
       continue;
     }
     int value = -1;
-    if (ch >= '0' && ch <= '9') value = ch - '0';
-    else if (ch >= 'a' && ch <= 'f') value = ch - 'a' + 10;
-    else if (ch >= 'A' && ch <= 'F') value = ch - 'A' + 10;
+    if (ch >= '0' && ch <= '9')
+      value = ch - '0';
+    else if (ch >= 'a' && ch <= 'f')
+      value = ch - 'a' + 10;
+    else if (ch >= 'A' && ch <= 'F')
+      value = ch - 'A' + 10;
     if (value < 0 || ++digits > 8) return std::nullopt;
     field[index] = field[index] * 16 + static_cast<uint64_t>(value);
   }
@@ -58,14 +63,17 @@ void validate_device_options(int n_devices, const std::vector<int>& explicit_ind
     throw OptionError(fmt::format("--devices lists {} device(s) but --nDevices is {}; they must match.",
                                   explicit_indices.size(), n_devices));
   for (int i : explicit_indices)
-    if (i < 0) throw OptionError(fmt::format("--devices indices must be >= 0, got {}", fmt::join(explicit_indices, ",")));
+    if (i < 0)
+      throw OptionError(
+          fmt::format("--devices indices must be >= 0, got {}", fmt::join(explicit_indices, ",")));
   std::vector<int> sorted = explicit_indices;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
     throw OptionError(fmt::format("--devices lists a device twice: {}", fmt::join(explicit_indices, ",")));
 }
 
-GpuSelection choose_gpus(int n_devices, const std::vector<int>& explicit_indices, const std::vector<GpuInfo>& visible,
+GpuSelection choose_gpus(int n_devices, const std::vector<int>& explicit_indices,
+                         const std::vector<GpuInfo>& visible,
                          const std::optional<std::vector<GpuOccupancy>>& occupancy,
                          const std::string& query_failure) {
   validate_device_options(n_devices, explicit_indices);
@@ -79,7 +87,8 @@ GpuSelection choose_gpus(int n_devices, const std::vector<int>& explicit_indices
   }
   // Positions follow PCI bus order, the order nvidia-smi and NVML number devices in.
   std::vector<GpuInfo> by_bus = visible;
-  std::stable_sort(by_bus.begin(), by_bus.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
+  std::stable_sort(by_bus.begin(), by_bus.end(),
+                   [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
   auto finish = [&](std::vector<GpuInfo> chosen) {
     std::sort(chosen.begin(), chosen.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
     sel.gpus = std::move(chosen);
@@ -113,9 +122,10 @@ GpuSelection choose_gpus(int n_devices, const std::vector<int>& explicit_indices
   ordered.resize(n_devices);
   std::vector<std::string> desc;
   for (const auto& g : ordered)
-    desc.push_back(fmt::format("{} ({} MiB in use)", g.pci.str(), used.count(g.pci) ? used.at(g.pci) >> 20 : 0));
-  sel.info.push_back(fmt::format("Chose the {} least-occupied of {} visible GPU(s): {}", n_devices, by_bus.size(),
-                                 fmt::join(desc, ", ")));
+    desc.push_back(
+        fmt::format("{} ({} MiB in use)", g.pci.str(), used.count(g.pci) ? used.at(g.pci) >> 20 : 0));
+  sel.info.push_back(fmt::format("Chose the {} least-occupied of {} visible GPU(s): {}", n_devices,
+                                 by_bus.size(), fmt::join(desc, ", ")));
   return finish(std::move(ordered));
 }
 
@@ -160,10 +170,15 @@ class NvmlLibrary {
     init_ = reinterpret_cast<NvmlReturn (*)()>(dlsym(handle_, "nvmlInit_v2"));
     shutdown_ = reinterpret_cast<NvmlReturn (*)()>(dlsym(handle_, "nvmlShutdown"));
     count_ = reinterpret_cast<NvmlReturn (*)(unsigned*)>(dlsym(handle_, "nvmlDeviceGetCount_v2"));
-    by_index_ = reinterpret_cast<NvmlReturn (*)(unsigned, NvmlDevice*)>(dlsym(handle_, "nvmlDeviceGetHandleByIndex_v2"));
-    memory_ = reinterpret_cast<NvmlReturn (*)(NvmlDevice, NvmlMemory*)>(dlsym(handle_, "nvmlDeviceGetMemoryInfo"));
-    pci_ = reinterpret_cast<NvmlReturn (*)(NvmlDevice, NvmlPciInfo*)>(dlsym(handle_, "nvmlDeviceGetPciInfo_v3"));
-    if (!pci_) pci_ = reinterpret_cast<NvmlReturn (*)(NvmlDevice, NvmlPciInfo*)>(dlsym(handle_, "nvmlDeviceGetPciInfo_v2"));
+    by_index_ = reinterpret_cast<NvmlReturn (*)(unsigned, NvmlDevice*)>(
+        dlsym(handle_, "nvmlDeviceGetHandleByIndex_v2"));
+    memory_ =
+        reinterpret_cast<NvmlReturn (*)(NvmlDevice, NvmlMemory*)>(dlsym(handle_, "nvmlDeviceGetMemoryInfo"));
+    pci_ =
+        reinterpret_cast<NvmlReturn (*)(NvmlDevice, NvmlPciInfo*)>(dlsym(handle_, "nvmlDeviceGetPciInfo_v3"));
+    if (!pci_)
+      pci_ = reinterpret_cast<NvmlReturn (*)(NvmlDevice, NvmlPciInfo*)>(
+          dlsym(handle_, "nvmlDeviceGetPciInfo_v2"));
   }
   ~NvmlLibrary() {
     if (initialised_ && shutdown_) shutdown_();
@@ -171,11 +186,13 @@ class NvmlLibrary {
   }
   std::optional<std::vector<GpuOccupancy>> query(std::string* failure) {
     if (!handle_) return fail(failure, "libnvidia-ml.so.1 not found");
-    if (!init_ || !count_ || !by_index_ || !memory_ || !pci_) return fail(failure, "NVML lacks a needed function");
+    if (!init_ || !count_ || !by_index_ || !memory_ || !pci_)
+      return fail(failure, "NVML lacks a needed function");
     if (NvmlReturn r = init_(); r != 0) return fail(failure, fmt::format("nvmlInit failed (code {})", r));
     initialised_ = true;
     unsigned n = 0;
-    if (NvmlReturn r = count_(&n); r != 0) return fail(failure, fmt::format("nvmlDeviceGetCount failed (code {})", r));
+    if (NvmlReturn r = count_(&n); r != 0)
+      return fail(failure, fmt::format("nvmlDeviceGetCount failed (code {})", r));
     std::vector<GpuOccupancy> out;
     for (unsigned i = 0; i < n; ++i) {
       NvmlDevice dev = nullptr;
@@ -205,7 +222,8 @@ class NvmlLibrary {
 
 std::optional<std::vector<GpuOccupancy>> query_nvidia_smi(std::string* failure) {
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(
-      popen("nvidia-smi --query-gpu=pci.bus_id,memory.used --format=csv,noheader,nounits 2>/dev/null", "r"), pclose);
+      popen("nvidia-smi --query-gpu=pci.bus_id,memory.used --format=csv,noheader,nounits 2>/dev/null", "r"),
+      pclose);
   if (!pipe) {
     if (failure) *failure = "nvidia-smi could not be started";
     return std::nullopt;
@@ -217,7 +235,8 @@ std::optional<std::vector<GpuOccupancy>> query_nvidia_smi(std::string* failure) 
   const int status = pclose(pipe.release());
   auto parsed = parse_nvidia_smi_memory(text);
   if (status != 0 || parsed.empty()) {
-    if (failure) *failure = status != 0 ? "nvidia-smi failed or is not installed" : "nvidia-smi printed no GPU";
+    if (failure)
+      *failure = status != 0 ? "nvidia-smi failed or is not installed" : "nvidia-smi printed no GPU";
     return std::nullopt;
   }
   return parsed;
@@ -236,7 +255,9 @@ std::optional<std::vector<GpuOccupancy>> query_gpu_occupancy(std::string* failur
 
 // RABBIT_CUDA_PLUGIN_BUILT (0 or 1) is set by CMake on this library: whether the build made
 // rabbit_cuda_plugin.so. It only chooses messages; the plugin itself is found at run time.
-bool built_with_cuda() { return RABBIT_CUDA_PLUGIN_BUILT != 0; }
+bool built_with_cuda() {
+  return RABBIT_CUDA_PLUGIN_BUILT != 0;
+}
 
 std::vector<GpuInfo> visible_gpus(std::string* failure) {
   std::vector<GpuInfo> out;

@@ -18,8 +18,8 @@ Fitter::Fitter(std::shared_ptr<Model> model, std::vector<std::unique_ptr<ShardEv
   int64_t expected = 0;
   for (const auto& s : shards_) {
     if (s->bin_begin() != expected || s->bin_end() < s->bin_begin())
-      throw Error(fmt::format("shards do not tile the observed bins: shard [{}, {}) after bin {}", s->bin_begin(),
-                              s->bin_end(), expected));
+      throw Error(fmt::format("shards do not tile the observed bins: shard [{}, {}) after bin {}",
+                              s->bin_begin(), s->bin_end(), expected));
     expected = s->bin_end();
   }
   if (expected != model_->input->nbins)
@@ -29,7 +29,9 @@ Fitter::Fitter(std::shared_ptr<Model> model, std::vector<std::unique_ptr<ShardEv
 
 Fitter::~Fitter() = default;
 
-int64_t Fitter::size() const { return model_->parameters.size(); }
+int64_t Fitter::size() const {
+  return model_->parameters.size();
+}
 
 void Fitter::for_each_shard(const std::function<void(size_t)>& fn) {
   for (size_t i = 0; i < shards_.size(); ++i) fn(i);

@@ -1,10 +1,10 @@
 #include "rabbit/fit/make_fitter.hpp"
 
-#include <algorithm>
-#include <thread>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <thread>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
@@ -25,9 +25,12 @@ Backend parse_backend(const std::string& name) {
 
 std::string backend_name(Backend backend) {
   switch (backend) {
-    case Backend::automatic: return "auto";
-    case Backend::cpu: return "cpu";
-    case Backend::cuda: return "cuda";
+    case Backend::automatic:
+      return "auto";
+    case Backend::cpu:
+      return "cpu";
+    case Backend::cuda:
+      return "cuda";
   }
   return "?";
 }
@@ -39,7 +42,8 @@ const char* kRemedy =
     "single-device), or rerun the step single-device from the fit output.";
 
 // The features of the model itself that cannot be evaluated shard by shard.
-std::vector<std::string> unshardable_model_features(DataLikelihood likelihood, const std::vector<std::string>& regs) {
+std::vector<std::string> unshardable_model_features(DataLikelihood likelihood,
+                                                    const std::vector<std::string>& regs) {
   std::vector<std::string> out;
   if (likelihood == DataLikelihood::covariance)
     out.push_back("--covarianceFit (the dense data covariance couples all bins)");
@@ -68,8 +72,9 @@ void check_sharding_supported(const ShardingRequest& request) {
     // Global impacts with BB run sharded: the postfit code takes dβ̂/dx from the fitter's
     // concatenated profiled β (tests/cli TwoShardsGiveTheSameResult checks them against one shard).
     if (request.diagnostics)
-      offending.push_back("--diagnostics with bin-by-bin statistics (the β-space EDM needs the full-length β Hessian; "
-                          "or add --noBinByBinStat)");
+      offending.push_back(
+          "--diagnostics with bin-by-bin statistics (the β-space EDM needs the full-length β Hessian; "
+          "or add --noBinByBinStat)");
   }
   refuse(offending, request.fitter.n_devices);
 }
@@ -141,9 +146,11 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
     std::string why;
     if (!built_with_cuda()) {
       if (options.backend == Backend::cuda)
-        throw ResourceError("--backend cuda: this build has no CUDA backend (configure with -DRABBIT_CUDA=ON)");
+        throw ResourceError(
+            "--backend cuda: this build has no CUDA backend (configure with -DRABBIT_CUDA=ON)");
       if (!options.devices.empty())
-        throw ResourceError(fmt::format("--devices {}: this build has no CUDA backend", fmt::join(options.devices, ",")));
+        throw ResourceError(
+            fmt::format("--devices {}: this build has no CUDA backend", fmt::join(options.devices, ",")));
     } else if (!cuda_asked && !nvidia_driver_present(&why)) {
       log().info("{}: the fit runs on the CPU", why);
     } else if (!cuda_plugin(&why) && (options.backend == Backend::cuda || options.devices.empty())) {
@@ -169,7 +176,8 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
   }
 
   const auto ranges = partition_bins(input, n);
-  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads_per_shard = std::max(1, threads / n);
 
   // Shards come from the registry of shard kinds: "cpu" is built in, "cuda" was registered when
@@ -202,7 +210,8 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
   if (kind.dense_linalg) {
     // The minimizers' Cholesky factorisations run where shard 0 runs (the calling thread's device).
     fitter->set_dense_linalg(kind.dense_linalg(device_of_shard(0)));
-    log().info("Dense Cholesky factorisations on {} ({})", fitter->shards().front()->device(), kind.dense_linalg_name);
+    log().info("Dense Cholesky factorisations on {} ({})", fitter->shards().front()->device(),
+               kind.dense_linalg_name);
   }
   return fitter;
 }

@@ -80,8 +80,10 @@ class MultiDeviceFitter::ShardPool {
   bool stop_ = false;
 };
 
-MultiDeviceFitter::MultiDeviceFitter(std::shared_ptr<Model> model, std::vector<std::unique_ptr<ShardEvaluator>> shards)
-    : Fitter(std::move(model), std::move(shards)), pool_(std::make_unique<ShardPool>(this->shards().size())) {}
+MultiDeviceFitter::MultiDeviceFitter(std::shared_ptr<Model> model,
+                                     std::vector<std::unique_ptr<ShardEvaluator>> shards)
+    : Fitter(std::move(model), std::move(shards)),
+      pool_(std::make_unique<ShardPool>(this->shards().size())) {}
 
 // The pool goes first (members before the base), so no worker touches a shard being destroyed.
 MultiDeviceFitter::~MultiDeviceFitter() = default;

@@ -1,10 +1,10 @@
 #include "rabbit/fit/shard_registry.hpp"
 
-#include <map>
-#include <mutex>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <map>
+#include <mutex>
 
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/core/error.hpp"
@@ -23,7 +23,9 @@ Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;  // never destroyed: shards built from it may outlive static destruction
     ShardKind cpu;
-    cpu.create = [](const ShardSpec& s) { return make_cpu_shard(s.model, s.bin_begin, s.bin_end, s.threads); };
+    cpu.create = [](const ShardSpec& s) {
+      return make_cpu_shard(s.model, s.bin_begin, s.bin_end, s.threads);
+    };
     reg->kinds["cpu"] = std::make_shared<const ShardKind>(std::move(cpu));
     return reg;
   }();
@@ -47,7 +49,8 @@ const ShardKind* find_shard_kind(const std::string& name) {
 
 const ShardKind& shard_kind(const std::string& name) {
   if (const ShardKind* kind = find_shard_kind(name)) return *kind;
-  throw Error(fmt::format("no shard kind '{}' is registered (registered: {})", name, fmt::join(shard_kind_names(), ", ")));
+  throw Error(fmt::format("no shard kind '{}' is registered (registered: {})", name,
+                          fmt::join(shard_kind_names(), ", ")));
 }
 
 std::vector<std::string> shard_kind_names() {

@@ -21,8 +21,8 @@ AxisInfo make(std::string kind, int64_t size, std::string name, std::string labe
 }
 }  // namespace
 
-AxisInfo regular(int64_t bins, double start, double stop, std::string name, bool underflow,
-                 bool overflow, std::string label) {
+AxisInfo regular(int64_t bins, double start, double stop, std::string name, bool underflow, bool overflow,
+                 std::string label) {
   if (bins <= 0 || !(stop > start))
     throw Error("axis::regular '" + name + "': need bins > 0 and stop > start");
   AxisInfo a = make("regular", bins, std::move(name), std::move(label), underflow, overflow);
@@ -43,8 +43,8 @@ AxisInfo variable(std::vector<double> edges, std::string name, bool underflow, b
   for (size_t i = 1; i < edges.size(); ++i)
     if (!(edges[i] > edges[i - 1]))
       throw Error("axis::variable '" + name + "': edges must be strictly increasing");
-  AxisInfo a = make("variable", static_cast<int64_t>(edges.size()) - 1, std::move(name),
-                    std::move(label), underflow, overflow);
+  AxisInfo a = make("variable", static_cast<int64_t>(edges.size()) - 1, std::move(name), std::move(label),
+                    underflow, overflow);
   a.edges = std::move(edges);
   a.core_class = pickle::core_class_for(a);
   return a;
@@ -70,8 +70,7 @@ AxisInfo str_category(std::vector<std::string> categories, std::string name, boo
   return a;
 }
 
-AxisInfo int_category(std::vector<int64_t> categories, std::string name, bool overflow,
-                      std::string label) {
+AxisInfo int_category(std::vector<int64_t> categories, std::string name, bool overflow, std::string label) {
   if (categories.empty()) throw Error("axis::int_category '" + name + "': no categories");
   AxisInfo a = make("category_int", static_cast<int64_t>(categories.size()), std::move(name),
                     std::move(label), false, overflow);

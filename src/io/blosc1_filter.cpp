@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "rabbit/core/error.hpp"
 #include "hdf5_filter_support.hpp"
+#include "rabbit/core/error.hpp"
 #include "rabbit/io/blosc_filters.hpp"
 
 namespace rabbit::io {
@@ -41,8 +41,7 @@ void blosc1_decode_into(const void* src, void* dst, size_t nbytes) {
   if (got < 0 || static_cast<size_t>(got) != nbytes) {
     const char* complib = blosc_cbuffer_complib(src);
     throw InputError("Blosc chunk: decompression failed (codec library " +
-                     std::string(complib ? complib : "unknown") + ", code " + std::to_string(got) +
-                     ")");
+                     std::string(complib ? complib : "unknown") + ", code " + std::to_string(got) + ")");
   }
 }
 
@@ -62,8 +61,8 @@ std::vector<uint8_t> blosc1_encode(const void* src, size_t src_bytes, size_t typ
     throw InputError("Blosc: unknown codec code " + std::to_string(compcode));
   }
   std::vector<uint8_t> out(src_bytes + BLOSC_MAX_OVERHEAD);
-  const int n = blosc_compress_ctx(clevel, shuffle, typesize == 0 ? 1 : typesize, src_bytes, src,
-                                   out.data(), out.size(), compname, 0, 1);
+  const int n = blosc_compress_ctx(clevel, shuffle, typesize == 0 ? 1 : typesize, src_bytes, src, out.data(),
+                                   out.size(), compname, 0, 1);
   if (n <= 0) throw InputError("Blosc: compression failed (code " + std::to_string(n) + ")");
   out.resize(static_cast<size_t>(n));
   return out;

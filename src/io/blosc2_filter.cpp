@@ -1,7 +1,7 @@
 // HDF5 filter 32026 (Blosc2) on top of C-Blosc2. The payload of every HDF5 chunk is a Blosc2
 // contiguous frame ("cframe") of a super-chunk holding the whole HDF5 chunk as chunk 0
-// (docs/input-reader.md "Compression filters and HDF5_PLUGIN_PATH"), or a B2ND array frame for chunk rank >= 2. Own translation unit:
-// blosc2.h clashes with c-blosc's blosc.h.
+// (docs/input-reader.md "Compression filters and HDF5_PLUGIN_PATH"), or a B2ND array frame for chunk rank
+// >= 2. Own translation unit: blosc2.h clashes with c-blosc's blosc.h.
 #include <b2nd.h>
 #include <blosc2.h>
 
@@ -11,8 +11,8 @@
 #include <mutex>
 #include <string>
 
-#include "rabbit/core/error.hpp"
 #include "hdf5_filter_support.hpp"
+#include "rabbit/core/error.hpp"
 #include "rabbit/io/blosc_filters.hpp"
 
 namespace rabbit::io {
@@ -53,12 +53,10 @@ class FrameDecoder {
            " bytes available");
     }
     // copy=false: the library only borrows the bytes, which outlive this object.
-    schunk_.reset(blosc2_schunk_from_buffer(const_cast<uint8_t*>(p), static_cast<int64_t>(src_bytes),
-                                            false));
+    schunk_.reset(blosc2_schunk_from_buffer(const_cast<uint8_t*>(p), static_cast<int64_t>(src_bytes), false));
     if (!schunk_) fail("cannot parse the frame header");
     if (schunk_->nchunks < 1) fail("frame holds no chunk");
-    if (blosc2_meta_exists(schunk_.get(), "b2nd") >= 0 ||
-        blosc2_meta_exists(schunk_.get(), "caterva") >= 0) {
+    if (blosc2_meta_exists(schunk_.get(), "b2nd") >= 0 || blosc2_meta_exists(schunk_.get(), "caterva") >= 0) {
       b2nd_array_t* array = nullptr;
       if (b2nd_from_schunk(schunk_.get(), &array) < 0 || array == nullptr) {
         fail("cannot open the B2ND array");
@@ -108,8 +106,8 @@ class FrameDecoder {
     dparams.nthreads = 1;
     std::unique_ptr<blosc2_context, ContextDeleter> dctx(blosc2_create_dctx(dparams));
     if (!dctx) fail("cannot create a decompression context");
-    const int got = blosc2_decompress_ctx(dctx.get(), chunk_, chunk_bytes_, dst,
-                                          static_cast<int32_t>(dst_bytes));
+    const int got =
+        blosc2_decompress_ctx(dctx.get(), chunk_, chunk_bytes_, dst, static_cast<int32_t>(dst_bytes));
     if (got < 0 || got != nbytes_) {
       fail(std::string("chunk decompression failed (") +
            (got < 0 ? print_error(got) : "size " + std::to_string(got)) + ")");
@@ -137,16 +135,16 @@ class FrameDecoder {
 std::vector<uint8_t> blosc2_decode_frame(const void* src, size_t src_bytes, int64_t expected_bytes) {
   FrameDecoder decoder(src, src_bytes);
   if (expected_bytes >= 0 && decoder.nbytes() != expected_bytes) {
-    throw InputError("Blosc2 frame: decodes to " + std::to_string(decoder.nbytes()) +
-                     " bytes, expected " + std::to_string(expected_bytes));
+    throw InputError("Blosc2 frame: decodes to " + std::to_string(decoder.nbytes()) + " bytes, expected " +
+                     std::to_string(expected_bytes));
   }
   std::vector<uint8_t> out(static_cast<size_t>(decoder.nbytes()));
   decoder.decode_into(out.data(), decoder.nbytes());
   return out;
 }
 
-std::vector<uint8_t> blosc2_encode_frame(const void* src, size_t src_bytes, size_t typesize,
-                                         int clevel, int shuffle, int compcode) {
+std::vector<uint8_t> blosc2_encode_frame(const void* src, size_t src_bytes, size_t typesize, int clevel,
+                                         int shuffle, int compcode) {
   init_blosc2_once();
   blosc2_cparams cparams = BLOSC2_CPARAMS_DEFAULTS;
   cparams.compcode = static_cast<uint8_t>(compcode);

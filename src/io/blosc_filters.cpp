@@ -50,14 +50,23 @@ herr_t set_local(hid_t dcpl, hid_t type, hid_t /*space*/) {
   return H5Pmodify_filter(dcpl, FilterId, flags, nelements, values);
 }
 
-const H5Z_class2_t kBloscClass = {
-    H5Z_CLASS_T_VERS, static_cast<H5Z_filter_t>(kBloscFilterId), 1, 1,
-    "blosc (rabbit-cpp, c-blosc)", nullptr, set_local<kBloscFilterId, 2, 2>, detail::blosc1_filter};
+const H5Z_class2_t kBloscClass = {H5Z_CLASS_T_VERS,
+                                  static_cast<H5Z_filter_t>(kBloscFilterId),
+                                  1,
+                                  1,
+                                  "blosc (rabbit-cpp, c-blosc)",
+                                  nullptr,
+                                  set_local<kBloscFilterId, 2, 2>,
+                                  detail::blosc1_filter};
 
-const H5Z_class2_t kBlosc2Class = {
-    H5Z_CLASS_T_VERS, static_cast<H5Z_filter_t>(kBlosc2FilterId), 1, 1,
-    "blosc2 (rabbit-cpp, C-Blosc2)", nullptr, set_local<kBlosc2FilterId, 1, 0>,
-    detail::blosc2_filter};
+const H5Z_class2_t kBlosc2Class = {H5Z_CLASS_T_VERS,
+                                   static_cast<H5Z_filter_t>(kBlosc2FilterId),
+                                   1,
+                                   1,
+                                   "blosc2 (rabbit-cpp, C-Blosc2)",
+                                   nullptr,
+                                   set_local<kBlosc2FilterId, 1, 0>,
+                                   detail::blosc2_filter};
 
 enum class Policy { automatic, builtin, plugin };
 
@@ -79,8 +88,8 @@ FilterSource install(const H5Z_class2_t& cls, Policy policy) {
     // default directory) and loads a plugin it finds there.
     h5::ErrorSilencer quiet;
     if (H5Zfilter_avail(static_cast<H5Z_filter_t>(id)) > 0) {
-      log().debug("HDF5 filter {} ({}) already available (plugin or earlier registration): using it",
-                  id, h5::filter_name(id));
+      log().debug("HDF5 filter {} ({}) already available (plugin or earlier registration): using it", id,
+                  h5::filter_name(id));
       return FilterSource::external;
     }
     if (policy == Policy::plugin) {
@@ -99,14 +108,21 @@ FilterSource install(const H5Z_class2_t& cls, Policy policy) {
 
 }  // namespace
 
-std::string take_filter_error() { return std::exchange(g_filter_error, std::string()); }
-void set_filter_error(std::string message) { g_filter_error = std::move(message); }
+std::string take_filter_error() {
+  return std::exchange(g_filter_error, std::string());
+}
+void set_filter_error(std::string message) {
+  g_filter_error = std::move(message);
+}
 
 std::string to_string(FilterSource source) {
   switch (source) {
-    case FilterSource::builtin: return "built-in";
-    case FilterSource::external: return "external";
-    case FilterSource::unavailable: return "unavailable";
+    case FilterSource::builtin:
+      return "built-in";
+    case FilterSource::external:
+      return "external";
+    case FilterSource::unavailable:
+      return "unavailable";
   }
   return "?";
 }

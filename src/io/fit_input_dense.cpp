@@ -22,8 +22,8 @@ std::vector<int64_t> FitInputReader::logk_shape(int64_t nbinsfull) const {
 
 void FitInputReader::set_nbinsfull(int64_t nbinsfull, const std::string& source) {
   if (nbinsfull < d_.nbins) {
-    fail(source, "covers " + std::to_string(nbinsfull) + " bins, fewer than nbins=" +
-                     std::to_string(d_.nbins) + " of 'hdata_obs'");
+    fail(source, "covers " + std::to_string(nbinsfull) +
+                     " bins, fewer than nbins=" + std::to_string(d_.nbins) + " of 'hdata_obs'");
   }
   d_.nbinsfull = nbinsfull;
   d_.nbinsmasked = nbinsfull - d_.nbins;
@@ -35,8 +35,8 @@ void FitInputReader::set_nbinsfull(int64_t nbinsfull, const std::string& source)
 void FitInputReader::read_dense_tensors() {
   const DatasetInfo norm = float_info("hnorm");
   if (norm.rank() != 2 || norm.shape[1] != d_.nproc) {
-    fail("hnorm", "has shape " + norm.shape_string() + ", expected [nbinsfull, nproc=" +
-                      std::to_string(d_.nproc) + "]");
+    fail("hnorm", "has shape " + norm.shape_string() +
+                      ", expected [nbinsfull, nproc=" + std::to_string(d_.nproc) + "]");
   }
   set_nbinsfull(norm.shape[0], "hnorm");
   const DatasetInfo logk = float_info("hlogk");
@@ -46,8 +46,8 @@ void FitInputReader::read_dense_tensors() {
     fail("hlogk", "has shape " + logk.shape_string() + " (" + std::to_string(logk.size) +
                       " elements), expected " + std::to_string(n) + " for " +
                       (d_.symmetric_tensor ? "a symmetric" : "an asymmetric") + " tensor " +
-                      shape_to_string(expected) + " (meta symmetric_tensor=" +
-                      (d_.symmetric_tensor ? "true" : "false") +
+                      shape_to_string(expected) +
+                      " (meta symmetric_tensor=" + (d_.symmetric_tensor ? "true" : "false") +
                       (d_.has_meta ? "" : ", no meta") + "; is the flag wrong?)");
   }
   d_.norm = read_rows_checked(norm);
@@ -72,13 +72,16 @@ void FitInputReader::warn_negative_norm(const double* values, const int64_t* fla
   if (count > 0) {
     const int64_t bin = row_begin_ + where / std::max<int64_t>(d_.nproc, 1);
     const int64_t proc = where % std::max<int64_t>(d_.nproc, 1);
-    log().warn("{}: '{}' has {} negative entries (min {} at bin {}, process '{}'); legal only with "
-               "allow_negative_expectation", d_.filename, d_.sparse ? "hnorm_sparse/values" : "hnorm",
-               count, format_double(min), bin, proc < d_.nproc ? d_.procs[static_cast<size_t>(proc)] : "?");
+    log().warn(
+        "{}: '{}' has {} negative entries (min {} at bin {}, process '{}'); legal only with "
+        "allow_negative_expectation",
+        d_.filename, d_.sparse ? "hnorm_sparse/values" : "hnorm", count, format_double(min), bin,
+        proc < d_.nproc ? d_.procs[static_cast<size_t>(proc)] : "?");
   }
 }
 
-// ---------------------------------------------------------------- docs/input-reader.md "Monte-Carlo statistics"
+// ---------------------------------------------------------------- docs/input-reader.md "Monte-Carlo
+// statistics"
 void FitInputReader::read_mc_stat() {
   const std::vector<int64_t> full2{d_.nbinsfull, d_.nproc};
   const std::vector<int64_t> full1{d_.nbinsfull};
@@ -95,7 +98,8 @@ void FitInputReader::read_mc_stat() {
     d_.sumw_per_bin = sumw2.rank() == 1;
     d_.sumw = read_rows_checked(sumw);
     d_.sumw2 = read_rows_checked(sumw2);
-    check_non_negative("hsumw2", d_.sumw2.data(), static_cast<int64_t>(d_.sumw2.size()), sumw2.shape, 0, row_begin_);
+    check_non_negative("hsumw2", d_.sumw2.data(), static_cast<int64_t>(d_.sumw2.size()), sumw2.shape, 0,
+                       row_begin_);
     return;
   }
   // Legacy hkstat [nbinsfull] = sumw^2/sumw2 per bin: sumw = sum_p norm, sumw2 = sumw^2/kstat.
@@ -128,13 +132,15 @@ void FitInputReader::read_mc_stat() {
   log().debug("{}: legacy 'hkstat' converted to per-bin sumw/sumw2", d_.filename);
 }
 
-// ---------------------------------------------------------------- docs/input-reader.md "Dense model tensors" betavariations
+// ---------------------------------------------------------------- docs/input-reader.md "Dense model tensors"
+// betavariations
 void FitInputReader::read_beta_variations() {
   if (!r_.exists("hbetavariations")) return;
   if (d_.sparse) fail("hbetavariations", "present in a sparse file (only dense files may have it)");
   const DatasetInfo info = float_info("hbetavariations");
   expect_shape(info, {d_.nbinsfull, d_.nbins, d_.nproc}, "[nbinsfull, nbins, nproc]");
-  // Ranged: every destination row, the source (observed) bins of the range (docs/input-reader.md "Ranged reads").
+  // Ranged: every destination row, the source (observed) bins of the range (docs/input-reader.md "Ranged
+  // reads").
   d_.betavariations = d_.ranged ? read_slab_checked(info, 1, obs_begin_, obs_end_) : read_checked(info);
 }
 

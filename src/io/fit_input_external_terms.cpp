@@ -78,8 +78,8 @@ Eigen::MatrixXd FitInputReader::read_sparse_hessian(const std::string& group, in
   }
   const SparseGroup g = open_sparse(group);
   if (g.dense_shape != std::vector<int64_t>{n, n}) {
-    fail(group, "dense_shape " + shape_to_string(g.dense_shape) + " but 'params' has " +
-                    std::to_string(n) + " names");
+    fail(group, "dense_shape " + shape_to_string(g.dense_shape) + " but 'params' has " + std::to_string(n) +
+                    " names");
   }
   const std::vector<int64_t> idx = r_.read_ints(g.indices);
   const std::vector<double> values = read_checked(g.values);
@@ -93,7 +93,8 @@ Eigen::MatrixXd FitInputReader::read_sparse_hessian(const std::string& group, in
                                std::to_string(col) + ") out of bounds for dense_shape " +
                                shape_to_string(g.dense_shape));
     }
-    if (k > 0 && row * n + col <= idx[static_cast<size_t>(2 * k - 2)] * n + idx[static_cast<size_t>(2 * k - 1)]) {
+    if (k > 0 &&
+        row * n + col <= idx[static_cast<size_t>(2 * k - 2)] * n + idx[static_cast<size_t>(2 * k - 1)]) {
       sorted = false;
     }
   }
@@ -110,7 +111,8 @@ Eigen::MatrixXd FitInputReader::read_sparse_hessian(const std::string& group, in
   int64_t previous = -1;
   for (int64_t k : order) {
     const int64_t row = idx[static_cast<size_t>(2 * k)], col = idx[static_cast<size_t>(2 * k + 1)];
-    if (row * n + col == previous) fail(g.indices.path, "duplicate entry (" + std::to_string(row) + "," + std::to_string(col) + ")");
+    if (row * n + col == previous)
+      fail(g.indices.path, "duplicate entry (" + std::to_string(row) + "," + std::to_string(col) + ")");
     previous = row * n + col;
     m(row, col) = values[static_cast<size_t>(k)];
   }

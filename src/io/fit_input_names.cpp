@@ -15,7 +15,8 @@ namespace rabbit::io {
 
 using h5::DatasetInfo;
 
-// ---------------------------------------------------------------- docs/input-reader.md "Name and index lists"
+// ---------------------------------------------------------------- docs/input-reader.md "Name and index
+// lists"
 void FitInputReader::read_names() {
   d_.procs = r_.read_strings("hprocs");
   d_.signals = r_.read_strings("hsignals");
@@ -61,8 +62,8 @@ void FitInputReader::read_names() {
   for (size_t k = 0; k < d_.noiidxs.size(); ++k) {
     const int64_t i = d_.noiidxs[k];
     if (i < 0 || i >= d_.nsyst) {
-      fail(noi_name, "[" + std::to_string(k) + "] = " + std::to_string(i) + " outside [0, nsyst=" +
-                         std::to_string(d_.nsyst) + ")");
+      fail(noi_name, "[" + std::to_string(k) + "] = " + std::to_string(i) +
+                         " outside [0, nsyst=" + std::to_string(d_.nsyst) + ")");
     }
     if (!seen.insert(i).second) fail(noi_name, "index " + std::to_string(i) + " appears twice");
   }
@@ -99,9 +100,12 @@ void FitInputReader::read_meta() {
     meta_channels_ = std::move(meta.channels);
     have_meta_channels_ = true;
   } catch (const pickle::DecodeError& e) {
-    // docs/input-reader.md "The meta pickle": a meta that cannot be decoded falls back to the no-meta defaults.
-    log().warn("{}: {}; falling back to the defaults without meta (one channel, asymmetric logk, "
-               "log_normal)", d_.filename, e.what());
+    // docs/input-reader.md "The meta pickle": a meta that cannot be decoded falls back to the no-meta
+    // defaults.
+    log().warn(
+        "{}: {}; falling back to the defaults without meta (one channel, asymmetric logk, "
+        "log_normal)",
+        d_.filename, e.what());
     d_.has_meta = false;
     d_.symmetric_tensor = false;
     d_.systematic_type = SystematicType::log_normal;
@@ -114,7 +118,8 @@ void FitInputReader::read_meta() {
   }
 }
 
-// ---------------------------------------------------------------- docs/input-reader.md "Validation checklist" item 10
+// ---------------------------------------------------------------- docs/input-reader.md "Validation
+// checklist" item 10
 void FitInputReader::check_names() {
   if (d_.signals.size() > d_.procs.size()) {
     fail("hsignals", "has " + std::to_string(d_.signals.size()) + " names, 'hprocs' only " +
@@ -144,14 +149,15 @@ void FitInputReader::check_names() {
     const auto it = std::find(d_.systs.begin(), d_.systs.end(), n);
     const double w = d_.constraintweights[std::distance(d_.systs.begin(), it)];
     if (w != 0.0) {
-      log().warn("{}: '{}' is listed in 'hsystsnoconstraint' but has constraint weight {}", d_.filename,
-                 n, format_double(w));
+      log().warn("{}: '{}' is listed in 'hsystsnoconstraint' but has constraint weight {}", d_.filename, n,
+                 format_double(w));
     }
   }
   if (!prefix) log().warn("{}: 'hsystsnoconstraint' is not the prefix of 'hsysts'", d_.filename);
 }
 
-// ---------------------------------------------------------------- docs/input-reader.md "Per file", "Validation checklist" item 15
+// ---------------------------------------------------------------- docs/input-reader.md "Per file",
+// "Validation checklist" item 15
 void FitInputReader::derive_channels() {
   if (!have_meta_channels_) {
     d_.channels = io::default_channels(d_.nbins, d_.nbinsmasked);
@@ -168,15 +174,17 @@ void FitInputReader::derive_channels() {
       if (seen_masked) fail_file("meta: non-masked channel '" + ch.name + "' after a masked channel");
       unmasked += ch.nbins();
       if (ch.flow) {
-        log().warn("{}: meta: channel '{}' has flow=True but is not masked (rabbit only allows flow on "
-                   "masked channels)", d_.filename, ch.name);
+        log().warn(
+            "{}: meta: channel '{}' has flow=True but is not masked (rabbit only allows flow on "
+            "masked channels)",
+            d_.filename, ch.name);
       }
     }
     total += ch.nbins();
   }
   if (total != d_.nbinsfull) {
-    fail_file("meta: channels cover " + std::to_string(total) + " bins, tensors have nbinsfull=" +
-              std::to_string(d_.nbinsfull));
+    fail_file("meta: channels cover " + std::to_string(total) +
+              " bins, tensors have nbinsfull=" + std::to_string(d_.nbinsfull));
   }
   if (unmasked != d_.nbins) {
     fail_file("meta: non-masked channels cover " + std::to_string(unmasked) +

@@ -10,12 +10,11 @@
 // rows only: observed rows [obs_begin_, obs_end_) of the observation arrays and tensor rows
 // [row_begin_, row_end_) of the model tensors and MC statistics. A full read holds [0, nbins)
 // and [0, nbinsfull); a ranged read holds [b0, b1) for both (no masked bins).
+#include <Eigen/Core>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/io/hdf5_reader.hpp"
@@ -41,13 +40,14 @@ class FitInputReader {
   void require_dataset(const std::string& path) const;
   DatasetInfo float_info(const std::string& path) const;
   DatasetInfo int_info(const std::string& path) const;
-  void expect_shape(const DatasetInfo& info, const std::vector<int64_t>& expected, const std::string& meaning) const;
+  void expect_shape(const DatasetInfo& info, const std::vector<int64_t>& expected,
+                    const std::string& meaning) const;
   /// Item 12. `p` holds the slab [axis_begin, axis_begin + n/…) along `axis` of a dataset of
   /// `shape` (the whole dataset by default); the first bad entry is reported in file coordinates.
   void check_finite(const std::string& path, const double* p, int64_t n, const std::vector<int64_t>& shape,
                     int axis = 0, int64_t axis_begin = 0) const;
-  void check_non_negative(const std::string& path, const double* p, int64_t n, const std::vector<int64_t>& shape,
-                          int axis = 0, int64_t axis_begin = 0) const;
+  void check_non_negative(const std::string& path, const double* p, int64_t n,
+                          const std::vector<int64_t>& shape, int axis = 0, int64_t axis_begin = 0) const;
   /// The whole dataset, finiteness checked.
   std::vector<double> read_checked(const DatasetInfo& info) const;
   /// Indices [begin, end) along `axis` (all of the others), finiteness checked.

@@ -37,10 +37,12 @@ int64_t first_entry_of_row(const h5::Reader& r, const h5::DatasetInfo& indices, 
 }
 
 // Streams the (row, col) index pairs of entries [first, last) block by block, checking bounds,
-// rows within [row_lo, row_hi) and strict row-major order (docs/input-reader.md "Validation checklist" item 9).
+// rows within [row_lo, row_hi) and strict row-major order (docs/input-reader.md "Validation checklist" item
+// 9).
 template <typename Visit>
-void scan_indices(const h5::Reader& r, const std::vector<int64_t>& dense_shape, const h5::DatasetInfo& indices,
-                  int64_t first, int64_t last, int64_t row_lo, int64_t row_hi, Visit&& visit) {
+void scan_indices(const h5::Reader& r, const std::vector<int64_t>& dense_shape,
+                  const h5::DatasetInfo& indices, int64_t first, int64_t last, int64_t row_lo, int64_t row_hi,
+                  Visit&& visit) {
   const int64_t rows = dense_shape[0], cols = dense_shape[1];
   std::vector<int64_t> block;
   int64_t previous = -1;
@@ -75,7 +77,8 @@ FitInputReader::SparseGroup FitInputReader::open_sparse(const std::string& group
   if (!r_.has_attribute(group, "dense_shape")) fail(group, "attribute 'dense_shape' missing");
   g.dense_shape = r_.read_int_attribute(group, "dense_shape");
   if (g.dense_shape.size() != 2 || g.dense_shape[0] < 0 || g.dense_shape[1] < 0) {
-    fail(group, "attribute 'dense_shape' " + shape_to_string(g.dense_shape) + " must be two non-negative ints");
+    fail(group,
+         "attribute 'dense_shape' " + shape_to_string(g.dense_shape) + " must be two non-negative ints");
   }
   g.indices = int_info(group + "/indices");
   g.values = float_info(group + "/values");
@@ -88,8 +91,8 @@ FitInputReader::SparseGroup FitInputReader::open_sparse(const std::string& group
 void FitInputReader::read_sparse_tensors() {
   const SparseGroup norm = open_sparse("hnorm_sparse");
   if (norm.dense_shape[1] != d_.nproc) {
-    fail("hnorm_sparse", "dense_shape " + shape_to_string(norm.dense_shape) + " must be [nbinsfull, nproc=" +
-                             std::to_string(d_.nproc) + "]");
+    fail("hnorm_sparse", "dense_shape " + shape_to_string(norm.dense_shape) +
+                             " must be [nbinsfull, nproc=" + std::to_string(d_.nproc) + "]");
   }
   set_nbinsfull(norm.dense_shape[0], "hnorm_sparse");
   const SparseGroup logk = open_sparse("hlogk_sparse");
@@ -126,10 +129,11 @@ void FitInputReader::read_sparse_tensors() {
   SparseLogk& csr = d_.logk_sparse;
   csr.rowptr.assign(static_cast<size_t>(held_norm + 1), 0);
   csr.cols.resize(static_cast<size_t>(held_logk));
-  scan_indices(r_, logk.dense_shape, logk.indices, m0, m1, k0, k1, [&](int64_t m, int64_t row, int64_t col, int64_t) {
-    csr.rowptr[static_cast<size_t>(row - k0 + 1)]++;
-    csr.cols[static_cast<size_t>(m - m0)] = static_cast<int32_t>(col);
-  });
+  scan_indices(r_, logk.dense_shape, logk.indices, m0, m1, k0, k1,
+               [&](int64_t m, int64_t row, int64_t col, int64_t) {
+                 csr.rowptr[static_cast<size_t>(row - k0 + 1)]++;
+                 csr.cols[static_cast<size_t>(m - m0)] = static_cast<int32_t>(col);
+               });
   for (int64_t i = 0; i < held_norm; ++i) {
     csr.rowptr[static_cast<size_t>(i + 1)] += csr.rowptr[static_cast<size_t>(i)];
   }

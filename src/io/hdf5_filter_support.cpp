@@ -21,9 +21,10 @@ FilterCompression filter_compression(size_t cd_nelmts, const unsigned cd_values[
   return c;
 }
 
-size_t run_filter_callback(unsigned flags, size_t nbytes, size_t* buf_size, void** buf, const char* codec,
-                           const std::function<ChunkDecoding(const void* src, size_t src_bytes)>& decode,
-                           const std::function<std::vector<uint8_t>(const void* src, size_t src_bytes)>& encode) {
+size_t run_filter_callback(
+    unsigned flags, size_t nbytes, size_t* buf_size, void** buf, const char* codec,
+    const std::function<ChunkDecoding(const void* src, size_t src_bytes)>& decode,
+    const std::function<std::vector<uint8_t>(const void* src, size_t src_bytes)>& encode) {
   void* result = nullptr;
   try {
     size_t result_bytes = 0;

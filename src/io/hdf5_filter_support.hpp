@@ -31,8 +31,9 @@ struct ChunkDecoding {
 /// *buf is replaced by memory from H5allocate_memory and its size returned. Any exception frees
 /// what was allocated, leaves its message for take_filter_error() and returns 0, HDF5's failure.
 /// `codec` names the codec in the out-of-memory message.
-size_t run_filter_callback(unsigned flags, size_t nbytes, size_t* buf_size, void** buf, const char* codec,
-                           const std::function<ChunkDecoding(const void* src, size_t src_bytes)>& decode,
-                           const std::function<std::vector<uint8_t>(const void* src, size_t src_bytes)>& encode);
+size_t run_filter_callback(
+    unsigned flags, size_t nbytes, size_t* buf_size, void** buf, const char* codec,
+    const std::function<ChunkDecoding(const void* src, size_t src_bytes)>& decode,
+    const std::function<std::vector<uint8_t>(const void* src, size_t src_bytes)>& encode);
 
 }  // namespace rabbit::io::detail

@@ -31,10 +31,14 @@ bool sanitize_utf8(std::string& s) {
   while (i < n) {
     const auto c = static_cast<unsigned char>(s[i]);
     size_t len = 0;
-    if (c < 0x80) len = 1;
-    else if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4;
+    if (c < 0x80)
+      len = 1;
+    else if (c >= 0xC2 && c <= 0xDF)
+      len = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+      len = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+      len = 4;
     bool ok = len > 0;
     for (size_t k = 1; ok && k < len; ++k) ok = cont(i + k);
     if (ok) {
@@ -61,37 +65,56 @@ std::string shape_to_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-std::string DatasetInfo::shape_string() const { return shape_to_string(shape); }
+std::string DatasetInfo::shape_string() const {
+  return shape_to_string(shape);
+}
 
 std::string DatasetInfo::type_description() const {
   switch (type_class) {
-    case TypeClass::floating: return "floating point " + std::to_string(type_size) + " bytes";
+    case TypeClass::floating:
+      return "floating point " + std::to_string(type_size) + " bytes";
     case TypeClass::integer:
-      return std::string(is_signed ? "integer " : "unsigned integer ") + std::to_string(type_size) +
-             " bytes";
-    case TypeClass::string: return "string";
-    case TypeClass::vlen: return "variable-length sequence";
-    case TypeClass::other: return "non-numeric type";
+      return std::string(is_signed ? "integer " : "unsigned integer ") + std::to_string(type_size) + " bytes";
+    case TypeClass::string:
+      return "string";
+    case TypeClass::vlen:
+      return "variable-length sequence";
+    case TypeClass::other:
+      return "non-numeric type";
   }
   return "?";
 }
 
 std::string filter_name(int filter_id) {
   switch (filter_id) {
-    case 1: return "deflate";
-    case 2: return "shuffle";
-    case 3: return "fletcher32";
-    case 4: return "szip";
-    case 5: return "nbit";
-    case 6: return "scaleoffset";
-    case 307: return "bzip2";
-    case 32000: return "lzf";
-    case 32001: return "blosc";
-    case 32004: return "lz4";
-    case 32008: return "bitshuffle";
-    case 32015: return "zstd";
-    case 32026: return "blosc2";
-    default: return "unknown";
+    case 1:
+      return "deflate";
+    case 2:
+      return "shuffle";
+    case 3:
+      return "fletcher32";
+    case 4:
+      return "szip";
+    case 5:
+      return "nbit";
+    case 6:
+      return "scaleoffset";
+    case 307:
+      return "bzip2";
+    case 32000:
+      return "lzf";
+    case 32001:
+      return "blosc";
+    case 32004:
+      return "lz4";
+    case 32008:
+      return "bitshuffle";
+    case 32015:
+      return "zstd";
+    case 32026:
+      return "blosc2";
+    default:
+      return "unknown";
   }
 }
 
@@ -112,7 +135,9 @@ ErrorSilencer::ErrorSilencer() {
   H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
 }
-ErrorSilencer::~ErrorSilencer() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+ErrorSilencer::~ErrorSilencer() {
+  H5Eset_auto2(H5E_DEFAULT, func_, data_);
+}
 
 Reader::Reader(std::string filename) : filename_(std::move(filename)) {
   H5Eget_auto2(H5E_DEFAULT, &saved_error_func_, &saved_error_data_);
@@ -122,8 +147,8 @@ Reader::Reader(std::string filename) : filename_(std::move(filename)) {
   if (is_hdf5 <= 0) {
     std::string cause = is_hdf5 == 0 ? "file signature not found" : current_hdf5_error();
     H5Eset_auto2(H5E_DEFAULT, saved_error_func_, saved_error_data_);
-    throw InputError(filename_ + ": not an HDF5 file (or unreadable): " +
-                     (cause.empty() ? "cannot open" : cause));
+    throw InputError(filename_ +
+                     ": not an HDF5 file (or unreadable): " + (cause.empty() ? "cannot open" : cause));
   }
   file_ = Handle(H5Fopen(filename_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!file_.valid()) {
@@ -141,7 +166,9 @@ Reader::~Reader() {
 void Reader::fail(const std::string& object, const std::string& what) const {
   throw InputError(filename_ + ": dataset '" + object + "': " + what);
 }
-void Reader::fail_file(const std::string& what) const { throw InputError(filename_ + ": " + what); }
+void Reader::fail_file(const std::string& what) const {
+  throw InputError(filename_ + ": " + what);
+}
 
 bool Reader::exists(const std::string& path) const {
   // H5Lexists requires every intermediate group to exist: check prefix by prefix.
@@ -185,12 +212,10 @@ std::vector<std::string> Reader::children(const std::string& group) const {
   H5G_info_t ginfo;
   if (H5Gget_info(g, &ginfo) < 0) fail(group, "cannot list group: " + current_hdf5_error());
   for (hsize_t i = 0; i < ginfo.nlinks; ++i) {
-    const ssize_t len =
-        H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    const ssize_t len = H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
     if (len < 0) fail(group, "cannot list group: " + current_hdf5_error());
     std::string name(static_cast<size_t>(len) + 1, '\0');
-    H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
-                       H5P_DEFAULT);
+    H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT);
     name.resize(static_cast<size_t>(len));
     names.push_back(std::move(name));
   }
@@ -213,14 +238,22 @@ DatasetInfo Reader::info(const std::string& path) const {
   const H5T_class_t cls = H5Tget_class(type);
   info.type_size = H5Tget_size(type);
   switch (cls) {
-    case H5T_FLOAT: info.type_class = TypeClass::floating; break;
+    case H5T_FLOAT:
+      info.type_class = TypeClass::floating;
+      break;
     case H5T_INTEGER:
       info.type_class = TypeClass::integer;
       info.is_signed = H5Tget_sign(type) != H5T_SGN_NONE;
       break;
-    case H5T_STRING: info.type_class = TypeClass::string; break;
-    case H5T_VLEN: info.type_class = TypeClass::vlen; break;
-    default: info.type_class = TypeClass::other; break;
+    case H5T_STRING:
+      info.type_class = TypeClass::string;
+      break;
+    case H5T_VLEN:
+      info.type_class = TypeClass::vlen;
+      break;
+    default:
+      info.type_class = TypeClass::other;
+      break;
   }
   Handle space(H5Dget_space(d));
   const int rank = H5Sget_simple_extent_ndims(space);
@@ -272,8 +305,8 @@ void Reader::check_filters(hid_t dataset, const std::string& path) const {
     unsigned flags = 0, config = 0;
     size_t ncd = 0;
     char name[256] = {0};
-    const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &ncd, nullptr,
-                                           sizeof name, name, &config);
+    const H5Z_filter_t id =
+        H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &ncd, nullptr, sizeof name, name, &config);
     if (id < 0) fail(path, "cannot inspect the filter pipeline: " + current_hdf5_error());
     if (H5Zfilter_avail(id) > 0) continue;
     H5Eclear2(H5E_DEFAULT);
@@ -283,25 +316,29 @@ void Reader::check_filters(hid_t dataset, const std::string& path) const {
     std::string why;
     std::string fix;
     if (id == io::kBloscFilterId || id == io::kBlosc2FilterId) {
-      why = "built-in decoder disabled (RABBIT_BLOSC_FILTERS=plugin) and no plugin found in "
-            "HDF5_PLUGIN_PATH=" + std::string(plugin_path ? plugin_path : "(unset)");
+      why =
+          "built-in decoder disabled (RABBIT_BLOSC_FILTERS=plugin) and no plugin found in "
+          "HDF5_PLUGIN_PATH=" +
+          std::string(plugin_path ? plugin_path : "(unset)");
       fix = "unset RABBIT_BLOSC_FILTERS, or export HDF5_PLUGIN_PATH=<directory with the " +
             std::string(id == io::kBloscFilterId ? "libh5blosc.so" : "libh5blosc2.so") +
             " plugin> (e.g. $(python3 -c 'import hdf5plugin; print(hdf5plugin.PLUGIN_PATH)'))";
     } else {
       why = "no decoder registered and no plugin found in HDF5_PLUGIN_PATH=" +
             std::string(plugin_path ? plugin_path : "(unset)");
-      fix = "export HDF5_PLUGIN_PATH=<directory with an HDF5 plugin for filter " +
-            std::to_string(id) + ">, or rewrite the file with gzip/blosc2 compression";
+      fix = "export HDF5_PLUGIN_PATH=<directory with an HDF5 plugin for filter " + std::to_string(id) +
+            ">, or rewrite the file with gzip/blosc2 compression";
     }
-    fail(path, "uses HDF5 filter " + std::to_string(id) + " ('" + known +
-                   "') which is not available (" + why + "); fix: " + fix);
+    fail(path, "uses HDF5 filter " + std::to_string(id) + " ('" + known + "') which is not available (" +
+                   why + "); fix: " + fix);
   }
 }
 
 void Reader::read_numeric(const DatasetInfo& info, hid_t mem_type, void* dst, int64_t offset,
                           int64_t count) const {
-  if (count <= 0) return;  // never touch the filter path of empty datasets (docs/input-reader.md "File structure and storage conventions")
+  if (count <= 0)
+    return;  // never touch the filter path of empty datasets (docs/input-reader.md "File structure and
+             // storage conventions")
   if (offset < 0 || offset + count > info.size) {
     fail(info.path, "read range [" + std::to_string(offset) + "," + std::to_string(offset + count) +
                         ") outside the " + std::to_string(info.size) + " stored elements");
@@ -345,8 +382,7 @@ std::vector<double> Reader::read_doubles(const DatasetInfo& info) const {
   return out;
 }
 
-void Reader::read_doubles_range(const DatasetInfo& info, int64_t offset, int64_t count,
-                                double* dst) const {
+void Reader::read_doubles_range(const DatasetInfo& info, int64_t offset, int64_t count, double* dst) const {
   if (info.type_class != TypeClass::floating) {
     fail(info.path, "must be floating point (float32/float64), found " + info.type_description());
   }
@@ -365,8 +401,7 @@ std::vector<int64_t> Reader::read_ints(const DatasetInfo& info) const {
   return out;
 }
 
-void Reader::read_ints_range(const DatasetInfo& info, int64_t offset, int64_t count,
-                             int64_t* dst) const {
+void Reader::read_ints_range(const DatasetInfo& info, int64_t offset, int64_t count, int64_t* dst) const {
   if (info.type_class != TypeClass::integer) {
     fail(info.path, "must be integer, found " + info.type_description());
   }
@@ -441,8 +476,8 @@ std::vector<std::string> Reader::read_strings(const std::string& path) const {
   size_t bad = 0;
   for (auto& s : out) bad += sanitize_utf8(s) ? 1 : 0;
   if (bad > 0) {
-    log().warn("{}: dataset '{}': {} string(s) with invalid UTF-8 (replaced by U+FFFD)", filename_,
-               path, bad);
+    log().warn("{}: dataset '{}': {} string(s) with invalid UTF-8 (replaced by U+FFFD)", filename_, path,
+               bad);
   }
   return out;
 }
@@ -483,8 +518,7 @@ bool Reader::has_attribute(const std::string& object, const std::string& name) c
   return r > 0;
 }
 
-std::vector<int64_t> Reader::read_int_attribute(const std::string& object,
-                                                const std::string& name) const {
+std::vector<int64_t> Reader::read_int_attribute(const std::string& object, const std::string& name) const {
   if (!has_attribute(object, name)) fail(object, "missing attribute '" + name + "'");
   Handle attr(H5Aopen_by_name(file_, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT));
   if (!attr.valid()) fail(object, "cannot open attribute '" + name + "': " + current_hdf5_error());

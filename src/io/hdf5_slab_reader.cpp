@@ -27,12 +27,15 @@ int64_t Reader::slab_size(const DatasetInfo& info, int axis, int64_t begin, int6
 
 void Reader::read_slab(const DatasetInfo& info, hid_t mem_type, void* dst, int axis, int64_t begin,
                        int64_t end) const {
-  if (axis < 0 || axis >= info.rank() || begin < 0 || end < begin || end > info.shape[static_cast<size_t>(axis)]) {
+  if (axis < 0 || axis >= info.rank() || begin < 0 || end < begin ||
+      end > info.shape[static_cast<size_t>(axis)]) {
     fail(info.path, "read range [" + std::to_string(begin) + "," + std::to_string(end) + ") along axis " +
                         std::to_string(axis) + " outside the shape " + info.shape_string());
   }
   const int64_t count = slab_size(info, axis, begin, end);
-  if (count <= 0) return;  // never touch the filter path for nothing (docs/input-reader.md "File structure and storage conventions")
+  if (count <= 0)
+    return;  // never touch the filter path for nothing (docs/input-reader.md "File structure and storage
+             // conventions")
   if (begin == 0 && end == info.shape[static_cast<size_t>(axis)]) {
     read_numeric(info, mem_type, dst, 0, info.size);
     return;
@@ -63,7 +66,8 @@ void Reader::read_slab(const DatasetInfo& info, hid_t mem_type, void* dst, int a
   read_selection(info, mem_type, mem_space, file_space, dst);
 }
 
-void Reader::read_doubles_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end, double* dst) const {
+void Reader::read_doubles_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end,
+                               double* dst) const {
   if (info.type_class != TypeClass::floating) {
     fail(info.path, "must be floating point (float32/float64), found " + info.type_description());
   }
@@ -74,7 +78,8 @@ void Reader::read_doubles_slab(const DatasetInfo& info, int axis, int64_t begin,
   read_slab(info, H5T_NATIVE_DOUBLE, dst, axis, begin, end);
 }
 
-void Reader::read_ints_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end, int64_t* dst) const {
+void Reader::read_ints_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end,
+                            int64_t* dst) const {
   if (info.type_class != TypeClass::integer) {
     fail(info.path, "must be integer, found " + info.type_description());
   }

@@ -8,7 +8,8 @@ void require_blosc2_encoder(const std::string& filename) {
   unsigned config = 0;
   if (H5Zfilter_avail(kBlosc2FilterId) <= 0 || H5Zget_filter_info(kBlosc2FilterId, &config) < 0 ||
       !(config & H5Z_FILTER_CONFIG_ENCODE_ENABLED))
-    throw ResourceError(filename + ": cannot write Blosc2: HDF5 filter 32026 is not available with an "
+    throw ResourceError(filename +
+                        ": cannot write Blosc2: HDF5 filter 32026 is not available with an "
                         "encoder (RABBIT_BLOSC_FILTERS=plugin with a decode-only plugin?); use gzip");
 }
 
@@ -33,8 +34,8 @@ void H5Out::write_scalar(hid_t loc, const std::string& name, double value) const
   h5::Handle space(check(H5Screate(H5S_SCALAR), name));
   h5::Handle dcpl(check(H5Pcreate(H5P_DATASET_CREATE), name));
   H5Pset_obj_track_times(dcpl, false);
-  h5::Handle dset(check(H5Dcreate2(loc, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                        name));
+  h5::Handle dset(
+      check(H5Dcreate2(loc, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), name));
   check(H5Dwrite(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value), name, 0);
 }
 
@@ -74,17 +75,17 @@ void H5Out::write_meta(hid_t file, const std::vector<uint8_t>& pickle) const {
   h5::Handle space(check(H5Screate_simple(1, &n, nullptr), "meta/pickle_data"));
   h5::Handle dcpl(check(H5Pcreate(H5P_DATASET_CREATE), "meta/pickle_data"));
   H5Pset_obj_track_times(dcpl, false);
-  // Python writes Blosc v1 (32001) here; any filter HDF5 knows is fine for wums (docs/tensor-writer.md "The meta pickle bytes").
+  // Python writes Blosc v1 (32001) here; any filter HDF5 knows is fine for wums (docs/tensor-writer.md "The
+  // meta pickle bytes").
   if (compression_ != Compression::none) {
     const hsize_t chunk = std::min<hsize_t>(n, 1048576);
     check(H5Pset_chunk(dcpl, 1, &chunk), "meta/pickle_data", 0);
     check(H5Pset_deflate(dcpl, 4), "meta/pickle_data", 0);
   }
-  h5::Handle dset(check(H5Dcreate2(group, "pickle_data", H5T_STD_U8LE, space, H5P_DEFAULT, dcpl,
-                                   H5P_DEFAULT),
+  h5::Handle dset(check(H5Dcreate2(group, "pickle_data", H5T_STD_U8LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
                         "meta/pickle_data"));
-  check(H5Dwrite(dset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pickle.data()),
-        "meta/pickle_data", 0);
+  check(H5Dwrite(dset, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pickle.data()), "meta/pickle_data",
+        0);
 }
 
 void H5Out::add_filter(hid_t dcpl, const std::string& name, size_t typesize, size_t chunk_bytes) const {
@@ -92,8 +93,8 @@ void H5Out::add_filter(hid_t dcpl, const std::string& name, size_t typesize, siz
     check(H5Pset_deflate(dcpl, 4), name + " deflate", 0);
   } else if (compression_ == Compression::blosc2) {
     // Same cd_values as hdf5plugin.Blosc2(cname="lz4", clevel=5) on 1-D chunks.
-    const unsigned cd[7] = {1, 0, static_cast<unsigned>(typesize), static_cast<unsigned>(chunk_bytes),
-                            5, 1, 1};
+    const unsigned cd[7] = {1, 0, static_cast<unsigned>(typesize), static_cast<unsigned>(chunk_bytes), 5,
+                            1, 1};
     check(H5Pset_filter(dcpl, kBlosc2FilterId, H5Z_FLAG_MANDATORY, 7, cd), name + " blosc2 filter", 0);
   }
 }
@@ -111,8 +112,8 @@ void H5Out::write_list(hid_t loc, const std::string& name, hid_t file_type, hid_
     check(H5Pset_chunk(dcpl, 1, &chunk), name, 0);
     check(H5Pset_deflate(dcpl, 4), name, 0);
   }
-  h5::Handle dset(check(H5Dcreate2(loc, name.c_str(), file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                        name));
+  h5::Handle dset(
+      check(H5Dcreate2(loc, name.c_str(), file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), name));
   if (n > 0) check(H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), name, 0);
 }
 

@@ -51,8 +51,8 @@ class H5Out {
   /// compressed, all-zero chunks left unwritten; empty arrays contiguous without a filter.
   template <typename T>
   void write_flat(hid_t loc, const std::string& name, const std::vector<T>& values,
-                  const std::vector<int64_t>& shape, hid_t file_type, hid_t mem_type,
-                  size_t max_chunk_bytes, bool compress = true) const {
+                  const std::vector<int64_t>& shape, hid_t file_type, hid_t mem_type, size_t max_chunk_bytes,
+                  bool compress = true) const {
     const int64_t expected =
         std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
     if (expected != static_cast<int64_t>(values.size()))
@@ -67,8 +67,8 @@ class H5Out {
       check(H5Pset_chunk(dcpl, 1, &chunk), name + " chunking", 0);
       if (compress) add_filter(dcpl, name, sizeof(T), chunk * sizeof(T));
     }
-    h5::Handle dset(check(H5Dcreate2(loc, name.c_str(), file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                          name));
+    h5::Handle dset(
+        check(H5Dcreate2(loc, name.c_str(), file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), name));
     for (hsize_t begin = 0; begin < n; begin += chunk) {
       const hsize_t count = std::min(chunk, n - begin);
       const bool all_zero = std::all_of(values.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -104,7 +104,8 @@ class H5Out {
 
   void write_int32(hid_t loc, const std::string& name, const std::vector<int32_t>& values) const;
 
-  /// The `meta` group: protocol attribute and the pickle bytes (docs/tensor-writer.md "The meta pickle bytes").
+  /// The `meta` group: protocol attribute and the pickle bytes (docs/tensor-writer.md "The meta pickle
+  /// bytes").
   void write_meta(hid_t file, const std::vector<uint8_t>& pickle) const;
 
  private:

@@ -1,14 +1,14 @@
 // rabbit_inspect's summary and diagnostics; see inspect.hpp.
 #include "rabbit/io/inspect.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace rabbit::inspect {
 namespace {
@@ -32,8 +32,10 @@ void for_each_effect(const FitInputData& d, Fn&& fn) {
   std::map<int64_t, std::pair<double, double>> effects;
   auto add = [&](int64_t col, double value) {
     if (value == 0.0) return;
-    if (col < nsyst) effects[col].first = value;
-    else effects[col - nsyst].second = value;
+    if (col < nsyst)
+      effects[col].first = value;
+    else
+      effects[col - nsyst].second = value;
   };
   if (!d.sparse) {
     for (int64_t bp = 0; bp < d.nbinsfull * d.nproc; ++bp) {
@@ -70,7 +72,9 @@ void note(Diagnostic& diag, size_t max_listed, const std::string& line) {
   if (diag.details.size() < max_listed) diag.details.push_back(line);
 }
 
-std::string g(double v) { return fmt::format("{:.6g}", v); }
+std::string g(double v) {
+  return fmt::format("{:.6g}", v);
+}
 
 }  // namespace
 
@@ -86,11 +90,16 @@ std::string bin_label(const FitInputData& d, int64_t bin) {
     local = n > 0 ? local / n : 0;
     if (ch->flow && a.underflow) --idx;  // -1 = underflow
     std::string value;
-    if (idx >= 0 && idx < static_cast<int64_t>(a.categories_str.size())) value = a.categories_str[idx];
-    else if (idx >= 0 && idx < static_cast<int64_t>(a.categories_int.size())) value = std::to_string(a.categories_int[idx]);
-    else if (idx < 0) value = "underflow";
-    else if (idx >= a.size) value = "overflow";
-    else value = std::to_string(idx);
+    if (idx >= 0 && idx < static_cast<int64_t>(a.categories_str.size()))
+      value = a.categories_str[idx];
+    else if (idx >= 0 && idx < static_cast<int64_t>(a.categories_int.size()))
+      value = std::to_string(a.categories_int[idx]);
+    else if (idx < 0)
+      value = "underflow";
+    else if (idx >= a.size)
+      value = "overflow";
+    else
+      value = std::to_string(idx);
     parts[i] = (a.name.empty() ? "axis" + std::to_string(i) : a.name) + "=" + value;
   }
   std::string joined;
@@ -108,12 +117,15 @@ std::vector<Diagnostic> diagnose(const FitInputData& d, const DiagnoseOptions& o
   };
 
   Diagnostic empty_data = titled("channels with empty data");
-  Diagnostic low_data = titled(fmt::format("bins with fewer than {} observed events", g(o.low_data_threshold)));
-  Diagnostic data_no_pred = titled("bins with observed events but zero total prediction (Poisson NLL is infinite)");
+  Diagnostic low_data =
+      titled(fmt::format("bins with fewer than {} observed events", g(o.low_data_threshold)));
+  Diagnostic data_no_pred =
+      titled("bins with observed events but zero total prediction (Poisson NLL is infinite)");
   Diagnostic zero_data_pred = titled("observed bins with zero data but a positive prediction");
   Diagnostic low_pred = titled(fmt::format("bins with total prediction below {}", g(o.low_yield_threshold)));
   Diagnostic negative = titled("negative nominal yields");
-  Diagnostic rel_stat = titled(fmt::format("bins with relative MC statistical uncertainty above {}%", g(100 * o.rel_stat_threshold)));
+  Diagnostic rel_stat = titled(
+      fmt::format("bins with relative MC statistical uncertainty above {}%", g(100 * o.rel_stat_threshold)));
   for (const auto& ch : d.channels) {
     if (!ch.masked) {
       double sum = 0;
@@ -124,14 +136,20 @@ std::vector<Diagnostic> diagnose(const FitInputData& d, const DiagnoseOptions& o
       const double pred = total(b);
       if (!ch.masked && b < d.nbins) {
         const double obs = d.data_obs[b];
-        if (obs < o.low_data_threshold) note(low_data, o.max_listed, fmt::format("{}: {} events", bin_label(d, b), g(obs)));
-        if (obs > 0 && pred <= 0) note(data_no_pred, o.max_listed, fmt::format("{}: {} events, prediction {}", bin_label(d, b), g(obs), g(pred)));
-        if (obs == 0 && pred > 0) note(zero_data_pred, o.max_listed, fmt::format("{}: prediction {}", bin_label(d, b), g(pred)));
+        if (obs < o.low_data_threshold)
+          note(low_data, o.max_listed, fmt::format("{}: {} events", bin_label(d, b), g(obs)));
+        if (obs > 0 && pred <= 0)
+          note(data_no_pred, o.max_listed,
+               fmt::format("{}: {} events, prediction {}", bin_label(d, b), g(obs), g(pred)));
+        if (obs == 0 && pred > 0)
+          note(zero_data_pred, o.max_listed, fmt::format("{}: prediction {}", bin_label(d, b), g(pred)));
       }
-      if (pred < o.low_yield_threshold) note(low_pred, o.max_listed, fmt::format("{}: {}", bin_label(d, b), g(pred)));
+      if (pred < o.low_yield_threshold)
+        note(low_pred, o.max_listed, fmt::format("{}: {}", bin_label(d, b), g(pred)));
       for (int64_t p = 0; p < d.nproc; ++p) {
         const double v = norm[static_cast<size_t>(b * d.nproc + p)];
-        if (v < 0) note(negative, o.max_listed, fmt::format("{} process {}: {}", bin_label(d, b), d.procs[p], g(v)));
+        if (v < 0)
+          note(negative, o.max_listed, fmt::format("{} process {}: {}", bin_label(d, b), d.procs[p], g(v)));
       }
       double sumw = 0, sumw2 = 0;
       if (d.sumw_per_bin) {
@@ -155,7 +173,8 @@ std::vector<Diagnostic> diagnose(const FitInputData& d, const DiagnoseOptions& o
       if (s == 0) note(zero_norm, o.max_listed, fmt::format("channel {}: {}", ch.name, d.procs[p]));
     }
 
-  std::vector<bool> syst_used(static_cast<size_t>(d.nsyst), false), proc_used(static_cast<size_t>(d.nproc), false);
+  std::vector<bool> syst_used(static_cast<size_t>(d.nsyst), false),
+      proc_used(static_cast<size_t>(d.nproc), false);
   // worst variation ratio per (channel, process, nuisance)
   std::map<std::tuple<std::string, int64_t, int64_t>, std::pair<double, double>> extremes;
   const bool normal = d.systematic_type == SystematicType::normal;
@@ -180,12 +199,14 @@ std::vector<Diagnostic> diagnose(const FitInputData& d, const DiagnoseOptions& o
   Diagnostic no_syst_procs = titled("processes without any systematic variation");
   for (int64_t p = 0; p < d.nproc; ++p)
     if (!proc_used[static_cast<size_t>(p)]) note(no_syst_procs, o.max_listed, d.procs[p]);
-  Diagnostic extreme = titled(fmt::format("extreme systematic variations (ratio to nominal outside [1/{0}, {0}])", g(o.extreme_ratio)));
+  Diagnostic extreme = titled(fmt::format(
+      "extreme systematic variations (ratio to nominal outside [1/{0}, {0}])", g(o.extreme_ratio)));
   for (const auto& [key, range] : extremes) {
     const auto& [ch, p, s] = key;
     if (range.first < 1.0 / o.extreme_ratio || range.second > o.extreme_ratio)
-      note(extreme, o.max_listed, fmt::format("channel {}, process {}, nuisance {}: {}x .. {}x", ch, d.procs[p], d.systs[s],
-                                              g(range.first), g(range.second)));
+      note(extreme, o.max_listed,
+           fmt::format("channel {}, process {}, nuisance {}: {}x .. {}x", ch, d.procs[p], d.systs[s],
+                       g(range.first), g(range.second)));
   }
   for (auto* diag : {&empty_data, &low_data, &data_no_pred, &zero_data_pred, &low_pred, &negative, &rel_stat,
                      &zero_norm, &zero_systs, &no_syst_procs, &extreme})
@@ -199,8 +220,9 @@ void print_summary(std::ostream& out, const FitInputData& d) {
                      d.symmetric_tensor ? "symmetric" : "asymmetric",
                      d.systematic_type == SystematicType::normal ? "normal" : "log_normal",
                      d.has_meta ? "present" : "absent (rabbit defaults)");
-  out << fmt::format("bins: {} observed, {} total ({} masked); processes {}; nuisances {} ({} unconstrained)\n",
-                     d.nbins, d.nbinsfull, d.nbinsmasked, d.nproc, d.nsyst, d.nsystnoconstraint);
+  out << fmt::format(
+      "bins: {} observed, {} total ({} masked); processes {}; nuisances {} ({} unconstrained)\n", d.nbins,
+      d.nbinsfull, d.nbinsmasked, d.nproc, d.nsyst, d.nsystnoconstraint);
   out << "\nchannels:\n";
   for (const auto& ch : d.channels) {
     out << fmt::format("  {}{}{}: bins [{}, {}) = {}\n", ch.name, ch.masked ? " (masked)" : "",
@@ -246,7 +268,8 @@ void print_summary(std::ostream& out, const FitInputData& d) {
     for (const auto& g : groups_of[s]) groups += (groups.empty() ? "" : ", ") + g;
     const double w = d.constraintweights[s];
     out << fmt::format("  {:<4} {:<40} {:<14} {:<4} {}\n", s, d.systs[s],
-                       w == 0 ? "unconstrained" : fmt::format("w={}", g(w)), nois.count(s) ? "NOI" : "", groups);
+                       w == 0 ? "unconstrained" : fmt::format("w={}", g(w)), nois.count(s) ? "NOI" : "",
+                       groups);
   }
   out << "\ngroups:\n";
   for (size_t gi = 0; gi < d.systgroups.size(); ++gi) {
@@ -272,8 +295,8 @@ void print_summary(std::ostream& out, const FitInputData& d) {
     std::string scalars;  // rabbit PR #147's stored Gaussian scalars (docs/model.md "External terms")
     if (t.const_value) scalars += fmt::format(" const={}", *t.const_value);
     if (t.lognorm) scalars += fmt::format(" lognorm={}", *t.lognorm);
-    out << fmt::format("  {}: [{}]{}{}{}\n", t.name, params, t.grad_values ? " gradient" : "", t.hess ? " hessian" : "",
-                       scalars);
+    out << fmt::format("  {}: [{}]{}{}{}\n", t.name, params, t.grad_values ? " gradient" : "",
+                       t.hess ? " hessian" : "", scalars);
   }
 }
 
@@ -288,9 +311,11 @@ void print_diagnostics(std::ostream& out, const std::vector<Diagnostic>& diagnos
     ++issues;
     out << fmt::format("  [!!] {} {}\n", diag.count, diag.title);
     for (const auto& line : diag.details) out << "       - " << line << "\n";
-    if (diag.count > diag.details.size()) out << fmt::format("       ... and {} more\n", diag.count - diag.details.size());
+    if (diag.count > diag.details.size())
+      out << fmt::format("       ... and {} more\n", diag.count - diag.details.size());
   }
-  out << (issues == 0 ? std::string("\nno issues found\n") : fmt::format("\n{} potential issue(s) found\n", issues));
+  out << (issues == 0 ? std::string("\nno issues found\n")
+                      : fmt::format("\n{} potential issue(s) found\n", issues));
 }
 
 }  // namespace rabbit::inspect

@@ -134,10 +134,14 @@ class JsonParser {
     for (int k = 0; k < 4; ++k) {
       const char h = s_[i_++];
       cp <<= 4;
-      if (h >= '0' && h <= '9') cp |= static_cast<unsigned>(h - '0');
-      else if (h >= 'a' && h <= 'f') cp |= static_cast<unsigned>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') cp |= static_cast<unsigned>(h - 'A' + 10);
-      else fail("bad \\u escape");
+      if (h >= '0' && h <= '9')
+        cp |= static_cast<unsigned>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        cp |= static_cast<unsigned>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        cp |= static_cast<unsigned>(h - 'A' + 10);
+      else
+        fail("bad \\u escape");
     }
     return cp;
   }
@@ -155,14 +159,30 @@ class JsonParser {
       if (i_ >= s_.size()) fail("unterminated escape");
       const char e = s_[i_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           unsigned cp = hex4();
           if (cp >= 0xD800 && cp < 0xDC00 && s_.compare(i_, 2, "\\u") == 0) {  // surrogate pair
@@ -173,7 +193,8 @@ class JsonParser {
           append_utf8(out, cp);
           break;
         }
-        default: fail("bad escape");
+        default:
+          fail("bad escape");
       }
     }
   }
@@ -182,7 +203,9 @@ class JsonParser {
   std::size_t i_ = 0;
 };
 
-Json Json::parse(const std::string& text) { return JsonParser(text).document(); }
+Json Json::parse(const std::string& text) {
+  return JsonParser(text).document();
+}
 
 Json Json::parse_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -197,7 +220,9 @@ Json Json::parse_file(const std::string& path) {
 }
 
 namespace {
-[[noreturn]] void kind_error(const char* wanted) { throw InputError(std::string("JSON: not a ") + wanted); }
+[[noreturn]] void kind_error(const char* wanted) {
+  throw InputError(std::string("JSON: not a ") + wanted);
+}
 }  // namespace
 
 double Json::number() const {

@@ -12,7 +12,9 @@ using pickle::DecodeError;
 using pickle::Kind;
 using pickle::Value;
 
-[[noreturn]] void fail(const std::string& what) { throw DecodeError("meta: " + what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw DecodeError("meta: " + what);
+}
 
 bool as_bool(const Value* v, bool fallback) {
   if (v == nullptr) return fallback;
@@ -59,9 +61,11 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 void set_flags(AxisInfo& axis) {
   const std::string& c = axis.core_class;
   if (axis.kind == "category_str" || axis.kind == "category_int") {
-    if (ends_with(c, "_growth")) axis.growth = true;
-    else if (ends_with(c, "_none")) {}
-    else axis.overflow = true;
+    if (ends_with(c, "_growth"))
+      axis.growth = true;
+    else if (ends_with(c, "_none")) {
+    } else
+      axis.overflow = true;
     return;
   }
   if (axis.kind == "boolean") return;
@@ -94,12 +98,12 @@ std::vector<double> regular_edges(int64_t n, double min, double delta) {
   return edges;
 }
 
-const std::string kRegularFamily[] = {"regular_uoflow", "regular_uflow", "regular_oflow",
-                                      "regular_none", "regular_uoflow_growth", "regular_circular"};
-const std::string kVariableFamily[] = {"variable_uoflow", "variable_uflow", "variable_oflow",
-                                       "variable_none", "variable_uoflow_growth", "variable_circular"};
-const std::string kIntegerFamily[] = {"integer_uoflow", "integer_uflow", "integer_oflow",
-                                      "integer_none", "integer_growth", "integer_circular"};
+const std::string kRegularFamily[] = {"regular_uoflow", "regular_uflow",         "regular_oflow",
+                                      "regular_none",   "regular_uoflow_growth", "regular_circular"};
+const std::string kVariableFamily[] = {"variable_uoflow", "variable_uflow",         "variable_oflow",
+                                       "variable_none",   "variable_uoflow_growth", "variable_circular"};
+const std::string kIntegerFamily[] = {"integer_uoflow", "integer_uflow",  "integer_oflow",
+                                      "integer_none",   "integer_growth", "integer_circular"};
 
 template <size_t N>
 bool in(const std::string& s, const std::string (&set)[N]) {
@@ -183,7 +187,8 @@ AxisInfo interpret_axis(const Value& wrapper) {
     apply_axis_metadata(item(s, 2, where), axis);
     const int64_t min = as_int(item(s, 3, where), where + " min");
     axis.edges.resize(static_cast<size_t>(axis.size + 1));
-    for (int64_t i = 0; i <= axis.size; ++i) axis.edges[static_cast<size_t>(i)] = static_cast<double>(min + i);
+    for (int64_t i = 0; i <= axis.size; ++i)
+      axis.edges[static_cast<size_t>(i)] = static_cast<double>(min + i);
   } else if (c == "category_int" || c == "category_int_growth" || c == "category_int_none") {
     axis.kind = "category_int";
     axis.categories_int = pickle::ndarray_to_ints(item(s, 1, where));
@@ -204,7 +209,8 @@ AxisInfo interpret_axis(const Value& wrapper) {
     }
     apply_axis_metadata(item(s, static_cast<size_t>(2 + axis.size), where), axis);
   } else {
-    fail("unsupported axis type " + wrapper.cls->qualified_name() + " (core boost_histogram._core.axis." + c + ")");
+    fail("unsupported axis type " + wrapper.cls->qualified_name() + " (core boost_histogram._core.axis." + c +
+         ")");
   }
   if (axis.kind == "category_int" || axis.kind == "category_str") {
     axis.edges.resize(static_cast<size_t>(axis.size + 1));
@@ -218,14 +224,18 @@ MetaInfo interpret_meta(const Value& root) {
   if (!root.is(Kind::dict)) fail("top level is a " + root.describe() + ", expected a dict");
   MetaInfo meta;
   if (const Value* exp = root.get("exponential_transform"); exp && as_bool(exp, false)) {
-    throw InputError("meta: exponential_transform=True (removed from rabbit in 2025-03); this file cannot be fitted");
+    throw InputError(
+        "meta: exponential_transform=True (removed from rabbit in 2025-03); this file cannot be fitted");
   }
   meta.symmetric_tensor = as_bool(root.get("symmetric_tensor"), false);
   if (const Value* st = root.get("systematic_type"); st && !st->is(Kind::none)) {
     if (!st->is(Kind::string)) fail("'systematic_type' is a " + st->describe() + ", expected a str");
-    if (st->text == "log_normal") meta.systematic_type = SystematicType::log_normal;
-    else if (st->text == "normal") meta.systematic_type = SystematicType::normal;
-    else throw InputError("meta: systematic_type '" + st->text + "' is not one of log_normal, normal");
+    if (st->text == "log_normal")
+      meta.systematic_type = SystematicType::log_normal;
+    else if (st->text == "normal")
+      meta.systematic_type = SystematicType::normal;
+    else
+      throw InputError("meta: systematic_type '" + st->text + "' is not one of log_normal, normal");
   }
   const Value* channels = root.get("channel_info");
   if (channels == nullptr) fail("'channel_info' missing");
@@ -234,7 +244,8 @@ MetaInfo interpret_meta(const Value& root) {
     if (!key->is(Kind::string)) fail("channel_info key is a " + key->describe() + ", expected a str");
     ChannelInfo ch;
     ch.name = key->text;
-    if (!value->is(Kind::dict)) fail("channel '" + ch.name + "' is a " + value->describe() + ", expected a dict");
+    if (!value->is(Kind::dict))
+      fail("channel '" + ch.name + "' is a " + value->describe() + ", expected a dict");
     ch.masked = as_bool(value->get("masked"), false);
     ch.flow = as_bool(value->get("flow"), false);
     const Value* axes = value->get("axes");

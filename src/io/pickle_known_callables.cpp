@@ -40,8 +40,7 @@ ValuePtr Machine::reduce(const ValuePtr& callable, const ValuePtr& args) {
     const std::string& name = callable->name;
     const bool tuple_args = args->is(Kind::tuple);
     const auto& a = args->items;
-    if (is_numpy_module(module, "numeric") && name == "_frombuffer" && tuple_args &&
-        a.size() == 4) {
+    if (is_numpy_module(module, "numeric") && name == "_frombuffer" && tuple_args && a.size() == 4) {
       auto arr = make(Kind::ndarray);
       if (!(a[0]->is(Kind::bytes) || a[0]->is(Kind::string))) corrupt("_frombuffer: buffer is not bytes");
       arr->text = a[0]->text;
@@ -105,8 +104,7 @@ ValuePtr Machine::reduce(const ValuePtr& callable, const ValuePtr& args) {
       }
       return arr;
     }
-    if (module == "_codecs" && name == "encode" && tuple_args && !a.empty() &&
-        a[0]->is(Kind::string)) {
+    if (module == "_codecs" && name == "encode" && tuple_args && !a.empty() && a[0]->is(Kind::string)) {
       std::string latin;
       if (!utf8_to_latin1(a[0]->text, latin)) corrupt("_codecs.encode: not latin-1 text");
       return make_string(Kind::bytes, std::move(latin));

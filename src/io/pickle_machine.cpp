@@ -1,9 +1,9 @@
 // The opcodes of the non-executing pickle reader (docs/input-reader.md "The meta pickle"):
 // one switch over CPython's opcode table, data construction only. Text-protocol opcodes, the
 // extension registry and out-of-band buffers are refused with the byte offset and opcode name.
-#include <bit>
-
 #include "pickle_machine.hpp"
+
+#include <bit>
 
 namespace rabbit::pickle::detail {
 
@@ -30,9 +30,15 @@ void Machine::step() {
         pop();
       }
       break;
-    case POP_MARK: pop_mark(); break;
-    case DUP: push(top()); break;
-    case NONE: push(make(Kind::none)); break;
+    case POP_MARK:
+      pop_mark();
+      break;
+    case DUP:
+      push(top());
+      break;
+    case NONE:
+      push(make(Kind::none));
+      break;
     case NEWTRUE:
     case NEWFALSE: {
       auto v = make(Kind::boolean);
@@ -40,9 +46,15 @@ void Machine::step() {
       push(v);
       break;
     }
-    case BININT: push(integer(static_cast<int32_t>(static_cast<uint32_t>(read_le(4))))); break;
-    case BININT1: push(integer(static_cast<int64_t>(read_le(1)))); break;
-    case BININT2: push(integer(static_cast<int64_t>(read_le(2)))); break;
+    case BININT:
+      push(integer(static_cast<int32_t>(static_cast<uint32_t>(read_le(4)))));
+      break;
+    case BININT1:
+      push(integer(static_cast<int64_t>(read_le(1))));
+      break;
+    case BININT2:
+      push(integer(static_cast<int64_t>(read_le(2))));
+      break;
     case LONG1: {
       const uint64_t n = read_le(1);
       push(decode_long(take(n), n));
@@ -63,24 +75,46 @@ void Machine::step() {
       push(v);
       break;
     }
-    case SHORT_BINUNICODE: push(make_string(Kind::string, read_bytes(read_le(1)))); break;
-    case BINUNICODE: push(make_string(Kind::string, read_bytes(read_le(4)))); break;
-    case BINUNICODE8: push(make_string(Kind::string, read_bytes(read_le(8)))); break;
-    case SHORT_BINSTRING: push(make_string(Kind::string, read_bytes(read_le(1)))); break;
+    case SHORT_BINUNICODE:
+      push(make_string(Kind::string, read_bytes(read_le(1))));
+      break;
+    case BINUNICODE:
+      push(make_string(Kind::string, read_bytes(read_le(4))));
+      break;
+    case BINUNICODE8:
+      push(make_string(Kind::string, read_bytes(read_le(8))));
+      break;
+    case SHORT_BINSTRING:
+      push(make_string(Kind::string, read_bytes(read_le(1))));
+      break;
     case BINSTRING: {
       const int64_t n = static_cast<int32_t>(static_cast<uint32_t>(read_le(4)));
       if (n < 0) corrupt("negative BINSTRING length");
       push(make_string(Kind::string, read_bytes(static_cast<uint64_t>(n))));
       break;
     }
-    case SHORT_BINBYTES: push(make_string(Kind::bytes, read_bytes(read_le(1)))); break;
-    case BINBYTES: push(make_string(Kind::bytes, read_bytes(read_le(4)))); break;
+    case SHORT_BINBYTES:
+      push(make_string(Kind::bytes, read_bytes(read_le(1))));
+      break;
+    case BINBYTES:
+      push(make_string(Kind::bytes, read_bytes(read_le(4))));
+      break;
     case BINBYTES8:
-    case BYTEARRAY8: push(make_string(Kind::bytes, read_bytes(read_le(8)))); break;
-    case EMPTY_DICT: push(make(Kind::dict)); break;
-    case EMPTY_LIST: push(make(Kind::list)); break;
-    case EMPTY_TUPLE: push(make(Kind::tuple)); break;
-    case EMPTY_SET: push(make(Kind::set)); break;
+    case BYTEARRAY8:
+      push(make_string(Kind::bytes, read_bytes(read_le(8))));
+      break;
+    case EMPTY_DICT:
+      push(make(Kind::dict));
+      break;
+    case EMPTY_LIST:
+      push(make(Kind::list));
+      break;
+    case EMPTY_TUPLE:
+      push(make(Kind::tuple));
+      break;
+    case EMPTY_SET:
+      push(make(Kind::set));
+      break;
     case TUPLE1:
     case TUPLE2:
     case TUPLE3: {
@@ -194,17 +228,41 @@ void Machine::step() {
       push(ref);
       break;
     }
-    case MEMOIZE: memo_put(memo_.size(), top()); break;
-    case BINPUT: memo_put(read_le(1), top()); break;
-    case LONG_BINPUT: memo_put(read_le(4), top()); break;
-    case BINGET: push(memo_get(read_le(1))); break;
-    case LONG_BINGET: push(memo_get(read_le(4))); break;
-    case INT: case LONG: case FLOAT: case STRING: case UNICODE: case GET: case PUT: case INST:
-    case OBJ: case PERSID:
+    case MEMOIZE:
+      memo_put(memo_.size(), top());
+      break;
+    case BINPUT:
+      memo_put(read_le(1), top());
+      break;
+    case LONG_BINPUT:
+      memo_put(read_le(4), top());
+      break;
+    case BINGET:
+      push(memo_get(read_le(1)));
+      break;
+    case LONG_BINGET:
+      push(memo_get(read_le(4)));
+      break;
+    case INT:
+    case LONG:
+    case FLOAT:
+    case STRING:
+    case UNICODE:
+    case GET:
+    case PUT:
+    case INST:
+    case OBJ:
+    case PERSID:
       unsupported("text-protocol opcode (protocol 0/1 pickles are not supported)");
-    case EXT1: case EXT2: case EXT4: unsupported("extension registry");
-    case NEXT_BUFFER: case READONLY_BUFFER: unsupported("out-of-band buffers");
-    default: unsupported("unknown opcode");
+    case EXT1:
+    case EXT2:
+    case EXT4:
+      unsupported("extension registry");
+    case NEXT_BUFFER:
+    case READONLY_BUFFER:
+      unsupported("out-of-band buffers");
+    default:
+      unsupported("unknown opcode");
   }
 }
 
@@ -244,31 +302,142 @@ namespace rabbit::pickle {
 std::string opcode_name(uint8_t op) {
   using namespace detail;
   switch (op) {
-    case MARK: return "MARK"; case STOP: return "STOP"; case POP: return "POP";
-    case POP_MARK: return "POP_MARK"; case DUP: return "DUP"; case FLOAT: return "FLOAT";
-    case INT: return "INT"; case BININT: return "BININT"; case BININT1: return "BININT1";
-    case LONG: return "LONG"; case BININT2: return "BININT2"; case NONE: return "NONE";
-    case PERSID: return "PERSID"; case BINPERSID: return "BINPERSID"; case REDUCE: return "REDUCE";
-    case STRING: return "STRING"; case BINSTRING: return "BINSTRING";
-    case SHORT_BINSTRING: return "SHORT_BINSTRING"; case UNICODE: return "UNICODE";
-    case BINUNICODE: return "BINUNICODE"; case APPEND: return "APPEND"; case BUILD: return "BUILD";
-    case GLOBAL: return "GLOBAL"; case DICT: return "DICT"; case EMPTY_DICT: return "EMPTY_DICT";
-    case APPENDS: return "APPENDS"; case GET: return "GET"; case BINGET: return "BINGET";
-    case INST: return "INST"; case LONG_BINGET: return "LONG_BINGET"; case LIST: return "LIST";
-    case EMPTY_LIST: return "EMPTY_LIST"; case OBJ: return "OBJ"; case PUT: return "PUT";
-    case BINPUT: return "BINPUT"; case LONG_BINPUT: return "LONG_BINPUT"; case SETITEM: return "SETITEM";
-    case TUPLE: return "TUPLE"; case EMPTY_TUPLE: return "EMPTY_TUPLE"; case SETITEMS: return "SETITEMS";
-    case BINFLOAT: return "BINFLOAT"; case PROTO: return "PROTO"; case NEWOBJ: return "NEWOBJ";
-    case EXT1: return "EXT1"; case EXT2: return "EXT2"; case EXT4: return "EXT4";
-    case TUPLE1: return "TUPLE1"; case TUPLE2: return "TUPLE2"; case TUPLE3: return "TUPLE3";
-    case NEWTRUE: return "NEWTRUE"; case NEWFALSE: return "NEWFALSE"; case LONG1: return "LONG1";
-    case LONG4: return "LONG4"; case BINBYTES: return "BINBYTES"; case SHORT_BINBYTES: return "SHORT_BINBYTES";
-    case SHORT_BINUNICODE: return "SHORT_BINUNICODE"; case BINUNICODE8: return "BINUNICODE8";
-    case BINBYTES8: return "BINBYTES8"; case EMPTY_SET: return "EMPTY_SET"; case ADDITEMS: return "ADDITEMS";
-    case FROZENSET: return "FROZENSET"; case NEWOBJ_EX: return "NEWOBJ_EX";
-    case STACK_GLOBAL: return "STACK_GLOBAL"; case MEMOIZE: return "MEMOIZE"; case FRAME: return "FRAME";
-    case BYTEARRAY8: return "BYTEARRAY8"; case NEXT_BUFFER: return "NEXT_BUFFER";
-    case READONLY_BUFFER: return "READONLY_BUFFER";
+    case MARK:
+      return "MARK";
+    case STOP:
+      return "STOP";
+    case POP:
+      return "POP";
+    case POP_MARK:
+      return "POP_MARK";
+    case DUP:
+      return "DUP";
+    case FLOAT:
+      return "FLOAT";
+    case INT:
+      return "INT";
+    case BININT:
+      return "BININT";
+    case BININT1:
+      return "BININT1";
+    case LONG:
+      return "LONG";
+    case BININT2:
+      return "BININT2";
+    case NONE:
+      return "NONE";
+    case PERSID:
+      return "PERSID";
+    case BINPERSID:
+      return "BINPERSID";
+    case REDUCE:
+      return "REDUCE";
+    case STRING:
+      return "STRING";
+    case BINSTRING:
+      return "BINSTRING";
+    case SHORT_BINSTRING:
+      return "SHORT_BINSTRING";
+    case UNICODE:
+      return "UNICODE";
+    case BINUNICODE:
+      return "BINUNICODE";
+    case APPEND:
+      return "APPEND";
+    case BUILD:
+      return "BUILD";
+    case GLOBAL:
+      return "GLOBAL";
+    case DICT:
+      return "DICT";
+    case EMPTY_DICT:
+      return "EMPTY_DICT";
+    case APPENDS:
+      return "APPENDS";
+    case GET:
+      return "GET";
+    case BINGET:
+      return "BINGET";
+    case INST:
+      return "INST";
+    case LONG_BINGET:
+      return "LONG_BINGET";
+    case LIST:
+      return "LIST";
+    case EMPTY_LIST:
+      return "EMPTY_LIST";
+    case OBJ:
+      return "OBJ";
+    case PUT:
+      return "PUT";
+    case BINPUT:
+      return "BINPUT";
+    case LONG_BINPUT:
+      return "LONG_BINPUT";
+    case SETITEM:
+      return "SETITEM";
+    case TUPLE:
+      return "TUPLE";
+    case EMPTY_TUPLE:
+      return "EMPTY_TUPLE";
+    case SETITEMS:
+      return "SETITEMS";
+    case BINFLOAT:
+      return "BINFLOAT";
+    case PROTO:
+      return "PROTO";
+    case NEWOBJ:
+      return "NEWOBJ";
+    case EXT1:
+      return "EXT1";
+    case EXT2:
+      return "EXT2";
+    case EXT4:
+      return "EXT4";
+    case TUPLE1:
+      return "TUPLE1";
+    case TUPLE2:
+      return "TUPLE2";
+    case TUPLE3:
+      return "TUPLE3";
+    case NEWTRUE:
+      return "NEWTRUE";
+    case NEWFALSE:
+      return "NEWFALSE";
+    case LONG1:
+      return "LONG1";
+    case LONG4:
+      return "LONG4";
+    case BINBYTES:
+      return "BINBYTES";
+    case SHORT_BINBYTES:
+      return "SHORT_BINBYTES";
+    case SHORT_BINUNICODE:
+      return "SHORT_BINUNICODE";
+    case BINUNICODE8:
+      return "BINUNICODE8";
+    case BINBYTES8:
+      return "BINBYTES8";
+    case EMPTY_SET:
+      return "EMPTY_SET";
+    case ADDITEMS:
+      return "ADDITEMS";
+    case FROZENSET:
+      return "FROZENSET";
+    case NEWOBJ_EX:
+      return "NEWOBJ_EX";
+    case STACK_GLOBAL:
+      return "STACK_GLOBAL";
+    case MEMOIZE:
+      return "MEMOIZE";
+    case FRAME:
+      return "FRAME";
+    case BYTEARRAY8:
+      return "BYTEARRAY8";
+    case NEXT_BUFFER:
+      return "NEXT_BUFFER";
+    case READONLY_BUFFER:
+      return "READONLY_BUFFER";
     default: {
       const char* digits = "0123456789abcdef";
       return std::string("0x") + digits[op >> 4] + digits[op & 15];

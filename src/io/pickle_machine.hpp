@@ -13,18 +13,73 @@
 namespace rabbit::pickle::detail {
 
 enum Op : uint8_t {
-  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I',
-  BININT = 'J', BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P',
-  BINPERSID = 'Q', REDUCE = 'R', STRING = 'S', BINSTRING = 'T', SHORT_BINSTRING = 'U',
-  UNICODE = 'V', BINUNICODE = 'X', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd',
-  EMPTY_DICT = '}', APPENDS = 'e', GET = 'g', BINGET = 'h', INST = 'i', LONG_BINGET = 'j',
-  LIST = 'l', EMPTY_LIST = ']', OBJ = 'o', PUT = 'p', BINPUT = 'q', LONG_BINPUT = 'r',
-  SETITEM = 's', TUPLE = 't', EMPTY_TUPLE = ')', SETITEMS = 'u', BINFLOAT = 'G',
-  PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
-  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
-  BINBYTES = 'B', SHORT_BINBYTES = 'C', SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d,
-  BINBYTES8 = 0x8e, EMPTY_SET = 0x8f, ADDITEMS = 0x90, FROZENSET = 0x91, NEWOBJ_EX = 0x92,
-  STACK_GLOBAL = 0x93, MEMOIZE = 0x94, FRAME = 0x95, BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97,
+  MARK = '(',
+  STOP = '.',
+  POP = '0',
+  POP_MARK = '1',
+  DUP = '2',
+  FLOAT = 'F',
+  INT = 'I',
+  BININT = 'J',
+  BININT1 = 'K',
+  LONG = 'L',
+  BININT2 = 'M',
+  NONE = 'N',
+  PERSID = 'P',
+  BINPERSID = 'Q',
+  REDUCE = 'R',
+  STRING = 'S',
+  BINSTRING = 'T',
+  SHORT_BINSTRING = 'U',
+  UNICODE = 'V',
+  BINUNICODE = 'X',
+  APPEND = 'a',
+  BUILD = 'b',
+  GLOBAL = 'c',
+  DICT = 'd',
+  EMPTY_DICT = '}',
+  APPENDS = 'e',
+  GET = 'g',
+  BINGET = 'h',
+  INST = 'i',
+  LONG_BINGET = 'j',
+  LIST = 'l',
+  EMPTY_LIST = ']',
+  OBJ = 'o',
+  PUT = 'p',
+  BINPUT = 'q',
+  LONG_BINPUT = 'r',
+  SETITEM = 's',
+  TUPLE = 't',
+  EMPTY_TUPLE = ')',
+  SETITEMS = 'u',
+  BINFLOAT = 'G',
+  PROTO = 0x80,
+  NEWOBJ = 0x81,
+  EXT1 = 0x82,
+  EXT2 = 0x83,
+  EXT4 = 0x84,
+  TUPLE1 = 0x85,
+  TUPLE2 = 0x86,
+  TUPLE3 = 0x87,
+  NEWTRUE = 0x88,
+  NEWFALSE = 0x89,
+  LONG1 = 0x8a,
+  LONG4 = 0x8b,
+  BINBYTES = 'B',
+  SHORT_BINBYTES = 'C',
+  SHORT_BINUNICODE = 0x8c,
+  BINUNICODE8 = 0x8d,
+  BINBYTES8 = 0x8e,
+  EMPTY_SET = 0x8f,
+  ADDITEMS = 0x90,
+  FROZENSET = 0x91,
+  NEWOBJ_EX = 0x92,
+  STACK_GLOBAL = 0x93,
+  MEMOIZE = 0x94,
+  FRAME = 0x95,
+  BYTEARRAY8 = 0x96,
+  NEXT_BUFFER = 0x97,
   READONLY_BUFFER = 0x98,
 };
 
@@ -55,18 +110,19 @@ class Machine {
         return stack_.back();
       }
       step();
-      if (stack_.size() > limits_.max_stack) corrupt("stack exceeds " + std::to_string(limits_.max_stack) + " entries");
+      if (stack_.size() > limits_.max_stack)
+        corrupt("stack exceeds " + std::to_string(limits_.max_stack) + " entries");
     }
   }
 
  private:
   [[noreturn]] void corrupt(const std::string& what) const {
-    throw DecodeError("meta: corrupt pickle stream at byte " + std::to_string(op_pos_) +
-                      " (opcode " + opcode_name(op_) + "): " + what);
+    throw DecodeError("meta: corrupt pickle stream at byte " + std::to_string(op_pos_) + " (opcode " +
+                      opcode_name(op_) + "): " + what);
   }
   [[noreturn]] void truncated() const {
-    throw DecodeError("meta: truncated pickle stream at byte " + std::to_string(op_pos_) +
-                      " (opcode " + opcode_name(op_) + ")");
+    throw DecodeError("meta: truncated pickle stream at byte " + std::to_string(op_pos_) + " (opcode " +
+                      opcode_name(op_) + ")");
   }
   [[noreturn]] void unsupported(const std::string& why) const {
     throw DecodeError("meta: pickle opcode 0x" + hex(op_) + " (" + opcode_name(op_) +
@@ -141,7 +197,8 @@ class Machine {
   }
 
   static std::string fix_module(std::string module) {
-    // Python 2 names (pickle's fix_imports) and the narf -> wums rename (docs/input-reader.md "The meta pickle").
+    // Python 2 names (pickle's fix_imports) and the narf -> wums rename (docs/input-reader.md "The meta
+    // pickle").
     if (module == "__builtin__") return "builtins";
     if (module == "copy_reg") return "copyreg";
     if (module == "narf.ioutils") return "wums.ioutils";

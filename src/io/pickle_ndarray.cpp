@@ -11,7 +11,8 @@ namespace detail {
 
 // Bytes per element of a numeric typestr ("<f8", "i4", "?"), 0 if not one.
 size_t dtype_itemsize(std::string typestr) {
-  if (!typestr.empty() && (typestr[0] == '<' || typestr[0] == '>' || typestr[0] == '|' || typestr[0] == '=')) {
+  if (!typestr.empty() &&
+      (typestr[0] == '<' || typestr[0] == '>' || typestr[0] == '|' || typestr[0] == '=')) {
     typestr.erase(0, 1);
   }
   if (typestr == "?") return 1;

@@ -116,23 +116,38 @@ const Value* Value::get(std::string_view key) const {
 
 std::string Value::describe() const {
   switch (kind) {
-    case Kind::none: return "None";
-    case Kind::boolean: return "bool";
-    case Kind::integer: return "int";
-    case Kind::floating: return "float";
-    case Kind::string: return "str";
-    case Kind::bytes: return "bytes";
-    case Kind::list: return "list";
-    case Kind::tuple: return "tuple";
-    case Kind::dict: return "dict";
-    case Kind::set: return "set";
-    case Kind::global: return "global " + qualified_name();
+    case Kind::none:
+      return "None";
+    case Kind::boolean:
+      return "bool";
+    case Kind::integer:
+      return "int";
+    case Kind::floating:
+      return "float";
+    case Kind::string:
+      return "str";
+    case Kind::bytes:
+      return "bytes";
+    case Kind::list:
+      return "list";
+    case Kind::tuple:
+      return "tuple";
+    case Kind::dict:
+      return "dict";
+    case Kind::set:
+      return "set";
+    case Kind::global:
+      return "global " + qualified_name();
     case Kind::object:
       return "object " + (cls && cls->kind == Kind::global ? cls->qualified_name() : std::string("?"));
-    case Kind::persistent_ref: return "persistent reference";
-    case Kind::ndarray: return "numpy array";
-    case Kind::dtype: return "numpy dtype";
-    case Kind::mark_sentinel: return "mark";
+    case Kind::persistent_ref:
+      return "persistent reference";
+    case Kind::ndarray:
+      return "numpy array";
+    case Kind::dtype:
+      return "numpy dtype";
+    case Kind::mark_sentinel:
+      return "mark";
   }
   return "?";
 }

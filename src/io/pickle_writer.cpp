@@ -1,4 +1,5 @@
-// Protocol-5 pickle emitter for the meta group; see pickle_writer.hpp and docs/input-reader.md "Per axis", docs/tensor-writer.md "The meta pickle bytes".
+// Protocol-5 pickle emitter for the meta group; see pickle_writer.hpp and docs/input-reader.md "Per axis",
+// docs/tensor-writer.md "The meta pickle bytes".
 #include "rabbit/io/pickle_writer.hpp"
 
 #include <bit>
@@ -37,8 +38,12 @@ void PickleWriter::raw(const void* data, size_t size) {
   out_.insert(out_.end(), p, p + size);
 }
 
-void PickleWriter::none() { op(NONE); }
-void PickleWriter::boolean(bool value) { op(value ? NEWTRUE : NEWFALSE); }
+void PickleWriter::none() {
+  op(NONE);
+}
+void PickleWriter::boolean(bool value) {
+  op(value ? NEWTRUE : NEWFALSE);
+}
 
 void PickleWriter::integer(int64_t value) {
   if (value >= 0 && value < 256) {
@@ -47,8 +52,7 @@ void PickleWriter::integer(int64_t value) {
   } else if (value >= 0 && value < 65536) {
     op(BININT2);
     append_le(out_, static_cast<uint16_t>(value));
-  } else if (value >= std::numeric_limits<int32_t>::min() &&
-             value <= std::numeric_limits<int32_t>::max()) {
+  } else if (value >= std::numeric_limits<int32_t>::min() && value <= std::numeric_limits<int32_t>::max()) {
     op(BININT);
     append_le(out_, static_cast<uint32_t>(static_cast<int32_t>(value)));
   } else {
@@ -98,7 +102,9 @@ void PickleWriter::bytes(const void* data, size_t size) {
   raw(data, size);
 }
 
-void PickleWriter::persistent_id() { op(BINPERSID); }
+void PickleWriter::persistent_id() {
+  op(BINPERSID);
+}
 
 uint32_t PickleWriter::memoize() {
   op(MEMOIZE);
@@ -121,20 +127,41 @@ void PickleWriter::global(const std::string& module, const std::string& name) {
   op(STACK_GLOBAL);
 }
 
-void PickleWriter::mark() { op(MARK); }
-void PickleWriter::tuple_from_mark() { op(TUPLE); }
-void PickleWriter::empty_tuple() { op(EMPTY_TUPLE); }
-void PickleWriter::empty_dict() { op(EMPTY_DICT); }
-void PickleWriter::empty_list() { op(EMPTY_LIST); }
-void PickleWriter::setitems_from_mark() { op(SETITEMS); }
-void PickleWriter::appends_from_mark() { op(APPENDS); }
-void PickleWriter::setitem() { op(SETITEM); }
-void PickleWriter::newobj() { op(NEWOBJ); }
-void PickleWriter::reduce() { op(REDUCE); }
-void PickleWriter::build() { op(BUILD); }
+void PickleWriter::mark() {
+  op(MARK);
+}
+void PickleWriter::tuple_from_mark() {
+  op(TUPLE);
+}
+void PickleWriter::empty_tuple() {
+  op(EMPTY_TUPLE);
+}
+void PickleWriter::empty_dict() {
+  op(EMPTY_DICT);
+}
+void PickleWriter::empty_list() {
+  op(EMPTY_LIST);
+}
+void PickleWriter::setitems_from_mark() {
+  op(SETITEMS);
+}
+void PickleWriter::appends_from_mark() {
+  op(APPENDS);
+}
+void PickleWriter::setitem() {
+  op(SETITEM);
+}
+void PickleWriter::newobj() {
+  op(NEWOBJ);
+}
+void PickleWriter::reduce() {
+  op(REDUCE);
+}
+void PickleWriter::build() {
+  op(BUILD);
+}
 
-void PickleWriter::ndarray_1d(const std::string& typestr, const void* data, size_t itemsize,
-                              size_t count) {
+void PickleWriter::ndarray_1d(const std::string& typestr, const void* data, size_t itemsize, size_t count) {
   static_assert(std::endian::native == std::endian::little, "pickle writer assumes little endian");
   global("numpy.core.numeric", "_frombuffer");
   mark();
@@ -200,8 +227,7 @@ std::string core_class_for(const AxisInfo& axis) {
         return "integer_growth";
       }
       if (!(axis.underflow && axis.overflow))
-        throw Error("pickle writer: axis '" + axis.name + "': growing " + base +
-                    " axes need both flow bins");
+        throw Error("pickle writer: axis '" + axis.name + "': growing " + base + " axes need both flow bins");
       return base + "_uoflow_growth";
     }
     if (axis.underflow && axis.overflow) return base + "_uoflow";
@@ -215,7 +241,8 @@ std::string core_class_for(const AxisInfo& axis) {
     if (axis.underflow || axis.circular)
       throw Error("pickle writer: axis '" + axis.name + "': category axes have no underflow");
     if (axis.growth) {
-      if (axis.overflow) throw Error("pickle writer: axis '" + axis.name + "': growing category axes have no overflow");
+      if (axis.overflow)
+        throw Error("pickle writer: axis '" + axis.name + "': growing category axes have no overflow");
       return axis.kind + "_growth";
     }
     return axis.overflow ? axis.kind : axis.kind + "_none";
@@ -259,8 +286,10 @@ void check_edges(const AxisInfo& axis, size_t expected) {
 
 void write_axis(PickleWriter& w, const AxisInfo& axis, ArrayEncoding arrays) {
   auto ndarray = [&](const std::string& typestr, const void* data, size_t itemsize, size_t count) {
-    if (arrays == ArrayEncoding::numpy_frombuffer) w.ndarray_1d_frombuffer(typestr, data, itemsize, count);
-    else w.ndarray_1d(typestr, data, itemsize, count);
+    if (arrays == ArrayEncoding::numpy_frombuffer)
+      w.ndarray_1d_frombuffer(typestr, data, itemsize, count);
+    else
+      w.ndarray_1d(typestr, data, itemsize, count);
   };
   const std::string core = core_class_for(axis);
   w.global("hist.axis", wrapper_class_for(axis));
@@ -309,9 +338,9 @@ void write_axis(PickleWriter& w, const AxisInfo& axis, ArrayEncoding arrays) {
     write_axis_metadata(w, axis);
   }
   w.tuple_from_mark();
-  w.build();     // core.__setstate__(state tuple)
-  w.setitem();   // {"_ax": core}
-  w.build();     // wrapper.__dict__.update(...)
+  w.build();    // core.__setstate__(state tuple)
+  w.setitem();  // {"_ax": core}
+  w.build();    // wrapper.__dict__.update(...)
 }
 
 void h5_object_reference(PickleWriter& w, const std::string& path) {
@@ -346,8 +375,8 @@ void h5_buffer(PickleWriter& w, const std::string& dataset_path) {
   w.reduce();
 }
 
-std::vector<uint8_t> make_meta_pickle(const std::vector<ChannelInfo>& channels,
-                                      bool symmetric_tensor, SystematicType systematic_type,
+std::vector<uint8_t> make_meta_pickle(const std::vector<ChannelInfo>& channels, bool symmetric_tensor,
+                                      SystematicType systematic_type,
                                       const std::vector<std::pair<std::string, std::string>>& meta_info) {
   PickleWriter w;
   w.empty_dict();

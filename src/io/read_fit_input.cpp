@@ -102,8 +102,8 @@ DatasetInfo FitInputReader::int_info(const std::string& path) const {
 void FitInputReader::expect_shape(const DatasetInfo& info, const std::vector<int64_t>& expected,
                                   const std::string& meaning) const {
   if (info.shape != expected) {
-    fail(info.path, "has shape " + info.shape_string() + ", expected " + shape_to_string(expected) +
-                        " (" + meaning + ")");
+    fail(info.path, "has shape " + info.shape_string() + ", expected " + shape_to_string(expected) + " (" +
+                        meaning + ")");
   }
 }
 
@@ -147,7 +147,8 @@ void FitInputReader::check_finite(const std::string& path, const double* p, int6
 }
 
 void FitInputReader::check_non_negative(const std::string& path, const double* p, int64_t n,
-                                        const std::vector<int64_t>& shape, int axis, int64_t axis_begin) const {
+                                        const std::vector<int64_t>& shape, int axis,
+                                        int64_t axis_begin) const {
   for (int64_t i = 0; i < n; ++i) {
     if (p[i] < 0) {
       fail(path, "has a negative entry " + format_double(p[i]) + " at " +
@@ -170,7 +171,8 @@ std::vector<double> FitInputReader::read_slab_checked(const DatasetInfo& info, i
   return v;
 }
 
-// ---------------------------------------------------------------- docs/input-reader.md "Validation checklist" items 2-3
+// ---------------------------------------------------------------- docs/input-reader.md "Validation
+// checklist" items 2-3
 void FitInputReader::check_structure() {
   for (const char* name : {"hprocs", "hsignals", "hsysts", "hsystsnoconstraint", "hsystgroups",
                            "hsystgroupidxs", "hconstraintweights", "hdata_obs"}) {
@@ -200,23 +202,46 @@ void FitInputReader::check_structure() {
   }
 }
 
-// ---------------------------------------------------------------- docs/input-reader.md "File structure and storage conventions" legacy / unknown
+// ---------------------------------------------------------------- docs/input-reader.md "File structure and
+// storage conventions" legacy / unknown
 void FitInputReader::note_other_objects() {
-  static const std::set<std::string> known = {
-      "hprocs", "hsignals", "hsysts", "hsystsnoconstraint", "hsystgroups", "hsystgroupidxs",
-      "hnoiidxs", "hnoigroupidxs", "hpseudodatanames", "hconstraintweights", "hdata_obs",
-      "hdata_var", "hpseudodata", "hpseudodatavar", "hdata_cov_inv", "hsumw", "hsumw2", "hkstat",
-      "hnorm", "hlogk", "hnorm_sparse", "hlogk_sparse", "hbetavariations", "external_terms", "meta"};
-  static const std::set<std::string> legacy = {"hsystsnoprofile", "hnoigroups", "hexternal_term_names",
-                                               "hnorm_folds", "hlogk_folds", "hlogk_folds_delta",
-                                               "hmcstat_folded_syst_idx"};
+  static const std::set<std::string> known = {"hprocs",
+                                              "hsignals",
+                                              "hsysts",
+                                              "hsystsnoconstraint",
+                                              "hsystgroups",
+                                              "hsystgroupidxs",
+                                              "hnoiidxs",
+                                              "hnoigroupidxs",
+                                              "hpseudodatanames",
+                                              "hconstraintweights",
+                                              "hdata_obs",
+                                              "hdata_var",
+                                              "hpseudodata",
+                                              "hpseudodatavar",
+                                              "hdata_cov_inv",
+                                              "hsumw",
+                                              "hsumw2",
+                                              "hkstat",
+                                              "hnorm",
+                                              "hlogk",
+                                              "hnorm_sparse",
+                                              "hlogk_sparse",
+                                              "hbetavariations",
+                                              "external_terms",
+                                              "meta"};
+  static const std::set<std::string> legacy = {
+      "hsystsnoprofile", "hnoigroups",        "hexternal_term_names",   "hnorm_folds",
+      "hlogk_folds",     "hlogk_folds_delta", "hmcstat_folded_syst_idx"};
   for (const std::string& name : r_.children("/")) {
     if (known.count(name)) continue;
     if (name == "hsystsnoprofile") {
       const auto noprofile = r_.read_strings(name);
       if (!noprofile.empty()) {
-        log().warn("{}: 'hsystsnoprofile' lists {} nuisances; noprofile nuisances are treated as "
-                   "ordinary constrained nuisances (as rabbit does)", d_.filename, noprofile.size());
+        log().warn(
+            "{}: 'hsystsnoprofile' lists {} nuisances; noprofile nuisances are treated as "
+            "ordinary constrained nuisances (as rabbit does)",
+            d_.filename, noprofile.size());
       }
     } else if (name == "auxiliary") {
       log().debug("{}: 'auxiliary' group not read (no parameter model of rabbit-cpp uses it)", d_.filename);
@@ -234,11 +259,11 @@ FitInputData read_fit_input(const std::string& filename, const FitInputReadOptio
   io::FitInputReader reader(filename, options);
   FitInputData data = reader.read();
   const std::string held =
-      data.ranged ? "bins [" + std::to_string(data.bin_begin) + ", " + std::to_string(data.bin_end) + ") of " : "";
+      data.ranged ? "bins [" + std::to_string(data.bin_begin) + ", " + std::to_string(data.bin_end) + ") of "
+                  : "";
   log().info("read {}: {}{} bins ({} masked), {} processes, {} systematics, {} tensor{}{}", filename, held,
              data.nbinsfull, data.nbinsmasked, data.nproc, data.nsyst, data.sparse ? "sparse" : "dense",
-             data.symmetric_tensor ? ", symmetric" : ", asymmetric",
-             data.has_meta ? "" : ", no meta");
+             data.symmetric_tensor ? ", symmetric" : ", asymmetric", data.has_meta ? "" : ", no meta");
   return data;
 }
 
@@ -248,8 +273,8 @@ int64_t FitInputData::pseudodata_index(const std::string& name) const {
   }
   std::string valid;
   for (const auto& n : pseudodatanames) valid += (valid.empty() ? "" : ", ") + n;
-  throw OptionError("--pseudoData: unknown pseudodata set '" + name + "' in " + filename + " (valid: " +
-                    (valid.empty() ? "none, the file has no pseudodata" : valid) + ")");
+  throw OptionError("--pseudoData: unknown pseudodata set '" + name + "' in " + filename +
+                    " (valid: " + (valid.empty() ? "none, the file has no pseudodata" : valid) + ")");
 }
 
 }  // namespace rabbit

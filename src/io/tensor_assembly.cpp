@@ -3,10 +3,9 @@
 // form. Written by tensor_file.cpp.
 #include "tensor_assembly.hpp"
 
+#include <Eigen/LU>
 #include <algorithm>
 #include <map>
-
-#include <Eigen/LU>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/tensor_writer.hpp"
@@ -18,8 +17,9 @@ io::TensorAssembly TensorWriter::assemble(const WriteOptions& options) const {
     if (backgrounds_.count(s))
       throw Error("TensorWriter: process '" + s + "' declared both as signal and as background");
   if (!options.write_meta && systematic_type_ == SystematicType::normal)
-    throw OptionError("TensorWriter: writing without meta would lose systematic_type 'normal' "
-                      "(readers default to log_normal); write the meta group");
+    throw OptionError(
+        "TensorWriter: writing without meta would lose systematic_type 'normal' "
+        "(readers default to log_normal); write the meta group");
   if (channels_.empty()) throw Error("TensorWriter: no channels");
 
   io::TensorAssembly a;
@@ -58,7 +58,8 @@ io::TensorAssembly TensorWriter::assemble(const WriteOptions& options) const {
   for (int64_t i = 0; i < nproc; ++i) proc_index[procs_list[i]] = i;
   for (int64_t i = 0; i < nsyst; ++i) syst_index[systs_list[i]] = i;
 
-  // Without meta, readers assume the asymmetric layout (docs/input-reader.md "Defaults without meta", docs/tensor-writer.md "Without meta").
+  // Without meta, readers assume the asymmetric layout (docs/input-reader.md "Defaults without meta",
+  // docs/tensor-writer.md "Without meta").
   a.symmetric_tensor = symmetric_tensor_;
   a.systematic_type = systematic_type_;
   const bool symmetric_layout = a.symmetric_layout = symmetric_tensor_ && options.write_meta;
@@ -114,7 +115,8 @@ io::TensorAssembly TensorWriter::assemble(const WriteOptions& options) const {
         const int64_t p = proc_index.at(proc);
         for (int64_t b = 0; b < ch.nbins; ++b)
           for (int64_t j = 0; j < nsrc; ++j)
-            (*a.beta_variations)[((info.start + b) * nbins + src.start + j) * nproc + p] = values[b * nsrc + j];
+            (*a.beta_variations)[((info.start + b) * nbins + src.start + j) * nproc + p] =
+                values[b * nsrc + j];
       }
     }
     if (info.masked) continue;

@@ -26,11 +26,11 @@ struct TensorAssembly {
   int64_t width = 0;  // logk columns per (bin, process): nsyst or 2*nsyst
   SystematicType systematic_type = SystematicType::log_normal;
 
-  std::vector<double> norm, sumw2;            // [nbinsfull, nproc]
-  std::vector<double> logk;                   // [nbinsfull, nproc, width]
-  std::vector<double> data_obs, data_var;     // [nbins]
-  std::vector<double> pseudodata;             // [nbins, npseudo]
-  std::vector<double> constraintweights;      // [nsyst]
+  std::vector<double> norm, sumw2;                     // [nbinsfull, nproc]
+  std::vector<double> logk;                            // [nbinsfull, nproc, width]
+  std::vector<double> data_obs, data_var;              // [nbins]
+  std::vector<double> pseudodata;                      // [nbins, npseudo]
+  std::vector<double> constraintweights;               // [nsyst]
   std::optional<std::vector<double>> data_cov_inv;     // [nbins, nbins], row-major
   std::optional<std::vector<double>> beta_variations;  // [nbinsfull, nbins, nproc]
   std::vector<ExternalTerm> external_terms;

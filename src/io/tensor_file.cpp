@@ -17,8 +17,8 @@ void write_tensor_objects(hid_t file, const io::H5Out& out, const io::TensorAsse
   const size_t max_chunk_bytes = std::max<size_t>(
       {size_t{4} * 1024 * 1024, static_cast<size_t>(nproc) * 8, static_cast<size_t>(2 * nsyst) * 8});
   if (options.write_meta) {
-    out.write_meta(file, pickle::make_meta_pickle(a.layout, a.symmetric_tensor, a.systematic_type,
-                                                  options.meta_info));
+    out.write_meta(
+        file, pickle::make_meta_pickle(a.layout, a.symmetric_tensor, a.systematic_type, options.meta_info));
   }
   out.write_strings(file, "hprocs", a.procs);
   out.write_strings(file, "hsignals", a.signals);
@@ -31,9 +31,11 @@ void write_tensor_objects(hid_t file, const io::H5Out& out, const io::TensorAsse
 
   out.write_doubles(file, "hconstraintweights", a.constraintweights, {nsyst}, false, max_chunk_bytes);
   out.write_doubles(file, "hdata_obs", a.data_obs, {nbins}, false, max_chunk_bytes);
-  if (a.data_var != a.data_obs) out.write_doubles(file, "hdata_var", a.data_var, {nbins}, false, max_chunk_bytes);
+  if (a.data_var != a.data_obs)
+    out.write_doubles(file, "hdata_var", a.data_var, {nbins}, false, max_chunk_bytes);
   out.write_doubles(file, "hpseudodata", a.pseudodata, {nbins, a.npseudo}, false, max_chunk_bytes);
-  if (a.data_cov_inv) out.write_doubles(file, "hdata_cov_inv", *a.data_cov_inv, {nbins, nbins}, false, max_chunk_bytes);
+  if (a.data_cov_inv)
+    out.write_doubles(file, "hdata_cov_inv", *a.data_cov_inv, {nbins, nbins}, false, max_chunk_bytes);
   out.write_doubles(file, "hsumw", a.norm, {nbinsfull, nproc}, options.float32, max_chunk_bytes);
   out.write_doubles(file, "hsumw2", a.sumw2, {nbinsfull, nproc}, options.float32, max_chunk_bytes);
 
@@ -42,7 +44,8 @@ void write_tensor_objects(hid_t file, const io::H5Out& out, const io::TensorAsse
     const auto nnz_norm = static_cast<int64_t>(s.norm_values.size());
     const auto nnz_logk = static_cast<int64_t>(s.logk_values.size());
     auto write_sparse = [&](const std::string& name, const std::vector<int64_t>& indices,
-                            const std::vector<double>& values, int64_t nnz, std::vector<int64_t> dense_shape) {
+                            const std::vector<double>& values, int64_t nnz,
+                            std::vector<int64_t> dense_shape) {
       h5::Handle group(io::make_group(file, name));
       if (!group.valid()) out.fail(name);
       out.write_flat(group, "indices", indices, {nnz, 2}, H5T_STD_I64LE, H5T_NATIVE_INT64, max_chunk_bytes);
@@ -58,10 +61,11 @@ void write_tensor_objects(hid_t file, const io::H5Out& out, const io::TensorAsse
     if (a.symmetric_layout)
       out.write_doubles(file, "hlogk", a.logk, {nbinsfull, nproc, nsyst}, options.float32, max_chunk_bytes);
     else
-      out.write_doubles(file, "hlogk", a.logk, {nbinsfull, nproc, 2, nsyst}, options.float32, max_chunk_bytes);
-    if (a.beta_variations)
-      out.write_doubles(file, "hbetavariations", *a.beta_variations, {nbinsfull, nbins, nproc}, options.float32,
+      out.write_doubles(file, "hlogk", a.logk, {nbinsfull, nproc, 2, nsyst}, options.float32,
                         max_chunk_bytes);
+    if (a.beta_variations)
+      out.write_doubles(file, "hbetavariations", *a.beta_variations, {nbinsfull, nbins, nproc},
+                        options.float32, max_chunk_bytes);
   }
 
   if (!a.external_terms.empty()) {

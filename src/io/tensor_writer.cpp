@@ -32,8 +32,7 @@ TensorWriter::Channel& TensorWriter::channel(const std::string& name) {
   throw Error("TensorWriter: channel '" + name + "' not known");
 }
 
-void TensorWriter::add_channel(const std::string& name, std::vector<AxisInfo> axes, bool masked,
-                               bool flow) {
+void TensorWriter::add_channel(const std::string& name, std::vector<AxisInfo> axes, bool masked, bool flow) {
   if (flow && !masked)
     throw Error("TensorWriter: channel '" + name +
                 "': keeping under/overflow bins is only supported for masked channels");
@@ -75,11 +74,13 @@ void TensorWriter::add_data(const std::string& channel_name, std::vector<double>
 void TensorWriter::add_pseudodata(const std::string& name, const std::string& channel_name,
                                   std::vector<double> values) {
   Channel& ch = channel(channel_name);
-  if (ch.info.masked) throw Error("TensorWriter: channel '" + channel_name + "' is masked and has no pseudodata");
+  if (ch.info.masked)
+    throw Error("TensorWriter: channel '" + channel_name + "' is masked and has no pseudodata");
   if (ch.pseudodata.count(name))
     throw Error("TensorWriter: pseudodata '" + name + "' for channel '" + channel_name + "' already set");
   if (static_cast<int64_t>(values.size()) != ch.nbins)
-    throw Error("TensorWriter: pseudodata '" + name + "' for channel '" + channel_name + "' has the wrong size");
+    throw Error("TensorWriter: pseudodata '" + name + "' for channel '" + channel_name +
+                "' has the wrong size");
   check_finite(values, "pseudodata '" + name + "'");
   if (std::find(pseudodata_names_.begin(), pseudodata_names_.end(), name) == pseudodata_names_.end())
     pseudodata_names_.push_back(name);
@@ -87,8 +88,7 @@ void TensorWriter::add_pseudodata(const std::string& name, const std::string& ch
 }
 
 void TensorWriter::add_data_covariance(Eigen::MatrixXd covariance) {
-  if (covariance.rows() != covariance.cols())
-    throw Error("TensorWriter: data covariance must be square");
+  if (covariance.rows() != covariance.cols()) throw Error("TensorWriter: data covariance must be square");
   if (!covariance.allFinite()) throw Error("TensorWriter: data covariance has NaN or Inf values");
   data_covariance_ = std::move(covariance);
 }
@@ -109,8 +109,8 @@ void TensorWriter::add_process(const std::string& channel_name, const std::strin
     throw Error("TensorWriter: variances of process '" + process + "' have the wrong size");
   check_finite(sumw2, "variances of process '" + process + "'");
   if (std::any_of(sumw2.begin(), sumw2.end(), [](double v) { return v < 0; }))
-    throw Error("TensorWriter: negative variances for process '" + process + "' in channel '" +
-                channel_name + "' (pass the sum of squared weights explicitly)");
+    throw Error("TensorWriter: negative variances for process '" + process + "' in channel '" + channel_name +
+                "' (pass the sum of squared weights explicitly)");
   if (!allow_negative_expectation_)
     for (double& v : values) v = std::max(v, 0.0);
   (signal ? signals_ : backgrounds_).insert(process);
@@ -283,8 +283,8 @@ void TensorWriter::add_beta_variations(const std::string& process, const std::st
                 "' is masked");
   nominal(dst, process);  // the process must have a template in the destination channel
   if (static_cast<int64_t>(variation.size()) != dst.nbins * src.nbins)
-    throw Error("TensorWriter: beta variation of process '" + process + "' from '" + source_channel + "' to '" +
-                dest_channel + "' has " + std::to_string(variation.size()) + " values, expected " +
+    throw Error("TensorWriter: beta variation of process '" + process + "' from '" + source_channel +
+                "' to '" + dest_channel + "' has " + std::to_string(variation.size()) + " values, expected " +
                 std::to_string(dst.nbins) + " x " + std::to_string(src.nbins));
   check_finite(variation, "beta variation of process '" + process + "'");
   dst.beta_variations[source_channel][process] = std::move(variation);
@@ -316,7 +316,8 @@ void TensorWriter::add_external_term(const std::string& name, std::vector<std::s
   t.grad_values = std::move(grad);
   t.hess = std::move(hess);
   for (const auto* v : {&const_value, &lognorm})
-    if (*v && !std::isfinite(**v)) throw Error("TensorWriter: external term '" + name + "': scalars must be finite");
+    if (*v && !std::isfinite(**v))
+      throw Error("TensorWriter: external term '" + name + "': scalars must be finite");
   t.const_value = const_value;
   t.lognorm = lognorm;
   external_terms_.push_back(std::move(t));

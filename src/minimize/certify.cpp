@@ -36,9 +36,12 @@ struct Curvature {
 
 bool use_dense(const MinimizerOptions& o, int64_t n) {
   switch (o.certify) {
-    case MinimizerOptions::Certify::dense: return true;
-    case MinimizerOptions::Certify::hvp: return false;
-    default: return n <= o.dense_certify_max_n;
+    case MinimizerOptions::Certify::dense:
+      return true;
+    case MinimizerOptions::Certify::hvp:
+      return false;
+    default:
+      return n <= o.dense_certify_max_n;
   }
 }
 
@@ -83,7 +86,8 @@ Curvature cg_curvature(Objective& objective, const Eigen::VectorXd& x, Minimizer
   };
   const int64_t n = objective.size();
   try {
-    c.newton = -conjugate_gradient(apply, c.g, 1e-10, std::max<int64_t>(10 * n, 100), "the EDM", &counters.nhvp);
+    c.newton =
+        -conjugate_gradient(apply, c.g, 1e-10, std::max<int64_t>(10 * n, 100), "the EDM", &counters.nhvp);
   } catch (const NumericalError& e) {
     c.failure = e.what();
     return c;
@@ -152,7 +156,8 @@ bool certify_and_polish(Objective& objective, const MinimizerOptions& options, M
       // Where f cannot resolve the step, the trapezoid rule on the gradients measures it (as in the
       // trust region's small steps), with f vetoing a rise beyond the noise scale.
       const double gradient_reduction = -0.5 * (c.g + g_try).dot(step);
-      const bool by_gradient = c.edm <= noise && f_try <= c.f + veto && gradient_reduction >= 0.25 * predicted;
+      const bool by_gradient =
+          c.edm <= noise && f_try <= c.f + veto && gradient_reduction >= 0.25 * predicted;
       if (armijo || by_gradient) {
         result.x = x_try;
         accepted = true;
@@ -178,8 +183,8 @@ bool certify_and_polish(Objective& objective, const MinimizerOptions& options, M
       return result.converged;
     }
     Curvature next = curvature(result.x);
-    log().debug("Newton polish step {}: EDM {:.3g} -> {:.3g}, f = {:.15g}", result.polish_steps, c.edm, next.edm,
-                next.f);
+    log().debug("Newton polish step {}: EDM {:.3g} -> {:.3g}, f = {:.15g}", result.polish_steps, c.edm,
+                next.edm, next.f);
     c = std::move(next);
   }
 }

@@ -9,8 +9,8 @@
 namespace rabbit {
 
 Eigen::VectorXd conjugate_gradient(const std::function<Eigen::VectorXd(const Eigen::VectorXd&)>& apply,
-                                   const Eigen::VectorXd& b, double rtol, int64_t maxiter, const std::string& what,
-                                   int64_t* products) {
+                                   const Eigen::VectorXd& b, double rtol, int64_t maxiter,
+                                   const std::string& what, int64_t* products) {
   Eigen::VectorXd x = Eigen::VectorXd::Zero(b.size());
   const double bnorm = b.norm();
   if (bnorm == 0.0) return x;
@@ -21,7 +21,8 @@ Eigen::VectorXd conjugate_gradient(const std::function<Eigen::VectorXd(const Eig
     if (products) ++*products;
     double pap = p.dot(ap);
     if (!(pap > 0.0))
-      throw NumericalError(fmt::format("conjugate gradient for {} failed: the Hessian is not positive-definite", what));
+      throw NumericalError(
+          fmt::format("conjugate gradient for {} failed: the Hessian is not positive-definite", what));
     double alpha = rr / pap;
     x += alpha * p;
     r -= alpha * ap;
@@ -30,7 +31,8 @@ Eigen::VectorXd conjugate_gradient(const std::function<Eigen::VectorXd(const Eig
     p = r + (rr_new / rr) * p;
     rr = rr_new;
   }
-  throw NumericalError(fmt::format("conjugate gradient for {} did not converge in {} iterations", what, maxiter));
+  throw NumericalError(
+      fmt::format("conjugate gradient for {} did not converge in {} iterations", what, maxiter));
 }
 
 }  // namespace rabbit

@@ -24,7 +24,8 @@ void DenseLinalg::solve_lower_transpose(const Eigen::MatrixXd& L, Eigen::Ref<Eig
   L.topLeftCorner(m, m).triangularView<Eigen::Lower>().transpose().solveInPlace(x);
 }
 
-void DenseLinalg::symmetric_multiply(const Eigen::MatrixXd& A, const Eigen::MatrixXd& X, Eigen::MatrixXd& Y) const {
+void DenseLinalg::symmetric_multiply(const Eigen::MatrixXd& A, const Eigen::MatrixXd& X,
+                                     Eigen::MatrixXd& Y) const {
   // A is stored full, so plain products beat a selfadjoint view. For a few columns Eigen's GEMV
   // is ~3x faster per column than its GEMM (measured at n = 5000, one thread: 11 ms vs 63 ms for
   // two columns), so thin blocks go column by column.
@@ -41,10 +42,13 @@ double DenseLinalg::norm_inf(const Eigen::MatrixXd& A) const {
   return A.cwiseAbs().rowwise().sum().maxCoeff();
 }
 
-double DenseLinalg::norm_frobenius(const Eigen::MatrixXd& A) const { return A.norm(); }
+double DenseLinalg::norm_frobenius(const Eigen::MatrixXd& A) const {
+  return A.norm();
+}
 
 void DenseLinalg::symmetric_eigen(const Eigen::MatrixXd& A, Eigen::VectorXd& w, Eigen::MatrixXd* V) const {
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(A, V ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(A,
+                                                    V ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
   w = es.eigenvalues();
   if (V) *V = es.eigenvectors();
 }

@@ -16,17 +16,21 @@ MinimizerMethod parse_minimizer_method(const std::string& name) {
   if (name == "trust-ncg" || name == "tf-trust-ncg") return MinimizerMethod::trust_ncg;
   if (name == "trust-exact" || name == "tf-trust-exact") return MinimizerMethod::trust_exact;
   const bool known_unimplemented = name == "BFGS" || name == "L-BFGS-B" || name == "CG" || name == "dogleg";
-  throw OptionError(fmt::format(
-      "--minimizerMethod {}: {}; valid names are trust-krylov (default), trust-ncg, trust-exact, tf-trust-krylov, "
-      "tf-trust-ncg, tf-trust-exact",
-      name, known_unimplemented ? "not implemented in rabbit-cpp" : "unknown method"));
+  throw OptionError(
+      fmt::format("--minimizerMethod {}: {}; valid names are trust-krylov (default), trust-ncg, trust-exact, "
+                  "tf-trust-krylov, "
+                  "tf-trust-ncg, tf-trust-exact",
+                  name, known_unimplemented ? "not implemented in rabbit-cpp" : "unknown method"));
 }
 
 std::string method_name(MinimizerMethod method) {
   switch (method) {
-    case MinimizerMethod::trust_krylov: return "trust-krylov";
-    case MinimizerMethod::trust_ncg: return "trust-ncg";
-    case MinimizerMethod::trust_exact: return "trust-exact";
+    case MinimizerMethod::trust_krylov:
+      return "trust-krylov";
+    case MinimizerMethod::trust_ncg:
+      return "trust-ncg";
+    case MinimizerMethod::trust_exact:
+      return "trust-exact";
   }
   return "unknown";
 }
@@ -42,8 +46,8 @@ bool is_stalled(double loss, double reference, double rel_tol) {
   return loss >= reference - rel_tol * std::abs(reference);
 }
 
-Preconditioner make_preconditioner(Objective& objective, const Eigen::VectorXd& x, const PreconditionerOptions& po,
-                                   MinimizerResult& counters) {
+Preconditioner make_preconditioner(Objective& objective, const Eigen::VectorXd& x,
+                                   const PreconditionerOptions& po, MinimizerResult& counters) {
   if (!po.enabled) return Preconditioner(x);
   const auto start = std::chrono::steady_clock::now();
   Eigen::MatrixXd reference;
@@ -58,8 +62,9 @@ Preconditioner make_preconditioner(Objective& objective, const Eigen::VectorXd& 
       ++counters.nhess;
     }
   } catch (const std::bad_alloc&) {
-    log().warn("Preconditioner: the reference matrix could not be allocated; running unpreconditioned "
-               "(lower --hvpBatch on a multi-device fit)");
+    log().warn(
+        "Preconditioner: the reference matrix could not be allocated; running unpreconditioned "
+        "(lower --hvpBatch on a multi-device fit)");
     return Preconditioner(x);
   }
   log().debug("Preconditioner: reference matrix ({}) in {:.3f} s", po.from,
@@ -86,11 +91,12 @@ MinimizerResult run_rounds(Objective& objective, const Eigen::VectorXd& x0, cons
   if (options.stall_rel_tol < 0.0)
     throw OptionError(fmt::format("--stallRelTol must be >= 0, got {}", options.stall_rel_tol));
   if (x0.size() != objective.size())
-    throw OptionError(fmt::format("minimize: start point has {} entries, the objective {}", x0.size(),
-                                  objective.size()));
+    throw OptionError(
+        fmt::format("minimize: start point has {} entries, the objective {}", x0.size(), objective.size()));
   if (options.ftol)
-    log().warn("{} does not implement ftol; ignoring --minimizerFtol. Use a scipy --minimizerMethod if you need it.",
-               options.method);
+    log().warn(
+        "{} does not implement ftol; ignoring --minimizerFtol. Use a scipy --minimizerMethod if you need it.",
+        options.method);
   if (options.hvp_batch > 0) objective.set_hvp_batch(options.hvp_batch);
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -113,8 +119,7 @@ MinimizerResult run_rounds(Objective& objective, const Eigen::VectorXd& x0, cons
     const int64_t iterations_before = total.iterations;
     auto hook = [&](const Eigen::VectorXd& y, double f, double radius, double grad_norm, bool accepted) {
       const int64_t iteration = iterations_before + static_cast<int64_t>(round_losses.size()) + 1;
-      if (std::isnan(f))
-        throw NumericalError(fmt::format("Loss value is NaN at iteration {}", iteration));
+      if (std::isnan(f)) throw NumericalError(fmt::format("Loss value is NaN at iteration {}", iteration));
       const int window = options.early_stopping;
       if (window > 0 && static_cast<int64_t>(round_losses.size()) > window &&
           is_stalled(f, round_losses[round_losses.size() - window], options.stall_rel_tol)) {
@@ -129,12 +134,12 @@ MinimizerResult run_rounds(Objective& objective, const Eigen::VectorXd& x0, cons
       total.time_history.push_back(elapsed);
       last_y = y;
       // trace, not debug: rabbit_fit's callback prints rabbit's own per-iteration line at debug.
-      log().trace("iteration {}: f = {:.10g}, df = {:.3e}, radius = {:.3e}, |g| = {:.3e}, {:.2f} s, {}", iteration,
-                  f, delta_f, radius, grad_norm, elapsed, accepted ? "accepted" : "rejected");
+      log().trace("iteration {}: f = {:.10g}, df = {:.3e}, radius = {:.3e}, |g| = {:.3e}, {:.2f} s, {}",
+                  iteration, f, delta_f, radius, grad_norm, elapsed, accepted ? "accepted" : "rejected");
       if (elapsed - last_info_log >= 10.0) {
         last_info_log = elapsed;
-        log().info("{} iteration {}: f = {:.10g}, radius = {:.3e}, |g| = {:.3e}, {:.1f} s", total.method, iteration,
-                   f, radius, grad_norm, elapsed);
+        log().info("{} iteration {}: f = {:.10g}, radius = {:.3e}, |g| = {:.3e}, {:.1f} s", total.method,
+                   iteration, f, radius, grad_norm, elapsed);
       }
       if (options.callback) {
         const Eigen::VectorXd x_physical = pc.to_physical(y);
@@ -184,7 +189,8 @@ MinimizerResult run_rounds(Objective& objective, const Eigen::VectorXd& x0, cons
     }
     if (options.max_restarts >= 0 && total.restarts >= options.max_restarts) {
       if (options.max_restarts > 0)
-        log().warn("Minimizer still stalling after {} restart(s); raise --maxRestarts to continue", total.restarts);
+        log().warn("Minimizer still stalling after {} restart(s); raise --maxRestarts to continue",
+                   total.restarts);
       break;
     }
     ++total.restarts;
@@ -241,13 +247,15 @@ MinimizerResult minimize(Objective& objective, const Eigen::VectorXd& x0, const 
   }
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (total.converged)
-    log().info("{}: converged (EDM {:.3g}, {} Newton polish steps) after {} iterations, f = {:.10g}, nfev {}, nhvp {}, "
-               "nhess {}, {:.2f} s",
-               total.method, total.edm, total.polish_steps, total.iterations, total.f, total.nfev, total.nhvp,
-               total.nhess, elapsed);
+    log().info(
+        "{}: converged (EDM {:.3g}, {} Newton polish steps) after {} iterations, f = {:.10g}, nfev {}, nhvp "
+        "{}, "
+        "nhess {}, {:.2f} s",
+        total.method, total.edm, total.polish_steps, total.iterations, total.f, total.nfev, total.nhvp,
+        total.nhess, elapsed);
   else if (options.certify != MinimizerOptions::Certify::off)
-    log().info("{}: not converged ({}), EDM {:.3g}, f = {:.10g}, {:.2f} s", total.method, total.stop_reason, total.edm,
-               total.f, elapsed);
+    log().info("{}: not converged ({}), EDM {:.3g}, f = {:.10g}, {:.2f} s", total.method, total.stop_reason,
+               total.edm, total.f, elapsed);
   return total;
 }
 

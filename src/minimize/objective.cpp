@@ -1,14 +1,14 @@
 #include "rabbit/minimize/objective.hpp"
 
-#include "rabbit/core/logging.hpp"
-
 #include <algorithm>
 #include <new>
 
+#include "rabbit/core/logging.hpp"
+
 namespace rabbit {
 
-// Dense Hessian from batched HVPs against unit vectors (docs/minimizers.md "Dense Hessian from HVPs"). The batch
-// halves when an allocation fails and the reduced width persists for later Hessians (postfit,
+// Dense Hessian from batched HVPs against unit vectors (docs/minimizers.md "Dense Hessian from HVPs"). The
+// batch halves when an allocation fails and the reduced width persists for later Hessians (postfit,
 // preconditioner rebuilds), so the limit is found once per run. The result is symmetrised.
 double Objective::value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) {
   const int64_t n = size();

@@ -1,13 +1,12 @@
 // Internal-coordinate preconditioner (docs/minimizers.md "Preconditioner").
 #include "rabbit/minimize/preconditioner.hpp"
 
+#include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
-
-#include <Eigen/Cholesky>
-#include <Eigen/Eigenvalues>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
@@ -70,7 +69,8 @@ bool factor_block(const Eigen::MatrixXd& B, const PreconditionerOptions& o, cons
   return false;
 }
 
-// Connected components of the correlation graph restricted to `scope` (docs/minimizers.md "Preconditioner" step 4).
+// Connected components of the correlation graph restricted to `scope` (docs/minimizers.md "Preconditioner"
+// step 4).
 std::vector<std::vector<int64_t>> auto_blocks(const Eigen::MatrixXd& H, const std::vector<int64_t>& scope,
                                               double threshold) {
   const size_t m = scope.size();
@@ -110,8 +110,8 @@ Preconditioner Preconditioner::build(const Eigen::VectorXd& x_ref, const Eigen::
   Preconditioner pc(x_ref);
   const int64_t n = x_ref.size();
   if (reference.rows() != n || reference.cols() != n)
-    throw OptionError(fmt::format("Preconditioner: reference matrix is {}x{}, expected {}x{}", reference.rows(),
-                                  reference.cols(), n, n));
+    throw OptionError(fmt::format("Preconditioner: reference matrix is {}x{}, expected {}x{}",
+                                  reference.rows(), reference.cols(), n, n));
   std::vector<std::vector<int64_t>> sets = o.index_sets;
   std::vector<std::string> labels = o.index_set_labels;
   if (sets.empty()) {
@@ -121,7 +121,8 @@ Preconditioner Preconditioner::build(const Eigen::VectorXd& x_ref, const Eigen::
   }
   for (auto& s : sets) {
     for (int64_t i : s)
-      if (i < 0 || i >= n) throw OptionError(fmt::format("Preconditioner: index {} out of range [0, {})", i, n));
+      if (i < 0 || i >= n)
+        throw OptionError(fmt::format("Preconditioner: index {} out of range [0, {})", i, n));
     std::sort(s.begin(), s.end());
     s.erase(std::unique(s.begin(), s.end()), s.end());
   }
@@ -157,8 +158,9 @@ Preconditioner Preconditioner::build(const Eigen::VectorXd& x_ref, const Eigen::
       size_t largest = 0;
       for (const auto& g : groups) largest = std::max(largest, g.size());
       if (!scope.empty() && 2 * largest > scope.size() && groups.size() > 1)
-        log().warn("Preconditioner: the largest block holds {} of {} parameters (correlation graph percolates)",
-                   largest, scope.size());
+        log().warn(
+            "Preconditioner: the largest block holds {} of {} parameters (correlation graph percolates)",
+            largest, scope.size());
     }
   }
   if (groups.empty()) {
@@ -189,8 +191,8 @@ Preconditioner Preconditioner::build(const Eigen::VectorXd& x_ref, const Eigen::
     // Never make a block worse (unless it was already singular to working precision).
     if (block.cond_before < 1.0 / std::numeric_limits<double>::epsilon() &&
         block.cond_after > 1.01 * block.cond_before) {
-      log().debug("Preconditioner: block {} dropped (condition {:.3g} -> {:.3g})", block.label, block.cond_before,
-                  block.cond_after);
+      log().debug("Preconditioner: block {} dropped (condition {:.3g} -> {:.3g})", block.label,
+                  block.cond_before, block.cond_after);
       continue;
     }
     log().debug("Preconditioner: block {} ({} parameters): condition {:.3g} -> {:.3g}", block.label, m,
@@ -209,10 +211,12 @@ Preconditioner Preconditioner::build(const Eigen::VectorXd& x_ref, const Eigen::
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  log().info("Preconditioned {} of {} block(s), {} parameters; condition number median/worst {:.3g}/{:.3g} -> "
-             "{:.3g}/{:.3g}",
-             pc.blocks_.size(), groups.size(), nparams, median(before), *std::max_element(before.begin(), before.end()),
-             median(after), *std::max_element(after.begin(), after.end()));
+  log().info(
+      "Preconditioned {} of {} block(s), {} parameters; condition number median/worst {:.3g}/{:.3g} -> "
+      "{:.3g}/{:.3g}",
+      pc.blocks_.size(), groups.size(), nparams, median(before),
+      *std::max_element(before.begin(), before.end()), median(after),
+      *std::max_element(after.begin(), after.end()));
   return pc;
 }
 
@@ -281,7 +285,9 @@ void Preconditioner::hess_to_internal(Eigen::MatrixXd& H) const {
 
 // ---------------------------------------------------------------------------------------------
 
-double PreconditionedObjective::value(const Eigen::VectorXd& y) { return physical_.value(pc_.to_physical(y)); }
+double PreconditionedObjective::value(const Eigen::VectorXd& y) {
+  return physical_.value(pc_.to_physical(y));
+}
 
 double PreconditionedObjective::value_grad(const Eigen::VectorXd& y, Eigen::VectorXd& grad) {
   const double f = physical_.value_grad(pc_.to_physical(y), grad);

@@ -19,7 +19,8 @@ double safeguarded_lambda(double lower, double upper) {
 }
 }  // namespace
 
-void boundary_roots(const Eigen::VectorXd& z, const Eigen::VectorXd& d, double radius, double& t_lo, double& t_hi) {
+void boundary_roots(const Eigen::VectorXd& z, const Eigen::VectorXd& d, double radius, double& t_lo,
+                    double& t_hi) {
   const double a = d.squaredNorm();
   const double b = 2.0 * z.dot(d);
   const double c = z.squaredNorm() - radius * radius;
@@ -81,7 +82,8 @@ void ExactSubproblem::smallest_singular(const Eigen::MatrixXd& L, const DenseLin
 
 // A + λI failed to factorise at leading order k: scipy's singular_leading_submatrix gives
 // δ ≥ 0 and v with (A+λI+δ/‖v‖²·...)… concretely vᵀ(A + λI)v = −δ, so λ + δ/‖v‖² ≤ −λ_min(H).
-double ExactSubproblem::lower_bound_from_failure(double lambda, int64_t failed_order, const Eigen::MatrixXd& L) const {
+double ExactSubproblem::lower_bound_from_failure(double lambda, int64_t failed_order,
+                                                 const Eigen::MatrixXd& L) const {
   const Eigen::Index m = failed_order - 1;  // size of the leading block that did factorise
   const double akk = H_(m, m) + lambda;
   if (m == 0) return lambda + std::max(-akk, 0.0);
@@ -222,7 +224,8 @@ double ExactSubproblem::krylov_lambda(double radius) const {
   Eigen::VectorXd h;
   double lambda = 0.0;
   bool boundary = false;
-  GltrSubproblem::tridiagonal_solve(krylov_diag_, krylov_offdiag_, gnorm_, radius, linalg_, h, lambda, boundary);
+  GltrSubproblem::tridiagonal_solve(krylov_diag_, krylov_offdiag_, gnorm_, radius, linalg_, h, lambda,
+                                    boundary);
   return std::isfinite(lambda) ? lambda : -1.0;
 }
 
@@ -257,8 +260,9 @@ bool ExactSubproblem::refine_hard_case(double lambda, double s_min_sq, double ra
 
 SubproblemStep ExactSubproblem::fallback(const Eigen::VectorXd* p_last, const Eigen::MatrixXd* L_valid,
                                          double radius) {
-  log().warn("trust-exact: lambda search hit maxiter={}; returning the best of the last step and the Cauchy step",
-             max_lambda_trials);
+  log().warn(
+      "trust-exact: lambda search hit maxiter={}; returning the best of the last step and the Cauchy step",
+      max_lambda_trials);
   std::vector<Eigen::VectorXd> candidates;
   if (p_last && p_last->size() == g_.size() && p_last->allFinite()) {
     Eigen::VectorXd p = *p_last;
@@ -303,7 +307,8 @@ SubproblemStep ExactSubproblem::solve(double radius) {
   const double hnorm = std::min(norm_fro_, norm_inf_);
   double lambda_ub = std::max(0.0, gnorm_ / radius + std::min(-gersh_lb_, hnorm));
   double lambda_lb = std::max({0.0, -min_diag_, gnorm_ / radius - std::min(gersh_ub_, hnorm)});
-  if (radius < previous_radius_ && have_saved_lower_bound_) lambda_lb = std::max(lambda_lb, saved_lower_bound_);
+  if (radius < previous_radius_ && have_saved_lower_bound_)
+    lambda_lb = std::max(lambda_lb, saved_lower_bound_);
   const bool have_ritz = std::isfinite(ritz_min_);
   if (have_ritz) lambda_lb = std::max(lambda_lb, -ritz_min_);  // θ ≥ λ_min(H), so λ* ≥ −θ
   if (lambda_ub < lambda_lb) lambda_ub = lambda_lb;
@@ -410,7 +415,8 @@ SubproblemStep ExactSubproblem::solve(double radius) {
           lambda = lambda_new;
           already_factorized = true;
         } else {
-          if (info > 0) lambda_lb = std::max({lambda_lb, lambda_new, lower_bound_from_failure(lambda_new, info, L)});
+          if (info > 0)
+            lambda_lb = std::max({lambda_lb, lambda_new, lower_bound_from_failure(lambda_new, info, L)});
           lambda = safeguarded_lambda(lambda_lb, lambda_ub);
         }
       } else {

@@ -1,5 +1,6 @@
-// Matrix-free subproblems: truncated Steihaug-CG (docs/minimizers.md "Subproblems") and GLTR (docs/minimizers.md "Subproblems"). Both hand the model
-// value of the returned step to the outer loop so a proposal costs no extra HVP.
+// Matrix-free subproblems: truncated Steihaug-CG (docs/minimizers.md "Subproblems") and GLTR
+// (docs/minimizers.md "Subproblems"). Both hand the model value of the returned step to the outer loop so a
+// proposal costs no extra HVP.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,14 +11,16 @@
 namespace rabbit {
 
 namespace {
-double forcing_tolerance(double gnorm) { return std::min(0.5, std::sqrt(gnorm)) * gnorm; }
+double forcing_tolerance(double gnorm) {
+  return std::min(0.5, std::sqrt(gnorm)) * gnorm;
+}
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Steihaug-CG
 
-SteihaugSubproblem::SteihaugSubproblem(double f, Eigen::VectorXd g, HessianVectorProduct hvp, int64_t cg_maxiter,
-                                       double tol)
+SteihaugSubproblem::SteihaugSubproblem(double f, Eigen::VectorXd g, HessianVectorProduct hvp,
+                                       int64_t cg_maxiter, double tol)
     : TrustRegionSubproblem(f, std::move(g)), hvp_(std::move(hvp)), cg_maxiter_(cg_maxiter), tol_(tol) {
   if (cg_maxiter_ <= 0) cg_maxiter_ = std::max<int64_t>(1, g_.size());
 }
@@ -104,7 +107,8 @@ SubproblemStep SteihaugSubproblem::solve(double radius) {
 // ---------------------------------------------------------------------------------------------
 // GLTR
 
-GltrSubproblem::GltrSubproblem(double f, Eigen::VectorXd g, HessianVectorProduct hvp, int64_t kmax, double tol)
+GltrSubproblem::GltrSubproblem(double f, Eigen::VectorXd g, HessianVectorProduct hvp, int64_t kmax,
+                               double tol)
     : TrustRegionSubproblem(f, std::move(g)), hvp_(std::move(hvp)), kmax_(kmax), tol_(tol) {
   const int64_t n = g_.size();
   kmax_ = kmax_ > 0 ? std::min(kmax_, n) : std::min<int64_t>(n, 1000);
@@ -170,8 +174,7 @@ void GltrSubproblem::tridiagonal_solve(const Eigen::VectorXd& d, const Eigen::Ve
       // Hard case: the gradient has no weight on the bottom eigenspace; fill the remaining
       // length along it.
       Eigen::VectorXd hh(k);
-      for (Eigen::Index i = 0; i < k; ++i)
-        hh[i] = (w[i] - w_min) <= scale ? 0.0 : -ghat[i] / (w[i] - w_min);
+      for (Eigen::Index i = 0; i < k; ++i) hh[i] = (w[i] - w_min) <= scale ? 0.0 : -ghat[i] / (w[i] - w_min);
       hh[0] += std::sqrt(std::max(radius * radius - hh.squaredNorm(), 0.0));
       h = V * hh;
       lambda = lambda_floor;
@@ -184,7 +187,10 @@ void GltrSubproblem::tridiagonal_solve(const Eigen::VectorXd& d, const Eigen::Ve
   for (int guard = 0; step_norm(hi) > radius && guard < 2000; ++guard) hi *= 2.0;
   for (int it = 0; it < 200 && hi - lo > 1e-15 * std::max(1.0, hi); ++it) {
     const double mid = 0.5 * (lo + hi);
-    if (step_norm(mid) > radius) lo = mid; else hi = mid;
+    if (step_norm(mid) > radius)
+      lo = mid;
+    else
+      hi = mid;
   }
   // The upper end keeps ‖h‖ ≤ Δ exactly; it is within 1e-15 relative of the root.
   lambda = hi;

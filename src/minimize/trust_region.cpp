@@ -16,18 +16,26 @@ namespace rabbit {
 
 const char* status_message(int status) {
   switch (status) {
-    case status_success: return "Optimization terminated successfully.";
-    case status_maxiter: return "Maximum number of iterations has been exceeded.";
-    case status_bad_approximation: return "A bad approximation caused failure to predict improvement.";
-    case status_linalg_error: return "A linalg error occurred, such as a non-psd Hessian.";
+    case status_success:
+      return "Optimization terminated successfully.";
+    case status_maxiter:
+      return "Maximum number of iterations has been exceeded.";
+    case status_bad_approximation:
+      return "A bad approximation caused failure to predict improvement.";
+    case status_linalg_error:
+      return "A linalg error occurred, such as a non-psd Hessian.";
     case status_model_failure:
-      return "The subproblem could not predict descent at any trust radius, but the gradient is not small: the "
+      return "The subproblem could not predict descent at any trust radius, but the gradient is not small: "
+             "the "
              "quadratic MODEL failed, the fit did not converge, and the returned point is not a minimum.";
-    case status_stopped_early: return "No reduction in loss over the early-stopping window, early stopping.";
+    case status_stopped_early:
+      return "No reduction in loss over the early-stopping window, early stopping.";
     case status_noise_floor:
-      return "Converged to numerical precision: a Newton-like step changes neither the loss nor the gradient norm "
+      return "Converged to numerical precision: a Newton-like step changes neither the loss nor the gradient "
+             "norm "
              "beyond their rounding noise.";
-    default: return "Unknown status.";
+    default:
+      return "Unknown status.";
   }
 }
 
@@ -37,7 +45,8 @@ void validate_trust_region_options(const MinimizerOptions& o) {
   if (!(o.eta >= 0.0 && o.eta < 0.25))
     throw OptionError(fmt::format("trust region: eta must satisfy 0 <= eta < 0.25, got {}", o.eta));
   if (!(o.max_trust_radius > 0.0))
-    throw OptionError(fmt::format("trust region: the maximum trust radius must be positive, got {}", o.max_trust_radius));
+    throw OptionError(
+        fmt::format("trust region: the maximum trust radius must be positive, got {}", o.max_trust_radius));
   if (!(o.initial_trust_radius > 0.0))
     throw OptionError(fmt::format("trust region: the initial trust radius must be positive, got {}",
                                   o.initial_trust_radius));
@@ -101,7 +110,8 @@ void run_trust_region(Objective& objective, const Eigen::VectorXd& x0, Minimizer
   };
   publish();
   if (!std::isfinite(model->f()))
-    throw NumericalError(fmt::format("minimize: the objective is not finite at the start point (f = {})", model->f()));
+    throw NumericalError(
+        fmt::format("minimize: the objective is not finite at the start point (f = {})", model->f()));
 
   double radius = options.initial_trust_radius;
   int status = status_maxiter;
@@ -198,7 +208,8 @@ void run_trust_region(Objective& objective, const Eigen::VectorXd& x0, Minimizer
     // left, as far as the subproblem resolved it — was far below the EDM tolerance: the new point's
     // EDM is smaller still (superlinear convergence). Stopping here saves the iterations that would
     // only wander at the rounding floor; minimize() certifies the point (docs/minimizers.md).
-    if (accepted && !step.hits_boundary && predicted_reduction <= options.stop_edm_fraction * options.edm_tol * fscale) {
+    if (accepted && !step.hits_boundary &&
+        predicted_reduction <= options.stop_edm_fraction * options.edm_tol * fscale) {
       status = status_success;
       break;
     }
@@ -210,9 +221,10 @@ void run_trust_region(Objective& objective, const Eigen::VectorXd& x0, Minimizer
   out.message = status_message(status);
   out.success = status == status_success || status == status_noise_floor;
   if (status == status_model_failure) {
-    log().warn("{}: {} |g| = {:.3e} after {} radius reductions, final radius {:.3e}. Rerun with "
-               "--minimizerMethod trust-exact and compare the NLL.",
-               out.method, out.message, model->gnorm(), shrinks, radius);
+    log().warn(
+        "{}: {} |g| = {:.3e} after {} radius reductions, final radius {:.3e}. Rerun with "
+        "--minimizerMethod trust-exact and compare the NLL.",
+        out.method, out.message, model->gnorm(), shrinks, radius);
   } else if (status == status_bad_approximation || status == status_success || status == status_noise_floor) {
     log().debug("{}: {} (status {}, {} iterations)", out.method, out.message, status, k);
   } else {
@@ -223,7 +235,8 @@ void run_trust_region(Objective& objective, const Eigen::VectorXd& x0, Minimizer
 }  // namespace detail
 
 MinimizerResult trust_region_minimize(Objective& objective, const Eigen::VectorXd& x0, MinimizerMethod method,
-                                      const MinimizerOptions& options, const TrustRegionHook& iteration_hook) {
+                                      const MinimizerOptions& options,
+                                      const TrustRegionHook& iteration_hook) {
   MinimizerResult result;
   detail::run_trust_region(objective, x0, method, options, iteration_hook, result);
   return result;

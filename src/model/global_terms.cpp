@@ -1,13 +1,13 @@
 #include "rabbit/model/global_terms.hpp"
 
+#include <fmt/format.h>
+
+#include <Eigen/Eigenvalues>
+#include <Eigen/LU>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
-
-#include <Eigen/Eigenvalues>
-#include <Eigen/LU>
-#include <fmt/format.h>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
@@ -49,9 +49,10 @@ std::pair<double, double> gaussian_scalars(const Eigen::VectorXd& g, const Eigen
         if (std::abs(ev[i]) > tol * amax) inv[i] = 1.0 / ev[i];
       y = es.eigenvectors() * inv.asDiagonal() * (es.eigenvectors().transpose() * g);
       if ((hs * y - g).norm() > 1e-8 * std::max(g.norm(), 1.0))
-        log().warn("External likelihood term '{}': the Hessian is singular and the gradient has a component "
-                   "outside its range, so the term cannot be centred; absolute NLL values remain offset",
-                   name);
+        log().warn(
+            "External likelihood term '{}': the Hessian is singular and the gradient has a component "
+            "outside its range, so the term cannot be centred; absolute NLL values remain offset",
+            name);
     }
     c = 0.5 * g.dot(y);
   }
@@ -65,9 +66,10 @@ std::pair<double, double> gaussian_scalars(const Eigen::VectorXd& g, const Eigen
     logdet += std::log(std::abs(d));
   }
   if (sign <= 0.0) {
-    log().warn("External likelihood term '{}': the Hessian is not positive definite, so the term is not a "
-               "normalisable Gaussian; its log-normalisation is left out of the full NLL",
-               name);
+    log().warn(
+        "External likelihood term '{}': the Hessian is not positive definite, so the term is not a "
+        "normalisable Gaussian; its log-normalisation is left out of the full NLL",
+        name);
     return {c, 0.0};
   }
   return {c, static_cast<double>(k) * 0.9189385332046727 - 0.5 * logdet};  // ½ ln 2π per dimension
@@ -88,21 +90,24 @@ class ModelGlobalTerms final : public GlobalTerms {
             break;
           }
         if (found < 0)
-          throw InputError(fmt::format("{}: external term '{}' refers to parameter '{}', which is not in the model",
-                                       model.input->filename, term.name, p));
+          throw InputError(
+              fmt::format("{}: external term '{}' refers to parameter '{}', which is not in the model",
+                          model.input->filename, term.name, p));
         r.index.push_back(found);
       }
       const int64_t n = static_cast<int64_t>(r.index.size());
       if (term.grad_values) {
         if (term.grad_values->size() != n)
-          throw InputError(fmt::format("{}: external term '{}' has {} parameters but grad_values of length {}",
-                                       model.input->filename, term.name, n, term.grad_values->size()));
+          throw InputError(
+              fmt::format("{}: external term '{}' has {} parameters but grad_values of length {}",
+                          model.input->filename, term.name, n, term.grad_values->size()));
         r.grad = *term.grad_values;
       }
       if (term.hess) {
         if (term.hess->rows() != n || term.hess->cols() != n)
           throw InputError(fmt::format("{}: external term '{}' has {} parameters but a {}x{} Hessian",
-                                       model.input->filename, term.name, n, term.hess->rows(), term.hess->cols()));
+                                       model.input->filename, term.name, n, term.hess->rows(),
+                                       term.hess->cols()));
         r.hess_sym = 0.5 * (*term.hess + term.hess->transpose());
       }
       // Stored scalars win; missing ones come from a dense H only (a sparse one would need a sparse
@@ -115,17 +120,18 @@ class ModelGlobalTerms final : public GlobalTerms {
           if (!term.const_value) r.const_value = c;
           if (!term.lognorm) r.lognorm = ln;
         } else if (term.hess) {
-          log().warn("External likelihood term '{}' has a sparse Hessian and no stored const/lognorm, so it is "
-                     "not centred or normalised (as in rabbit); absolute NLL values are offset for this term",
-                     term.name);
+          log().warn(
+              "External likelihood term '{}' has a sparse Hessian and no stored const/lognorm, so it is "
+              "not centred or normalised (as in rabbit); absolute NLL values are offset for this term",
+              term.name);
         }
       }
       terms_.push_back(std::move(r));
     }
   }
 
-  double xi_terms(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V, Eigen::MatrixXd* HV,
-                  Eigen::MatrixXd* hess) const override {
+  double xi_terms(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
+                  Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const override {
     const auto& cw = model_.parameters.constraint_weights;
     const auto& x0 = model_.parameters.constraint_centres;
     const Eigen::VectorXd diff = xi - x0;
@@ -141,12 +147,14 @@ class ModelGlobalTerms final : public GlobalTerms {
       for (const auto& reg : model_.regularizers) {
         if (reg->needs_observables()) continue;
         if (!reg->armed())
-          throw Error(fmt::format("Regularizer {} not armed; call set_expectations() before evaluating", reg->name()));
+          throw Error(fmt::format("Regularizer {} not armed; call set_expectations() before evaluating",
+                                  reg->name()));
         Eigen::VectorXd g = Eigen::VectorXd::Zero(n);
         Eigen::MatrixXd hv, h;
         if (HV && V) hv.setZero(n, V->cols());
         if (hess) h.setZero(n, n);
-        f += w * reg->penalty_parameters(xi, grad ? &g : nullptr, V, (HV && V) ? &hv : nullptr, hess ? &h : nullptr);
+        f += w * reg->penalty_parameters(xi, grad ? &g : nullptr, V, (HV && V) ? &hv : nullptr,
+                                         hess ? &h : nullptr);
         if (grad) *grad += w * g;
         if (HV && V) *HV += w * hv;
         if (hess) *hess += w * h;
@@ -155,8 +163,8 @@ class ModelGlobalTerms final : public GlobalTerms {
     return f;
   }
 
-  double x_terms(const Eigen::VectorXd& x, Eigen::VectorXd* grad, const Eigen::MatrixXd* V, Eigen::MatrixXd* HV,
-                 Eigen::MatrixXd* hess) const override {
+  double x_terms(const Eigen::VectorXd& x, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
+                 Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const override {
     double f = 0.0;
     for (const auto& t : terms_) {
       f += t.const_value;  // x-independent: derivatives unchanged

@@ -1,10 +1,10 @@
 #include "rabbit/model/model.hpp"
 
-#include <algorithm>
-#include <cmath>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
@@ -16,10 +16,14 @@ namespace rabbit {
 
 std::string to_string(BBType type) {
   switch (type) {
-    case BBType::automatic: return "automatic";
-    case BBType::gamma: return "gamma";
-    case BBType::normal_additive: return "normal-additive";
-    case BBType::normal_multiplicative: return "normal-multiplicative";
+    case BBType::automatic:
+      return "automatic";
+    case BBType::gamma:
+      return "gamma";
+    case BBType::normal_additive:
+      return "normal-additive";
+    case BBType::normal_multiplicative:
+      return "normal-multiplicative";
   }
   return "unknown";
 }
@@ -32,8 +36,8 @@ std::vector<std::string> names_at(const std::vector<std::string>& names, const s
   return out;
 }
 
-/// docs/likelihood.md "Barlow–Beeston types and modes": automatic → normal-additive with --covarianceFit, normal-multiplicative in full mode,
-/// gamma otherwise; --covarianceFit accepts only the normal types.
+/// docs/likelihood.md "Barlow–Beeston types and modes": automatic → normal-additive with --covarianceFit,
+/// normal-multiplicative in full mode, gamma otherwise; --covarianceFit accepts only the normal types.
 BBType resolve_bb_type(const ModelOptions& options) {
   BBType t = options.bb_type;
   if (t == BBType::automatic) {
@@ -46,7 +50,8 @@ BBType resolve_bb_type(const ModelOptions& options) {
   }
   if (options.bin_by_bin_stat && options.likelihood == DataLikelihood::covariance && t == BBType::gamma)
     throw OptionError(
-        "--covarianceFit with --binByBinStatType gamma: only normal-additive or normal-multiplicative are allowed "
+        "--covarianceFit with --binByBinStatType gamma: only normal-additive or normal-multiplicative are "
+        "allowed "
         "(or --noBinByBinStat)");
   if (options.bin_by_bin_stat && t == BBType::gamma && options.bb_mode == BBMode::full)
     log().warn("--binByBinStatType gamma with --binByBinStatMode full is experimental");
@@ -97,9 +102,10 @@ void init_blinding(ParameterSpace& ps, const FitInputData& input, const ModelOpt
       overlap.push_back(fmt::format("{} (group '{}')", candidates[i], options.blinding_groups[group[i]]));
   }
   if (!overlap.empty())
-    throw OptionError(fmt::format(
-        "--unblind and --blindingGroup both match: {}; refusing an ambiguous (un)blinding, tighten the expressions",
-        fmt::join(overlap, ", ")));
+    throw OptionError(
+        fmt::format("--unblind and --blindingGroup both match: {}; refusing an ambiguous (un)blinding, "
+                    "tighten the expressions",
+                    fmt::join(overlap, ", ")));
 
   // Real data (any integer-valued bin of the file's hdata_obs, zeros included) gets "_data" seeds.
   bool data_is_integer = false;
@@ -124,7 +130,8 @@ void init_blinding(ParameterSpace& ps, const FitInputData& input, const ModelOpt
 
 std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, const ModelOptions& options) {
   if (!input) throw Error("build_model: no input data");
-  auto pm = make_param_model(*input, options.param_models, options.expect_signal, options.allow_negative_param);
+  auto pm =
+      make_param_model(*input, options.param_models, options.expect_signal, options.allow_negative_param);
   return build_model(std::move(input), options, std::move(pm));
 }
 
@@ -136,7 +143,8 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
     // The backends still take one rate row per process (docs/model.md "Param models").
     std::vector<std::string> names;
     for (const auto& spec : options.param_models) names.push_back(spec.name);
-    const std::string name = names.empty() ? "given to build_model" : fmt::format("{}", fmt::join(names, " + "));
+    const std::string name =
+        names.empty() ? "given to build_model" : fmt::format("{}", fmt::join(names, " + "));
     throw OptionError(
         fmt::format("--paramModel: param model {} depends on the bin; not supported by this release", name));
   }
@@ -149,12 +157,13 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
     const Eigen::VectorXd var = input->data_var.value_or(input->data_obs);
     for (int64_t b = 0; b < var.size(); ++b)
       if (!(var[b] > 0.0))
-        throw OptionError(fmt::format(
-            "--covarianceFit: {} has no hdata_cov_inv and the fallback diag(1/variance) needs positive variances "
-            "(bin {} has {})",
-            input->filename, b, var[b]));
+        throw OptionError(
+            fmt::format("--covarianceFit: {} has no hdata_cov_inv and the fallback diag(1/variance) needs "
+                        "positive variances "
+                        "(bin {} has {})",
+                        input->filename, b, var[b]));
     log().warn("--covarianceFit: {} has no hdata_cov_inv, using the inverse of the data variances",
-                  input->filename);
+               input->filename);
     auto copy = std::make_shared<FitInputData>(*input);
     copy->data_cov_inv = Eigen::MatrixXd(var.cwiseInverse().asDiagonal());
     input = copy;
@@ -202,8 +211,8 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
     if (count != 1) {
       const bool is_param = std::find(ps.names.begin(), ps.names.begin() + m, name) != ps.names.begin() + m;
       throw OptionError(fmt::format(
-          "--setConstraintMinimum {}: expected exactly one nuisance parameter of that name, found {}{}", name, count,
-          is_param ? " (param-model parameters cannot be set this way; use --expectSignal)" : ""));
+          "--setConstraintMinimum {}: expected exactly one nuisance parameter of that name, found {}{}", name,
+          count, is_param ? " (param-model parameters cannot be set this way; use --expectSignal)" : ""));
     }
     theta0[where] = value;
   }
@@ -213,13 +222,15 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
   Eigen::VectorXd param_x0 = xparamdefault;
   const Eigen::VectorXd sigmas = pm->prior_sigmas();
   if (sigmas.size() > 0) {
-    if (sigmas.size() != m) throw Error(fmt::format("param model declares {} prior widths for {} parameters", sigmas.size(), m));
+    if (sigmas.size() != m)
+      throw Error(fmt::format("param model declares {} prior widths for {} parameters", sigmas.size(), m));
     const Eigen::VectorXd means = pm->prior_means();
     for (int64_t i = 0; i < m; ++i) {
       if (!(std::isfinite(sigmas[i]) && sigmas[i] > 0.0)) continue;
       if (i < ps.npoi && ps.squared_pois)
         throw OptionError(fmt::format(
-            "Gaussian prior on POI {} requires --allowNegativeParam (the stored parameter is sqrt(mu))", ps.names[i]));
+            "Gaussian prior on POI {} requires --allowNegativeParam (the stored parameter is sqrt(mu))",
+            ps.names[i]));
       param_cw[i] = 1.0 / (sigmas[i] * sigmas[i]);
       if (means.size() == m && std::isfinite(means[i])) param_x0[i] = means[i];
       log().info("[paramPriors] {}: mean={:.4g} sigma={:.4g}", ps.names[i], param_x0[i], sigmas[i]);
@@ -230,7 +241,8 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
   ps.constraint_centres_default.resize(n);
   ps.constraint_centres_default << param_x0, theta0;
   ps.constraint_centres = ps.constraint_centres_default;
-  ps.x_default = ps.constraint_centres_default;  // every fit starts at x0default (docs/likelihood.md "Defaults, constraints and prefit variances")
+  ps.x_default = ps.constraint_centres_default;  // every fit starts at x0default (docs/likelihood.md
+                                                 // "Defaults, constraints and prefit variances")
 
   const double u = options.prefit_unconstrained_nuisance_uncertainty;
   ps.prefit_variance.resize(n);
@@ -250,7 +262,8 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
   }
 
   model->bb_type = resolve_bb_type(options);
-  if (options.min_bb_kstat < 0.0) throw OptionError(fmt::format("--minBBKstat must be >= 0, got {}", options.min_bb_kstat));
+  if (options.min_bb_kstat < 0.0)
+    throw OptionError(fmt::format("--minBBKstat must be >= 0, got {}", options.min_bb_kstat));
   init_blinding(ps, in, options);
 
   model->regularizers = make_regularizers(in, options.regularization);
@@ -260,12 +273,13 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
 
 void check_observed(const Model& model, const Eigen::VectorXd& nobs, const std::string& label) {
   if (nobs.size() != model.input->nbins)
-    throw Error(fmt::format("{}: {} observed bins, the model has {}", label, nobs.size(), model.input->nbins));
+    throw Error(
+        fmt::format("{}: {} observed bins, the model has {}", label, nobs.size(), model.input->nbins));
   if (model.options.likelihood == DataLikelihood::chisq)
     for (int64_t b = 0; b < nobs.size(); ++b)
       if (!(nobs[b] > 0.0))
-        throw OptionError(fmt::format("--chisqFit requires all observed counts to be > 0, but {} has {} in bin {}",
-                                      label, nobs[b], b));
+        throw OptionError(fmt::format(
+            "--chisqFit requires all observed counts to be > 0, but {} has {} in bin {}", label, nobs[b], b));
 }
 
 void check_start_point(const Model& model, const Eigen::VectorXd& nobs, const Eigen::VectorXd& xi,
@@ -310,22 +324,31 @@ void check_start_point(const Model& model, const Eigen::VectorXd& nobs, const Ei
     }
   std::string where = fmt::format("bin {}", first_bin);
   for (const auto& ch : in.channels)
-    if (first_bin >= ch.start && first_bin < ch.stop) where = fmt::format("{} bin {}", ch.name, first_bin - ch.start);
+    if (first_bin >= ch.start && first_bin < ch.stop)
+      where = fmt::format("{} bin {}", ch.name, first_bin - ch.start);
   std::vector<std::string> models;
   for (const auto& spec : model.options.param_models) models.push_back(spec.name);
   if (models.empty()) models.push_back("Mu");
-  throw OptionError(fmt::format(
-      "--paramModel {}: at the start point ({}) process '{}' has rate 0 and leaves {} bin(s) with observed events "
-      "and no expected events (first: {}), where the Poisson NLL is infinite; start where its rate is positive "
-      "with --expectSignal {} VALUE",
-      fmt::join(models, " "), fmt::join(params, ", "), in.procs[proc], nempty, where, hint));
+  throw OptionError(
+      fmt::format("--paramModel {}: at the start point ({}) process '{}' has rate 0 and leaves {} bin(s) "
+                  "with observed events "
+                  "and no expected events (first: {}), where the Poisson NLL is infinite; start where its "
+                  "rate is positive "
+                  "with --expectSignal {} VALUE",
+                  fmt::join(models, " "), fmt::join(params, ", "), in.procs[proc], nempty, where, hint));
 }
 
-Eigen::VectorXd prefit_values(const Model& model) { return model.parameters.x_default; }
+Eigen::VectorXd prefit_values(const Model& model) {
+  return model.parameters.x_default;
+}
 
-Eigen::VectorXd prefit_variances(const Model& model) { return model.parameters.prefit_variance; }
+Eigen::VectorXd prefit_variances(const Model& model) {
+  return model.parameters.prefit_variance;
+}
 
-Eigen::VectorXd prefit_uncertainties(const Model& model) { return model.parameters.prefit_variance.cwiseSqrt(); }
+Eigen::VectorXd prefit_uncertainties(const Model& model) {
+  return model.parameters.prefit_variance.cwiseSqrt();
+}
 
 Eigen::MatrixXd prefit_covariance(const Model& model) {
   return Eigen::MatrixXd(model.parameters.prefit_variance.asDiagonal());

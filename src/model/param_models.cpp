@@ -1,9 +1,9 @@
 // The built-in param models of docs/model.md "Param models": Ones, Mu, Mixture and their composite.
-#include <algorithm>
-#include <limits>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <limits>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"
@@ -21,8 +21,9 @@ Eigen::VectorXd effective_defaults(const std::string& model_name, const std::vec
   for (const auto& [name, value] : expect_signal) {
     auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end())
-      throw OptionError(fmt::format("--expectSignal: '{}' is not a parameter of param model {} (its parameters: [{}])",
-                                    name, model_name, fmt::join(names, ", ")));
+      throw OptionError(
+          fmt::format("--expectSignal: '{}' is not a parameter of param model {} (its parameters: [{}])",
+                      name, model_name, fmt::join(names, ", ")));
     mu0[it - names.begin()] = value;
   }
   return mu0;
@@ -55,7 +56,8 @@ class MuModel final : public ParamModel {
           bool allow_negative)
       : nproc_(input.nproc), names_(input.signals), allow_negative_(allow_negative) {
     if (static_cast<int64_t>(names_.size()) > nproc_)
-      throw InputError(fmt::format("{}: {} signals but only {} processes", input.filename, names_.size(), nproc_));
+      throw InputError(
+          fmt::format("{}: {} signals but only {} processes", input.filename, names_.size(), nproc_));
     defaults_ = effective_defaults("Mu", names_, expect_signal);
   }
   int64_t npoi() const override { return static_cast<int64_t>(names_.size()); }
@@ -105,9 +107,10 @@ class MixtureModel final : public ParamModel {
                const std::vector<std::pair<std::string, double>>& expect_signal, bool allow_negative)
       : nproc_(input.nproc), allow_negative_(allow_negative) {
     if (args.size() != 2)
-      throw OptionError(fmt::format(
-          "--paramModel Mixture: expected exactly 2 arguments (primaries and complementaries as comma lists), got {}",
-          args.size()));
+      throw OptionError(
+          fmt::format("--paramModel Mixture: expected exactly 2 arguments (primaries and complementaries as "
+                      "comma lists), got {}",
+                      args.size()));
     const auto primaries = split_commas(args[0]);
     const auto complementaries = split_commas(args[1]);
     if (primaries.size() != complementaries.size())
@@ -138,7 +141,8 @@ class MixtureModel final : public ParamModel {
       if (std::find(complementaries.begin(), complementaries.end(), proc) != complementaries.end())
         complementary_idx_.push_back(p);
     }
-    for (size_t i = 0; i < primaries.size(); ++i) names_.push_back(primaries[i] + "_" + complementaries[i] + "_mixing");
+    for (size_t i = 0; i < primaries.size(); ++i)
+      names_.push_back(primaries[i] + "_" + complementaries[i] + "_mixing");
     defaults_ = effective_defaults("Mixture", names_, expect_signal);
   }
   int64_t npoi() const override { return static_cast<int64_t>(names_.size()); }
@@ -297,7 +301,8 @@ class CompositeModel final : public ParamModel {
     for (size_t k = 0; k < models_.size(); ++k) {
       Eigen::VectorXd v = sigmas ? models_[k]->prior_sigmas() : models_[k]->prior_means();
       // A sub-model without priors: no constraint (NaN sigma) and "use the stored default" (NaN mean).
-      if (v.size() == 0) v = Eigen::VectorXd::Constant(models_[k]->nparams(), std::numeric_limits<double>::quiet_NaN());
+      if (v.size() == 0)
+        v = Eigen::VectorXd::Constant(models_[k]->nparams(), std::numeric_limits<double>::quiet_NaN());
       scatter(k, v, out);
     }
     return out;
@@ -319,8 +324,8 @@ void expect_no_arguments(const ParamModelSpec& spec) {
     throw OptionError(fmt::format("--paramModel {} takes no arguments, got {}", spec.name, spec.args.size()));
 }
 
-std::shared_ptr<const ParamModel> make_ones(const FitInputData& input, const ParamModelSpec& spec, const ExpectSignal&,
-                                            bool) {
+std::shared_ptr<const ParamModel> make_ones(const FitInputData& input, const ParamModelSpec& spec,
+                                            const ExpectSignal&, bool) {
   expect_no_arguments(spec);
   return std::make_shared<OnesModel>(input.nproc);
 }
@@ -339,7 +344,8 @@ std::shared_ptr<const ParamModel> make_mixture(const FitInputData& input, const 
 /// The registry of --paramModel names (docs/architecture.md "How to add a param model"): one line per model.
 struct ParamModelEntry {
   const char* name;
-  std::shared_ptr<const ParamModel> (*make)(const FitInputData&, const ParamModelSpec&, const ExpectSignal&, bool);
+  std::shared_ptr<const ParamModel> (*make)(const FitInputData&, const ParamModelSpec&, const ExpectSignal&,
+                                            bool);
 };
 constexpr ParamModelEntry kParamModels[] = {
     {"Ones", make_ones},
@@ -358,9 +364,9 @@ const std::vector<std::string>& supported_param_models() {
   return names;
 }
 
-std::shared_ptr<const ParamModel> make_param_model(const FitInputData& input, const std::vector<ParamModelSpec>& specs,
-                                                   const std::vector<std::pair<std::string, double>>& expect_signal,
-                                                   bool allow_negative_param) {
+std::shared_ptr<const ParamModel> make_param_model(
+    const FitInputData& input, const std::vector<ParamModelSpec>& specs,
+    const std::vector<std::pair<std::string, double>>& expect_signal, bool allow_negative_param) {
   std::vector<ParamModelSpec> list = specs;
   if (list.empty()) list.push_back(ParamModelSpec{});
   std::vector<std::shared_ptr<const ParamModel>> models;
@@ -368,10 +374,11 @@ std::shared_ptr<const ParamModel> make_param_model(const FitInputData& input, co
     const auto entry = std::find_if(std::begin(kParamModels), std::end(kParamModels),
                                     [&](const ParamModelEntry& e) { return spec.name == e.name; });
     if (entry == std::end(kParamModels))
-      throw OptionError(fmt::format(
-          "--paramModel: unknown param model '{}'; supported: {} (rabbit's ABCD, AxisNorm, AxisExp, AxisBernstein, "
-          "SaturatedProjectModel and user-defined models are not implemented)",
-          spec.name, fmt::join(supported_param_models(), ", ")));
+      throw OptionError(
+          fmt::format("--paramModel: unknown param model '{}'; supported: {} (rabbit's ABCD, AxisNorm, "
+                      "AxisExp, AxisBernstein, "
+                      "SaturatedProjectModel and user-defined models are not implemented)",
+                      spec.name, fmt::join(supported_param_models(), ", ")));
     models.push_back(entry->make(input, spec, expect_signal, allow_negative_param));
   }
   if (models.size() == 1) return models.front();

@@ -1,10 +1,10 @@
 #include "rabbit/model/parameter_space.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <regex>
-
-#include <fmt/format.h>
 
 #include "rabbit/core/error.hpp"
 
@@ -14,7 +14,8 @@ void ParameterSpace::transform(const Eigen::VectorXd& x, Eigen::VectorXd& xi, Ei
                                Eigen::VectorXd& d2) const {
   const int64_t n = size();
   if (x.size() != n)
-    throw Error(fmt::format("ParameterSpace::transform: x has length {}, the model has {} parameters", x.size(), n));
+    throw Error(
+        fmt::format("ParameterSpace::transform: x has length {}, the model has {} parameters", x.size(), n));
   xi.resize(n);
   d1.resize(n);
   d2.resize(n);
@@ -43,7 +44,8 @@ void ParameterSpace::transform(const Eigen::VectorXd& x, Eigen::VectorXd& xi, Ei
     d1[m + s] = 1.0;
     d2[m + s] = 0.0;
   }
-  // Frozen parameters keep their value but the model part of the NLL sees no derivative (docs/likelihood.md "Frozen parameters").
+  // Frozen parameters keep their value but the model part of the NLL sees no derivative (docs/likelihood.md
+  // "Frozen parameters").
   for (int64_t i = 0; i < n && i < static_cast<int64_t>(frozen.size()); ++i) {
     if (frozen[i]) {
       d1[i] = 0.0;
@@ -80,7 +82,8 @@ std::vector<int64_t> ParameterSpace::floating_indices() const {
 
 Eigen::VectorXd ParameterSpace::constraint_centre_variance() const {
   Eigen::VectorXd v(constraint_weights.size());
-  for (int64_t i = 0; i < v.size(); ++i) v[i] = constraint_weights[i] > 0.0 ? 1.0 / constraint_weights[i] : 0.0;
+  for (int64_t i = 0; i < v.size(); ++i)
+    v[i] = constraint_weights[i] > 0.0 ? 1.0 / constraint_weights[i] : 0.0;
   return v;
 }
 
@@ -88,8 +91,8 @@ Eigen::VectorXd ParameterSpace::constraint_centre_variance() const {
 
 namespace rabbit {
 
-std::vector<int64_t> match_names(const std::vector<std::string>& expressions, const std::vector<std::string>& names,
-                                 const std::string& option) {
+std::vector<int64_t> match_names(const std::vector<std::string>& expressions,
+                                 const std::vector<std::string>& names, const std::string& option) {
   std::vector<std::optional<std::regex>> compiled;
   compiled.reserve(expressions.size());
   for (const auto& e : expressions) {
@@ -99,8 +102,9 @@ std::vector<int64_t> match_names(const std::vector<std::string>& expressions, co
       // rabbit compiles every expression and fails on an invalid one; an exact name is still
       // accepted here, anything else is an option error.
       if (std::find(names.begin(), names.end(), e) == names.end())
-        throw OptionError(fmt::format("{}: '{}' is neither a parameter name nor a valid regular expression ({})", option,
-                                      e, err.what()));
+        throw OptionError(
+            fmt::format("{}: '{}' is neither a parameter name nor a valid regular expression ({})", option, e,
+                        err.what()));
       compiled.emplace_back(std::nullopt);
     }
   }
@@ -114,14 +118,16 @@ std::vector<int64_t> match_names(const std::vector<std::string>& expressions, co
   return out;
 }
 
-std::vector<int64_t> ParameterSpace::freeze(const std::vector<std::string>& expressions, const std::string& option) {
+std::vector<int64_t> ParameterSpace::freeze(const std::vector<std::string>& expressions,
+                                            const std::string& option) {
   if (static_cast<int64_t>(frozen.size()) != size()) frozen.assign(size(), false);
   auto idx = match_names(expressions, names, option);
   for (auto i : idx) frozen[i] = true;
   return idx;
 }
 
-std::vector<int64_t> ParameterSpace::unfreeze(const std::vector<std::string>& expressions, const std::string& option) {
+std::vector<int64_t> ParameterSpace::unfreeze(const std::vector<std::string>& expressions,
+                                              const std::string& option) {
   if (static_cast<int64_t>(frozen.size()) != size()) frozen.assign(size(), false);
   auto idx = match_names(expressions, names, option);
   for (auto i : idx) frozen[i] = false;

@@ -1,9 +1,9 @@
 #include "rabbit/model/regularizer.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <cmath>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"
@@ -16,7 +16,8 @@ double Regularizer::penalty_observables(const Eigen::VectorXd&, Eigen::VectorXd*
   throw Error(fmt::format("regularizer {} does not depend on the observables", name()));
 }
 
-Eigen::MatrixXd Regularizer::hessian_product_observables(const Eigen::VectorXd&, const Eigen::MatrixXd&) const {
+Eigen::MatrixXd Regularizer::hessian_product_observables(const Eigen::VectorXd&,
+                                                         const Eigen::MatrixXd&) const {
   throw Error(fmt::format("regularizer {} does not depend on the observables", name()));
 }
 
@@ -28,9 +29,10 @@ double Regularizer::penalty_parameters(const Eigen::VectorXd&, Eigen::VectorXd*,
 SvdRegularizer::SvdRegularizer(const FitInputData& input, const std::vector<std::string>& mapping)
     : nbinsfull_(input.nbinsfull) {
   if (mapping.size() < 2 || (mapping[0] != "Select" && mapping[0] != "Project"))
-    throw OptionError(fmt::format(
-        "-r/--regularization SVD: the mapping must be 'Select <channel>' or 'Project <channel> <axis>...', got '{}'",
-        fmt::join(mapping, " ")));
+    throw OptionError(
+        fmt::format("-r/--regularization SVD: the mapping must be 'Select <channel>' or 'Project <channel> "
+                    "<axis>...', got '{}'",
+                    fmt::join(mapping, " ")));
   const std::string& channel_name = mapping[1];
   const ChannelInfo* channel = nullptr;
   for (const auto& c : input.channels)
@@ -38,8 +40,8 @@ SvdRegularizer::SvdRegularizer(const FitInputData& input, const std::vector<std:
   if (!channel) {
     std::vector<std::string> known;
     for (const auto& c : input.channels) known.push_back(c.name);
-    throw OptionError(fmt::format("-r/--regularization SVD {}: unknown channel '{}' (channels: [{}])", mapping[0],
-                                  channel_name, fmt::join(known, ", ")));
+    throw OptionError(fmt::format("-r/--regularization SVD {}: unknown channel '{}' (channels: [{}])",
+                                  mapping[0], channel_name, fmt::join(known, ", ")));
   }
   std::vector<int64_t> in_shape;
   for (const auto& a : channel->axes) in_shape.push_back(channel->flow ? a.extent() : a.size);
@@ -47,14 +49,15 @@ SvdRegularizer::SvdRegularizer(const FitInputData& input, const std::vector<std:
   int64_t total = 1;
   for (auto s : in_shape) total *= s;
   if (total != channel->nbins())
-    throw InputError(fmt::format("{}: channel '{}' has {} bins but its axes give {}", input.filename, channel_name,
-                                 channel->nbins(), total));
+    throw InputError(fmt::format("{}: channel '{}' has {} bins but its axes give {}", input.filename,
+                                 channel_name, channel->nbins(), total));
   std::vector<size_t> kept;  // input axes kept in the output, in output order
   if (mapping[0] == "Select") {
     if (mapping.size() > 2)
-      throw OptionError(fmt::format(
-          "-r/--regularization SVD Select {}: axis selections/rebinning ('{}') are not implemented for regularisers",
-          channel_name, mapping[2]));
+      throw OptionError(
+          fmt::format("-r/--regularization SVD Select {}: axis selections/rebinning ('{}') are not "
+                      "implemented for regularisers",
+                      channel_name, mapping[2]));
     for (size_t a = 0; a < in_shape.size(); ++a) kept.push_back(a);
   } else {
     for (size_t k = 2; k < mapping.size(); ++k) {
@@ -67,10 +70,12 @@ SvdRegularizer::SvdRegularizer(const FitInputData& input, const std::vector<std:
       kept.push_back(found);
     }
     if (kept.empty())
-      throw OptionError(fmt::format("-r/--regularization SVD Project {}: no axes to project on", channel_name));
+      throw OptionError(
+          fmt::format("-r/--regularization SVD Project {}: no axes to project on", channel_name));
   }
   if (kept.size() > 3)
-    throw OptionError(fmt::format("-r/--regularization SVD: at most 3 axes are supported, got {}", kept.size()));
+    throw OptionError(
+        fmt::format("-r/--regularization SVD: at most 3 axes are supported, got {}", kept.size()));
   for (auto a : kept) shape_.push_back(in_shape[a]);
   channel_start_ = channel->start;
   cell_of_bin_.resize(total);
@@ -166,12 +171,15 @@ std::vector<std::shared_ptr<Regularizer>> make_regularizers(const FitInputData& 
     if (spec.name == "SVD")
       out.push_back(std::make_shared<SvdRegularizer>(input, spec.mapping));
     else
-      throw OptionError(fmt::format("-r/--regularization: unknown regulariser '{}'; supported: SVD", spec.name));
+      throw OptionError(
+          fmt::format("-r/--regularization: unknown regulariser '{}'; supported: SVD", spec.name));
   }
   return out;
 }
 
-double regularization_weight(const Model& model) { return std::exp(2.0 * model.options.regularization_strength); }
+double regularization_weight(const Model& model) {
+  return std::exp(2.0 * model.options.regularization_strength);
+}
 
 bool needs_observables(const Model& model) {
   for (const auto& r : model.regularizers)

@@ -7,9 +7,9 @@ namespace rabbit::postfit {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, YieldModel& c,
-                                     const VectorXd& x, const MatrixXd& cov,
-                                     const std::vector<int64_t>& reported, bool bb_full, int64_t nproc) {
+McStatImpacts mc_stat_global_impacts(const Model& model, Fitter& fitter, YieldModel& c, const VectorXd& x,
+                                     const MatrixXd& cov, const std::vector<int64_t>& reported, bool bb_full,
+                                     int64_t nproc) {
   const int64_t nimp = static_cast<int64_t>(reported.size());
   const VectorXd beta_hat = fitter.profiled_beta(x);
   const BBStatistics stats(model);

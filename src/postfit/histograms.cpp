@@ -18,15 +18,15 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using Mode = YieldModel::BetaMode;
 
-// The linear response of the yields to the BB parameters β at one point (docs/likelihood.md "Applying β to the yields"):
-// dN[b, p] = ∂Ñ_bp/∂β_e with e = entry(b, p), and the curvatures of L in β.
+// The linear response of the yields to the BB parameters β at one point (docs/likelihood.md "Applying β to
+// the yields"): dN[b, p] = ∂Ñ_bp/∂β_e with e = entry(b, p), and the curvatures of L in β.
 struct BBResponse {
   bool full = false;
   int64_t nproc = 0;
-  MatrixXd dN;     // [nbinsfull, nproc]
-  VectorXd beta;   // β_e used (stored or profiled)
-  VectorXd c;      // ∂²L_β/∂β_e² (constraint curvature), 0 for masked gamma/multiplicative entries
-  VectorXd q;      // |∂²L_β/∂β_e∂β⁰_e|
+  MatrixXd dN;    // [nbinsfull, nproc]
+  VectorXd beta;  // β_e used (stored or profiled)
+  VectorXd c;     // ∂²L_β/∂β_e² (constraint curvature), 0 for masked gamma/multiplicative entries
+  VectorXd q;     // |∂²L_β/∂β_e∂β⁰_e|
   int64_t entry(int64_t b, int64_t p) const { return full ? b * nproc + p : b; }
 };
 
@@ -61,7 +61,9 @@ BBResponse bb_response(const Model& model, YieldModel& shard, Fitter& fitter, co
       case likelihood::BBKind::normal_multiplicative:
         if (!mask[e]) r.q(e) = k(e);
         break;
-      default: r.q(e) = 1.0; break;
+      default:
+        r.q(e) = 1.0;
+        break;
     }
   }
   // Zero-variance processes (lite): sumw2 = 0 entries are not scaled by β.
@@ -82,9 +84,12 @@ BBResponse bb_response(const Model& model, YieldModel& shard, Fitter& fitter, co
     for (int64_t p = 0; p < P; ++p) {
       const int64_t e = r.entry(b, p);
       if (additive) {
-        if (r.full) r.dN(b, p) = std::sqrt(in.sumw2[b * P + p]);
-        else if (in.sumw_per_bin) r.dN(b, p) = std::sqrt(sigma2) * N(b, p) / (nu0(b) != 0.0 ? nu0(b) : 1.0);
-        else r.dN(b, p) = zero_var(b, p) ? 0.0 : std::sqrt(sigma2) * N(b, p) / Asafe;
+        if (r.full)
+          r.dN(b, p) = std::sqrt(in.sumw2[b * P + p]);
+        else if (in.sumw_per_bin)
+          r.dN(b, p) = std::sqrt(sigma2) * N(b, p) / (nu0(b) != 0.0 ? nu0(b) : 1.0);
+        else
+          r.dN(b, p) = zero_var(b, p) ? 0.0 : std::sqrt(sigma2) * N(b, p) / Asafe;
       } else {
         if (mask[e] || zero_var(b, p)) continue;
         r.dN(b, p) = N(b, p);
@@ -117,8 +122,9 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   return compute_histograms(model, shard, fitter, *base, x, cov, req);
 }
 
-HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter, const Mapping& mapping,
-                                   const VectorXd& x, const MatrixXd& cov, const HistogramRequest& req) {
+HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter,
+                                   const Mapping& mapping, const VectorXd& x, const MatrixXd& cov,
+                                   const HistogramRequest& req) {
   const FitInputData& in = *model.input;
   const int64_t nbf = in.nbinsfull, nobs = in.nbins, P = in.nproc, npar = x.size();
   const Mode mode = req.prefit ? Mode::stored : Mode::profiled;
@@ -161,8 +167,10 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     dd = VectorXd::Zero(nbf);
     if (!req.prefit && lik != DataLikelihood::covariance) {
       for (int64_t b = 0; b < nobs; ++b) {
-        if (lik == DataLikelihood::poisson) dd(b) = n(b) == 0.0 ? 0.0 : n(b) / (nu(b) * nu(b));
-        else dd(b) = 1.0 / (varn.size() ? varn(b) : n(b));
+        if (lik == DataLikelihood::poisson)
+          dd(b) = n(b) == 0.0 ? 0.0 : n(b) / (nu(b) * nu(b));
+        else
+          dd(b) = 1.0 / (varn.size() ? varn(b) : n(b));
       }
     }
     if (!req.prefit && lik == DataLikelihood::covariance) {
@@ -171,7 +179,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       MatrixXd U = MatrixXd::Zero(nobs, ne);
       for (int64_t b = 0; b < nobs; ++b)
         for (int64_t p = 0; p < P; ++p) U(b, bbr.entry(b, p)) += bbr.dN(b, p);
-      MatrixXd W = in.data_cov_inv ? *in.data_cov_inv : MatrixXd((1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal());
+      MatrixXd W = in.data_cov_inv ? *in.data_cov_inv
+                                   : MatrixXd((1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal());
       MatrixXd H = U.transpose() * W * U;
       H.diagonal() += bbr.c;
       for (int64_t e = 0; e < ne; ++e)
@@ -269,7 +278,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   auto beta_rows = [&](int64_t nb) -> MatrixXd {
     MatrixXd R = MatrixXd::Zero(nb, Hinv.rows());
     for (int64_t b = 0; b < nb; ++b) {
-      if (betavar_partials.size() && b >= nobs) R.row(b) = betavar_partials.row(b);
+      if (betavar_partials.size() && b >= nobs)
+        R.row(b) = betavar_partials.row(b);
       else
         for (int64_t p = 0; p < P; ++p) R(b, bbr.entry(b, p)) += bbr.dN(b, p);
     }
@@ -342,7 +352,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     const int64_t rows = identity ? nbf : mapping.size();
     out.per_process_var.resize(rows, P);
     for (int64_t b = 0; b < rows; ++b)
-      for (int64_t p = 0; p < P; ++p) out.per_process_var(b, p) = v(b * P + p) + (identity ? bb_proc_var(b, p) : 0.0);
+      for (int64_t p = 0; p < P; ++p)
+        out.per_process_var(b, p) = v(b * P + p) + (identity ? bb_proc_var(b, p) : 0.0);
   }
 
   // (U H_ββ⁻¹)[b, e(b, p)] without the covariance fit's dense inverse, H_ββ diagonal per entry (lite)
@@ -383,9 +394,13 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     const bool dense_data = lik == DataLikelihood::covariance && in.data_cov_inv;
     MatrixXd Vn;  // dense data covariance, or its diagonal vn
     VectorXd vn;
-    if (dense_data) Vn = in.data_cov_inv->inverse();
-    else vn = lik == DataLikelihood::poisson ? n : (varn.size() ? varn : n);
-    auto times_vn = [&](const MatrixXd& X) -> MatrixXd { return dense_data ? MatrixXd(X * Vn) : X * vn.asDiagonal(); };
+    if (dense_data)
+      Vn = in.data_cov_inv->inverse();
+    else
+      vn = lik == DataLikelihood::poisson ? n : (varn.size() ? varn : n);
+    auto times_vn = [&](const MatrixXd& X) -> MatrixXd {
+      return dense_data ? MatrixXd(X * Vn) : X * vn.asDiagonal();
+    };
     MatrixXd covpred = JC.topRows(nyo) * J.topRows(nobs).transpose();  // Ao·Cov(ν) [nyo × nobs]
     if (bb) covpred += mapped_beta_left(Ao, true);
     if (req.prefit) {
@@ -422,7 +437,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       Rb += AU * Hinv.topLeftCorner(ne_obs, ne_obs);
     } else {
       for (int64_t b = 0; b < nobs; ++b)
-        for (int64_t p = 0; p < (bbr.full ? P : 1); ++p) Rb.col(bbr.entry(b, p)) += beta_direct(b, p) * Aod.col(b);
+        for (int64_t p = 0; p < (bbr.full ? P : 1); ++p)
+          Rb.col(bbr.entry(b, p)) += beta_direct(b, p) * Aod.col(b);
     }
     add_beta_centre_term(std::move(Rb), V);
   };
@@ -434,9 +450,12 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     if (identity) {
       r = out.inclusive.head(nobs) - n;
       MatrixXd Vn;  // covariance of the fitted counts
-      if (lik == DataLikelihood::covariance && in.data_cov_inv) Vn = in.data_cov_inv->inverse();
-      else if (lik == DataLikelihood::poisson) Vn = n.asDiagonal();
-      else Vn = (varn.size() ? varn : n).asDiagonal();
+      if (lik == DataLikelihood::covariance && in.data_cov_inv)
+        Vn = in.data_cov_inv->inverse();
+      else if (lik == DataLikelihood::poisson)
+        Vn = n.asDiagonal();
+      else
+        Vn = (varn.size() ? varn : n).asDiagonal();
       MatrixXd covpred(nobs, nobs);
       MatrixXd Jo = J.topRows(nobs);
       covpred = JC.topRows(nobs) * Jo.transpose();
@@ -454,7 +473,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         MatrixXd JCo = JC.topRows(nobs);
         V = JCo * cwf.asDiagonal() * JCo.transpose();
         MatrixXd W;
-        if (lik == DataLikelihood::covariance) W = in.data_cov_inv ? *in.data_cov_inv : MatrixXd(Vn.inverse());
+        if (lik == DataLikelihood::covariance)
+          W = in.data_cov_inv ? *in.data_cov_inv : MatrixXd(Vn.inverse());
         else if (lik == DataLikelihood::poisson) {
           // ∂²L/∂ν∂n = −1/ν, but 0 in empty bins: rabbit's NLL takes log(1) where n = 0 (tf.where),
           // so the fit does not respond to n there. Writing 1/ν for them would give 0·inf = NaN in
@@ -463,7 +483,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
           for (int64_t b = 0; b < nobs; ++b)
             if (n(b) != 0.0) w(b) = 1.0 / out.inclusive(b);
           W = w.asDiagonal();
-        } else W = (1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal();
+        } else
+          W = (1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal();
         MatrixXd Rn = covpred * W - MatrixXd::Identity(nobs, nobs);
         V += Rn * Vn * Rn.transpose();
         if (bb && B.size()) {
@@ -495,8 +516,10 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     std::vector<int64_t> keep;
     bool impossible = false;
     for (int64_t b = 0; b < r.size(); ++b) {
-      if (V(b, b) != 0.0) keep.push_back(b);
-      else if (r(b) != 0.0) impossible = true;
+      if (V(b, b) != 0.0)
+        keep.push_back(b);
+      else if (r(b) != 0.0)
+        impossible = true;
     }
     const auto nk = static_cast<int64_t>(keep.size());
     VectorXd rk(nk);

@@ -37,13 +37,16 @@ extern "C" void remove_temporary_on_signal(int sig) {
 
 // ---------------------------------------------------------------------------- ResultWriter
 
-ResultWriter::ResultWriter(const std::string& final_path, Layout layout) : final_path_(final_path), layout_(layout) {
+ResultWriter::ResultWriter(const std::string& final_path, Layout layout)
+    : final_path_(final_path), layout_(layout) {
   namespace fs = std::filesystem;
   fs::path p(final_path);
   if (p.has_parent_path()) {
     std::error_code ec;
     fs::create_directories(p.parent_path(), ec);
-    if (ec) throw Error(fmt::format("cannot create output directory {}: {}", p.parent_path().string(), ec.message()));
+    if (ec)
+      throw Error(
+          fmt::format("cannot create output directory {}: {}", p.parent_path().string(), ec.message()));
   }
   tmp_path_ = (p.parent_path() / ("." + p.filename().string() + fmt::format(".tmp{}", getpid()))).string();
   if (tmp_path_.size() >= sizeof(g_tmp_path)) throw Error("output path too long: " + final_path);
@@ -66,7 +69,8 @@ ResultWriter::ResultWriter(const std::string& final_path, Layout layout) : final
   file_ = h5::Handle(f);
   if (layout_ == Layout::plain) {
     detail::write_plain_root_attributes(file_);
-    axes_ = check_id(H5Gcreate2(file_, "axes", H5P_DEFAULT, detail::group_create_plist(), H5P_DEFAULT), "/axes");
+    axes_ =
+        check_id(H5Gcreate2(file_, "axes", H5P_DEFAULT, detail::group_create_plist(), H5P_DEFAULT), "/axes");
   }
 }
 
@@ -94,8 +98,10 @@ void ResultWriter::shared_axis(const std::string& id, const Axis& axis) {
 void ResultWriter::flush() {
   for (; next_unwritten_ < root_.children.size(); ++next_unwritten_) {
     Node& group = *root_.children[next_unwritten_];
-    if (layout_ == Layout::plain) detail::write_plain_group(file_, group);
-    else detail::write_rabbit_group(file_, group);
+    if (layout_ == Layout::plain)
+      detail::write_plain_group(file_, group);
+    else
+      detail::write_rabbit_group(file_, group);
     group.written = true;
     group.children.clear();
     group.children.shrink_to_fit();
@@ -122,7 +128,9 @@ void ResultWriter::commit() {
 ResultReader::ResultReader(const std::string& path) : path_(path) {
   io::ensure_blosc_filters();  // upstream's files compress with Blosc (filter 32001)
   h5::Handle file;
-  H5E_BEGIN_TRY { file = h5::Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)); }
+  H5E_BEGIN_TRY {
+    file = h5::Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  }
   H5E_END_TRY;
   if (!file.valid()) throw InputError("cannot open result file " + path);
   if (detail::read_string_attribute(file, "rabbit_plain_format") == "rabbit-fitresults-plain") {
@@ -130,8 +138,10 @@ ResultReader::ResultReader(const std::string& path) : path_(path) {
   } else if (detail::has_rabbit_groups(file)) {
     backend_ = detail::rabbit_reader(std::move(file), path);
   } else {
-    throw InputError(path + " is not a result file of rabbit_fit (neither rabbit's layout, groups with "
-                            "narf_h5py_pickle_protocol_version, nor the plain layout, attribute rabbit_plain_format)");
+    throw InputError(
+        path +
+        " is not a result file of rabbit_fit (neither rabbit's layout, groups with "
+        "narf_h5py_pickle_protocol_version, nor the plain layout, attribute rabbit_plain_format)");
   }
 }
 
@@ -139,8 +149,12 @@ ResultReader::~ResultReader() = default;
 ResultReader::ResultReader(ResultReader&&) noexcept = default;
 ResultReader& ResultReader::operator=(ResultReader&&) noexcept = default;
 
-Layout ResultReader::layout() const { return backend_->layout(); }
-std::vector<std::string> ResultReader::result_groups() const { return backend_->result_groups(); }
+Layout ResultReader::layout() const {
+  return backend_->layout();
+}
+std::vector<std::string> ResultReader::result_groups() const {
+  return backend_->result_groups();
+}
 
 std::string ResultReader::pick_result(const std::optional<std::string>& key) const {
   auto groups = result_groups();
@@ -158,10 +172,18 @@ std::string ResultReader::pick_result(const std::optional<std::string>& key) con
                                key ? "results_" + *key : std::string("results or results_asimov"), list));
 }
 
-bool ResultReader::exists(const std::string& path) const { return backend_->exists(path); }
-Hist ResultReader::hist(const std::string& path, bool flow_bins) const { return backend_->hist(path, flow_bins); }
-double ResultReader::scalar(const std::string& path) const { return backend_->scalar(path); }
-std::vector<std::string> ResultReader::strings(const std::string& path) const { return backend_->strings(path); }
+bool ResultReader::exists(const std::string& path) const {
+  return backend_->exists(path);
+}
+Hist ResultReader::hist(const std::string& path, bool flow_bins) const {
+  return backend_->hist(path, flow_bins);
+}
+double ResultReader::scalar(const std::string& path) const {
+  return backend_->scalar(path);
+}
+std::vector<std::string> ResultReader::strings(const std::string& path) const {
+  return backend_->strings(path);
+}
 std::string ResultReader::attr_str(const std::string& path, const std::string& name) const {
   return backend_->attr_str(path, name);
 }

@@ -49,14 +49,17 @@ void write_attribute(hid_t obj, const Attribute& a) {
     const char* p = s->c_str();
     check(H5Awrite(attr, type, &p), what);
   } else if (const auto* i = std::get_if<int64_t>(&a.value)) {
-    auto attr = check_id(H5Acreate2(obj, a.name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), what);
+    auto attr =
+        check_id(H5Acreate2(obj, a.name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), what);
     check(H5Awrite(attr, H5T_NATIVE_INT64, i), what);
   } else if (const auto* d = std::get_if<double>(&a.value)) {
-    auto attr = check_id(H5Acreate2(obj, a.name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT), what);
+    auto attr =
+        check_id(H5Acreate2(obj, a.name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT), what);
     check(H5Awrite(attr, H5T_NATIVE_DOUBLE, d), what);
   } else {
     const uint8_t v = std::get<bool>(a.value) ? 1 : 0;
-    auto attr = check_id(H5Acreate2(obj, a.name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT), what);
+    auto attr =
+        check_id(H5Acreate2(obj, a.name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT), what);
     check(H5Awrite(attr, H5T_NATIVE_UINT8, &v), what);
   }
 }
@@ -89,7 +92,9 @@ std::vector<std::string> link_names(hid_t group) {
   std::vector<std::string> out;
   for (hsize_t i = 0; i < info.nlinks; ++i) {
     ssize_t len = -1;
-    H5E_BEGIN_TRY { len = H5Lget_name_by_idx(group, ".", index, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT); }
+    H5E_BEGIN_TRY {
+      len = H5Lget_name_by_idx(group, ".", index, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    }
     H5E_END_TRY;
     if (len < 0 && i == 0 && index == H5_INDEX_CRT_ORDER) {
       index = H5_INDEX_NAME;
@@ -97,7 +102,8 @@ std::vector<std::string> link_names(hid_t group) {
     }
     if (len < 0) break;
     std::string name(static_cast<size_t>(len), '\0');
-    H5Lget_name_by_idx(group, ".", index, H5_ITER_INC, i, name.data(), static_cast<size_t>(len) + 1, H5P_DEFAULT);
+    H5Lget_name_by_idx(group, ".", index, H5_ITER_INC, i, name.data(), static_cast<size_t>(len) + 1,
+                       H5P_DEFAULT);
     out.push_back(std::move(name));
   }
   return out;
@@ -111,7 +117,9 @@ bool link_exists(hid_t file, const std::string& path) {
     const std::string partial = path.substr(0, slash == std::string::npos ? path.size() : slash);
     if (!partial.empty()) {
       htri_t exists = -1;
-      H5E_BEGIN_TRY { exists = H5Lexists(file, partial.c_str(), H5P_DEFAULT); }
+      H5E_BEGIN_TRY {
+        exists = H5Lexists(file, partial.c_str(), H5P_DEFAULT);
+      }
       H5E_END_TRY;
       if (exists <= 0) return false;
     }

@@ -122,14 +122,16 @@ class PlainReader : public ReaderBackend {
       }
       h.axis_labels.push_back(labels);
       std::vector<double> values;
-      if (read_string_attribute(a, "axis_type") == "floatcategory" && H5Lexists(a, "values", H5P_DEFAULT) > 0) {
+      if (read_string_attribute(a, "axis_type") == "floatcategory" &&
+          H5Lexists(a, "values", H5P_DEFAULT) > 0) {
         h5::Handle ds(H5Dopen2(a, "values", H5P_DEFAULT));
         values = read_doubles(ds, nullptr);
       }
       h.axis_values.push_back(values);
       const std::string type = read_string_attribute(a, "axis_type");
-      flow_axes.push_back({type != "strcategory" && type != "floatcategory", read_u8_attribute(a, "underflow"),
-                           read_u8_attribute(a, "overflow"), stored_flow && type != "strcategory"});
+      flow_axes.push_back({type != "strcategory" && type != "floatcategory",
+                           read_u8_attribute(a, "underflow"), read_u8_attribute(a, "overflow"),
+                           stored_flow && type != "strcategory"});
     }
     std::vector<int64_t> stored_shape;
     std::vector<double> values, variances;
@@ -142,7 +144,8 @@ class PlainReader : public ReaderBackend {
       variances = read_doubles(ds, nullptr);
     }
     if (stored_shape.size() != flow_axes.size())
-      throw InputError(fmt::format("{}: {}: {} axes for values of rank {}", path_, path, flow_axes.size(), stored_shape.size()));
+      throw InputError(fmt::format("{}: {}: {} axes for values of rank {}", path_, path, flow_axes.size(),
+                                   stored_shape.size()));
     h.values = remap(values, stored_shape, flow_axes, flow_bins, &h.shape);
     if (!variances.empty()) h.variances = remap(variances, stored_shape, flow_axes, flow_bins, nullptr);
     h.flow = flow_bins;
@@ -177,7 +180,9 @@ class PlainReader : public ReaderBackend {
     for (const std::string& name : link_names(group)) {
       if (name == "_order") continue;  // the order of a dictionary's keys: the listing's own order
       h5::Handle object;
-      H5E_BEGIN_TRY { object = h5::Handle(H5Oopen(group, name.c_str(), H5P_DEFAULT)); }
+      H5E_BEGIN_TRY {
+        object = h5::Handle(H5Oopen(group, name.c_str(), H5P_DEFAULT));
+      }
       H5E_END_TRY;
       if (!object.valid()) continue;
       ResultReader::Entry e;

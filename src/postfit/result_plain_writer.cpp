@@ -33,17 +33,20 @@ h5::Handle dataset_plist(const std::vector<hsize_t>& dims) {
   return dcpl;
 }
 
-void write_doubles(hid_t group, const std::string& name, const std::vector<hsize_t>& dims, const double* data) {
+void write_doubles(hid_t group, const std::string& name, const std::vector<hsize_t>& dims,
+                   const double* data) {
   h5::Handle space(dims.empty() ? H5Screate(H5S_SCALAR)
                                 : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   auto dcpl = dataset_plist(dims);
-  auto ds = check_id(H5Dcreate2(group, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), name);
+  auto ds =
+      check_id(H5Dcreate2(group, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), name);
   check(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, write_plist(), data), name);
 }
 
 h5::Handle create_group(hid_t parent, const std::string& key, const std::string& rabbit_type) {
   auto gcpl = group_create_plist();
-  auto g = check_id(H5Gcreate2(parent, escape_key(key).c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT), "group " + key);
+  auto g =
+      check_id(H5Gcreate2(parent, escape_key(key).c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT), "group " + key);
   write_attribute(g, {"key", key});
   if (!rabbit_type.empty()) write_attribute(g, {"rabbit_type", rabbit_type});
   return g;
@@ -53,7 +56,8 @@ void write_strings(hid_t group, const std::string& name, const std::vector<std::
   auto type = utf8_string_type();
   hsize_t n = values.size();
   h5::Handle space(H5Screate_simple(1, &n, nullptr));
-  auto ds = check_id(H5Dcreate2(group, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name);
+  auto ds =
+      check_id(H5Dcreate2(group, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name);
   std::vector<const char*> ptrs;
   for (const auto& v : values) ptrs.push_back(v.c_str());
   if (n > 0) check(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, write_plist(), ptrs.data()), name);
@@ -62,7 +66,8 @@ void write_strings(hid_t group, const std::string& name, const std::vector<std::
 void write_int64s(hid_t group, const std::string& name, const std::vector<int64_t>& values) {
   hsize_t n = values.size();
   h5::Handle space(H5Screate_simple(1, &n, nullptr));
-  auto ds = check_id(H5Dcreate2(group, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name);
+  auto ds = check_id(
+      H5Dcreate2(group, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name);
   if (n > 0) check(H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, write_plist(), values.data()), name);
 }
 
@@ -79,12 +84,15 @@ void write_scalar(hid_t group, const Node& n) {
       type = "float";
       break;
     case Node::Kind::integer:
-      ds = check_id(H5Dcreate2(group, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), n.key);
+      ds = check_id(
+          H5Dcreate2(group, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+          n.key);
       check(H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, write_plist(), &n.integer), n.key);
       type = "int";
       break;
     case Node::Kind::boolean: {
-      ds = check_id(H5Dcreate2(group, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), n.key);
+      ds = check_id(
+          H5Dcreate2(group, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), n.key);
       const uint8_t v = n.boolean ? 1 : 0;
       check(H5Dwrite(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, write_plist(), &v), n.key);
       type = "bool";
@@ -113,7 +121,8 @@ void write_hist(hid_t group, const Node& n) {
     const Axis& a = n.axes[k];
     std::string link = "axis" + std::to_string(k);
     if (!a.shared_id.empty()) {
-      check(H5Lcreate_soft(("/axes/" + a.shared_id).c_str(), g, link.c_str(), H5P_DEFAULT, H5P_DEFAULT), link);
+      check(H5Lcreate_soft(("/axes/" + a.shared_id).c_str(), g, link.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+            link);
     } else {
       write_plain_axis(g, link, a);
     }
@@ -132,16 +141,27 @@ void write_node(hid_t parent, const Node& n) {
       for (const auto& child : n.children) write_node(g, *child);
       break;
     }
-    case Node::Kind::hist: write_hist(parent, n); break;
+    case Node::Kind::hist:
+      write_hist(parent, n);
+      break;
     case Node::Kind::real:
     case Node::Kind::integer:
     case Node::Kind::boolean:
-    case Node::Kind::text: write_scalar(parent, n); break;
-    case Node::Kind::strings: write_strings(parent, n.key, n.strings); break;
-    case Node::Kind::integers: write_int64s(parent, n.key, n.integers); break;
-    case Node::Kind::axis: write_plain_axis(parent, n.key, n.axis); break;
+    case Node::Kind::text:
+      write_scalar(parent, n);
+      break;
+    case Node::Kind::strings:
+      write_strings(parent, n.key, n.strings);
+      break;
+    case Node::Kind::integers:
+      write_int64s(parent, n.key, n.integers);
+      break;
+    case Node::Kind::axis:
+      write_plain_axis(parent, n.key, n.axis);
+      break;
     case Node::Kind::pickled:
-    case Node::Kind::json: break;  // rabbit layout only
+    case Node::Kind::json:
+      break;  // rabbit layout only
   }
 }
 
@@ -183,6 +203,8 @@ void write_plain_axis(hid_t parent, const std::string& link_name, const Axis& a)
     write_doubles(g, "values", {static_cast<hsize_t>(a.float_values.size())}, a.float_values.data());
 }
 
-void write_plain_group(hid_t file, const Node& group) { write_node(file, group); }
+void write_plain_group(hid_t file, const Node& group) {
+  write_node(file, group);
+}
 
 }  // namespace rabbit::result::detail

@@ -27,7 +27,9 @@ constexpr const char* kProtocolAttribute = "narf_h5py_pickle_protocol_version";
 
 bool is_pickled_group(hid_t parent, const std::string& name) {
   h5::Handle g;
-  H5E_BEGIN_TRY { g = h5::Handle(H5Gopen2(parent, name.c_str(), H5P_DEFAULT)); }
+  H5E_BEGIN_TRY {
+    g = h5::Handle(H5Gopen2(parent, name.c_str(), H5P_DEFAULT));
+  }
   H5E_END_TRY;
   return g.valid() && H5Aexists(g, kProtocolAttribute) > 0;
 }
@@ -51,7 +53,8 @@ std::vector<std::string> split_path(const std::string& path) {
   size_t start = 0;
   while (start <= path.size()) {
     const size_t slash = path.find('/', start);
-    const std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    const std::string part =
+        path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (!part.empty()) parts.push_back(unescape_key(part));
     if (slash == std::string::npos) break;
     start = slash + 1;
@@ -89,7 +92,8 @@ class RabbitReader : public ReaderBackend {
     const ValuePtr root = parse_pickle_data(object_path);
     const Value* made = reduced(root.get(), "wums.ioutils.make_Hist");
     const bool plain_histogram = made == nullptr;
-    if (plain_histogram) made = reduced(root.get(), "wums.ioutils.make_Histogram");  // boost_histogram.Histogram
+    if (plain_histogram)
+      made = reduced(root.get(), "wums.ioutils.make_Histogram");  // boost_histogram.Histogram
     if (made == nullptr) throw InputError(fmt::format("{}: {} holds no histogram", path_, object_path));
     const Value* axes = argument(*made, 0);
     const Value* storage = argument(*made, 1);
@@ -108,7 +112,8 @@ class RabbitReader : public ReaderBackend {
         throw InputError(fmt::format("{}: {}: axis {}: {}", path_, path, info.size(), e.what()));
       }
     }
-    const std::string storage_class = storage->cls && storage->cls->is(Kind::global) ? storage->cls->name : "";
+    const std::string storage_class =
+        storage->cls && storage->cls->is(Kind::global) ? storage->cls->name : "";
     const bool weight = storage_class == "Weight" || storage_class == "weight";
     if (!weight && storage_class != "Double" && storage_class != "double")
       throw InputError(fmt::format("{}: {}: storage {} is not supported (Double or Weight)", path_, path,
@@ -127,8 +132,8 @@ class RabbitReader : public ReaderBackend {
       full_size *= static_cast<size_t>(a.extent());
     }
     if (bytes.size() != full_size * width * sizeof(double))
-      throw InputError(fmt::format("{}: {}: storage buffer has {} bytes, the axes need {}", path_, path, bytes.size(),
-                                   full_size * width * sizeof(double)));
+      throw InputError(fmt::format("{}: {}: storage buffer has {} bytes, the axes need {}", path_, path,
+                                   bytes.size(), full_size * width * sizeof(double)));
     // boost-histogram's memory order: the first axis varies fastest.
     std::vector<size_t> stride(info.size(), 1);
     for (size_t k = 1; k < info.size(); ++k) stride[k] = stride[k - 1] * static_cast<size_t>(full[k - 1]);
@@ -141,7 +146,8 @@ class RabbitReader : public ReaderBackend {
       size_t source = 0;
       for (size_t k = 0; k < info.size(); ++k) source += static_cast<size_t>(index[k] + start[k]) * stride[k];
       std::memcpy(&h.values[flat], bytes.data() + source * width * sizeof(double), sizeof(double));
-      if (weight) std::memcpy(&h.variances[flat], bytes.data() + (source * width + 1) * sizeof(double), sizeof(double));
+      if (weight)
+        std::memcpy(&h.variances[flat], bytes.data() + (source * width + 1) * sizeof(double), sizeof(double));
       for (size_t k = info.size(); k-- > 0;) {
         if (++index[k] < count[k]) break;
         index[k] = 0;
@@ -180,7 +186,8 @@ class RabbitReader : public ReaderBackend {
     if (v == nullptr) throw InputError(fmt::format("{}: {} not found", path_, path));
     std::vector<std::string> out;
     if (v->is(Kind::string) || v->is(Kind::bytes)) return {v->text};
-    if (const Value* array = reduced(v, "numpy.array")) v = argument(*array, 0);  // ours: numpy.array([b".."], "O")
+    if (const Value* array = reduced(v, "numpy.array"))
+      v = argument(*array, 0);  // ours: numpy.array([b".."], "O")
     if (v && (v->is(Kind::list) || v->is(Kind::tuple) || (v->is(Kind::ndarray) && !v->items.empty()))) {
       for (const auto& item : v->items)
         if (item->is(Kind::string) || item->is(Kind::bytes)) out.push_back(item->text);
@@ -205,7 +212,8 @@ class RabbitReader : public ReaderBackend {
 
   std::vector<ResultReader::Entry> members(const std::string& path) const override {
     const Value* v = lookup(path);
-    if (v == nullptr || !v->is(Kind::dict)) throw InputError(fmt::format("{}: {} is not a dictionary", path_, path));
+    if (v == nullptr || !v->is(Kind::dict))
+      throw InputError(fmt::format("{}: {} is not a dictionary", path_, path));
     std::vector<ResultReader::Entry> out;
     std::vector<const Value*> seen;
     for (const auto& [key, value] : v->dict_items) {
@@ -226,13 +234,20 @@ class RabbitReader : public ReaderBackend {
  private:
   static std::string type_name(const Value& v) {
     switch (v.kind) {
-      case Kind::dict: return "dict";
-      case Kind::floating: return "float";
-      case Kind::integer: return "int";
-      case Kind::boolean: return "bool";
-      case Kind::string: return "str";
-      case Kind::ndarray: return "array";
-      default: break;
+      case Kind::dict:
+        return "dict";
+      case Kind::floating:
+        return "float";
+      case Kind::integer:
+        return "int";
+      case Kind::boolean:
+        return "bool";
+      case Kind::string:
+        return "str";
+      case Kind::ndarray:
+        return "array";
+      default:
+        break;
     }
     if (reduced(&v, "wums.ioutils.H5PickleProxy")) return "hist";
     if (reduced(&v, "numpy.array")) return "array";
@@ -252,14 +267,16 @@ class RabbitReader : public ReaderBackend {
   }
 
   std::vector<uint8_t> read_bytes(const std::string& dataset_path) const {
-    if (!link_exists(file_, dataset_path)) throw InputError(fmt::format("{}: dataset {} not found", path_, dataset_path));
+    if (!link_exists(file_, dataset_path))
+      throw InputError(fmt::format("{}: dataset {} not found", path_, dataset_path));
     h5::Handle ds(H5Dopen2(file_, dataset_path.c_str(), H5P_DEFAULT));
     h5::Handle space(H5Dget_space(ds));
     const hssize_t n = H5Sget_simple_extent_npoints(space);
     std::vector<uint8_t> out(static_cast<size_t>(std::max<hssize_t>(n, 0)));
     if (n > 0 && H5Dread(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0) {
       const std::string cause = io::take_filter_error();
-      throw InputError(fmt::format("{}: cannot read {}{}", path_, dataset_path, cause.empty() ? "" : ": " + cause));
+      throw InputError(
+          fmt::format("{}: cannot read {}{}", path_, dataset_path, cause.empty() ? "" : ": " + cause));
     }
     return out;
   }

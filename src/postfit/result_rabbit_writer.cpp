@@ -22,7 +22,8 @@ namespace {
 
 using pickle::PickleWriter;
 
-constexpr const char* kProtocolAttribute = "narf_h5py_pickle_protocol_version";  // wums' CURRENT_PROTOCOL_VERSION 1
+constexpr const char* kProtocolAttribute =
+    "narf_h5py_pickle_protocol_version";  // wums' CURRENT_PROTOCOL_VERSION 1
 
 // Keys that rabbit-fit 0.2.5 (the PyPI release, whose scripts `pip install rabbit-fit[plotting]`
 // installs) reads under their older names: written a second time under the old name as the same
@@ -33,7 +34,9 @@ struct Alias {
 };
 constexpr Alias kAliases[] = {{"pois", "signals"}, {"mappings", "physics_models"}};
 
-void mark_as_pickled(hid_t group) { write_attribute(group, {kProtocolAttribute, int64_t{1}}); }
+void mark_as_pickled(hid_t group) {
+  write_attribute(group, {kProtocolAttribute, int64_t{1}});
+}
 
 // Below this size a dataset is stored contiguous and uncompressed: a chunk index costs more than
 // compression saves (the example's result: 316 kB chunked throughout, see output-format.md).
@@ -55,7 +58,8 @@ void write_bytes_dataset(hid_t parent, const std::string& name, const void* data
       check(H5Pset_deflate(dcpl, 4), name + " deflate");
     }
   }
-  auto ds = check_id(H5Dcreate2(parent, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), name);
+  auto ds =
+      check_id(H5Dcreate2(parent, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), name);
   if (n > 0) check(H5Dwrite(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, write_plist(), data), name);
 }
 
@@ -71,7 +75,9 @@ AxisInfo pickled_axis(const Axis& a) {
   i.size = a.size();
   auto linear_edges = [&](double lower, double upper) {
     for (int64_t k = 0; k <= i.size; ++k)
-      i.edges.push_back(k == i.size ? upper : lower + (upper - lower) * static_cast<double>(k) / static_cast<double>(i.size));
+      i.edges.push_back(k == i.size
+                            ? upper
+                            : lower + (upper - lower) * static_cast<double>(k) / static_cast<double>(i.size));
   };
   if (a.type == "regular") {
     i.kind = "regular";
@@ -134,7 +140,8 @@ class JsonToPickle {
     throw Error(fmt::format("result file: JSON of the options at offset {}: {}", pos_, what));
   }
   void space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r')) ++pos_;
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r'))
+      ++pos_;
   }
   bool take(char c) {
     space();
@@ -202,11 +209,21 @@ class JsonToPickle {
       if (pos_ >= s_.size()) fail("unterminated escape");
       c = s_[pos_++];
       switch (c) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
         case 'u': {
           if (pos_ + 4 > s_.size()) fail("short \\u escape");
           const unsigned cp = static_cast<unsigned>(std::stoul(s_.substr(pos_, 4), nullptr, 16));
@@ -216,7 +233,9 @@ class JsonToPickle {
           out += static_cast<char>(cp);
           break;
         }
-        default: out += c; break;  // \" \\ \/
+        default:
+          out += c;
+          break;  // \" \\ \/
       }
     }
     if (pos_ >= s_.size()) fail("unterminated string");
@@ -283,13 +302,27 @@ class GroupPickler {
 
   void write_value(const Node& n) {
     switch (n.kind) {
-      case Node::Kind::dict: write_dict(n, false); break;
-      case Node::Kind::hist: write_proxy(n); break;
-      case Node::Kind::real: w_.real(n.real); break;
-      case Node::Kind::integer: w_.integer(n.integer); break;
-      case Node::Kind::boolean: w_.boolean(n.boolean); break;
-      case Node::Kind::text: w_.string(n.text); break;
-      case Node::Kind::strings: write_name_array(n); break;
+      case Node::Kind::dict:
+        write_dict(n, false);
+        break;
+      case Node::Kind::hist:
+        write_proxy(n);
+        break;
+      case Node::Kind::real:
+        w_.real(n.real);
+        break;
+      case Node::Kind::integer:
+        w_.integer(n.integer);
+        break;
+      case Node::Kind::boolean:
+        w_.boolean(n.boolean);
+        break;
+      case Node::Kind::text:
+        w_.string(n.text);
+        break;
+      case Node::Kind::strings:
+        write_name_array(n);
+        break;
       case Node::Kind::integers:
         w_.empty_list();
         if (n.integers.empty()) break;
@@ -305,8 +338,11 @@ class GroupPickler {
         w_.tuple_from_mark();
         w_.reduce();
         break;
-      case Node::Kind::json: JsonToPickle(n.text, w_).run(); break;
-      case Node::Kind::axis: break;
+      case Node::Kind::json:
+        JsonToPickle(n.text, w_).run();
+        break;
+      case Node::Kind::axis:
+        break;
     }
   }
 
@@ -327,11 +363,13 @@ class GroupPickler {
 
   void write_proxy(const Node& hist) {
     if (!proxied_.valid())
-      proxied_ = check_id(H5Gcreate2(group_, "proxied_objects", H5P_DEFAULT, group_create_plist(), H5P_DEFAULT),
-                          path_ + "/proxied_objects");
+      proxied_ =
+          check_id(H5Gcreate2(group_, "proxied_objects", H5P_DEFAULT, group_create_plist(), H5P_DEFAULT),
+                   path_ + "/proxied_objects");
     const std::string name = fmt::format("proxied_object_{}", proxied_count_++);
     const std::string object_path = path_ + "/proxied_objects/" + name;
-    auto object = check_id(H5Gcreate2(proxied_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), object_path);
+    auto object =
+        check_id(H5Gcreate2(proxied_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), object_path);
     mark_as_pickled(object);
     auto buffers = check_id(H5Gcreate2(object, "h5_buffers", H5P_DEFAULT, group_create_plist(), H5P_DEFAULT),
                             object_path + "/h5_buffers");
@@ -344,14 +382,17 @@ class GroupPickler {
     h.global("wums.ioutils", "make_Hist");
     h.mark();
     h.mark();
-    for (const Axis& a : hist.axes) pickle::write_axis(h, pickled_axis(a), pickle::ArrayEncoding::numpy_frombuffer);
+    for (const Axis& a : hist.axes)
+      pickle::write_axis(h, pickled_axis(a), pickle::ArrayEncoding::numpy_frombuffer);
     h.tuple_from_mark();
     h.global("boost_histogram.storage", hist.variances.empty() ? "Double" : "Weight");
     h.empty_tuple();
     h.reduce();
     h.none();
-    if (hist.label.empty()) h.none();
-    else h.string(hist.label);
+    if (hist.label.empty())
+      h.none();
+    else
+      h.string(hist.label);
     h.string(hist.key);
     pickle::h5_buffer(h, object_path + "/h5_buffers/h5_buffer_0");
     h.tuple_from_mark();
@@ -384,7 +425,8 @@ std::vector<double> boost_histogram_storage(const Node& hist) {
   const size_t width = weight ? 2 : 1;
   std::vector<double> out(full_size * width, 0.0);
   if (plain_size != hist.values.size())
-    throw Error(fmt::format("result file: histogram {} has {} values for {} bins", hist.key, hist.values.size(), plain_size));
+    throw Error(fmt::format("result file: histogram {} has {} values for {} bins", hist.key,
+                            hist.values.size(), plain_size));
   // boost-histogram's memory order: the first axis varies fastest (view(flow=True) is
   // Fortran-contiguous, and wums reads the buffer into it byte for byte).
   std::vector<size_t> stride(rank, 1);
@@ -423,7 +465,8 @@ std::vector<double> boost_histogram_storage(const Node& hist) {
 
 void write_rabbit_group(hid_t file, const Node& group) {
   if (group.visibility == Visibility::plain_only) return;
-  if (group.kind != Node::Kind::dict) throw Error("result file: top-level entry " + group.key + " is not a group");
+  if (group.kind != Node::Kind::dict)
+    throw Error("result file: top-level entry " + group.key + " is not a group");
   auto g = check_id(H5Gcreate2(file, group.key.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), group.key);
   mark_as_pickled(g);
   GroupPickler pickler(g, "/" + group.key);

@@ -12,7 +12,8 @@ namespace {
 Node& add_child(Group parent, Node::Kind kind, const std::string& key) {
   Node* p = parent.node();
   if (p == nullptr) throw Error("result file: writing '" + key + "' into a group that does not exist");
-  if (p->written) throw Error("result file: writing '" + key + "' into group '" + p->key + "' after it was written");
+  if (p->written)
+    throw Error("result file: writing '" + key + "' into group '" + p->key + "' after it was written");
   auto child = std::make_unique<Node>();
   child->kind = kind;
   child->key = key;
@@ -22,7 +23,8 @@ Node& add_child(Group parent, Node::Kind kind, const std::string& key) {
 }
 
 void add_attribute(Group group, Attribute attribute) {
-  if (group.node() == nullptr) throw Error("result file: attribute " + attribute.name + " of a missing group");
+  if (group.node() == nullptr)
+    throw Error("result file: attribute " + attribute.name + " of a missing group");
   group.node()->attributes.push_back(std::move(attribute));
 }
 
@@ -87,9 +89,12 @@ std::string escape_key(const std::string& key) {
   if (key == ".") return "%2E";
   std::string out;
   for (char c : key) {
-    if (c == '%') out += "%25";
-    else if (c == '/') out += "%2F";
-    else out += c;
+    if (c == '%')
+      out += "%25";
+    else if (c == '/')
+      out += "%2F";
+    else
+      out += c;
   }
   return out;
 }
@@ -107,12 +112,21 @@ Group create_group(Group parent, const std::string& key, const std::string& rabb
   return Group(&n, parent.visibility());
 }
 
-void set_attr(Group group, const std::string& name, const std::string& value) { add_attribute(group, {name, value}); }
-void set_attr(Group group, const std::string& name, int64_t value) { add_attribute(group, {name, value}); }
-void set_attr(Group group, const std::string& name, double value) { add_attribute(group, {name, value}); }
-void set_attr_u8(Group group, const std::string& name, bool value) { add_attribute(group, {name, value}); }
+void set_attr(Group group, const std::string& name, const std::string& value) {
+  add_attribute(group, {name, value});
+}
+void set_attr(Group group, const std::string& name, int64_t value) {
+  add_attribute(group, {name, value});
+}
+void set_attr(Group group, const std::string& name, double value) {
+  add_attribute(group, {name, value});
+}
+void set_attr_u8(Group group, const std::string& name, bool value) {
+  add_attribute(group, {name, value});
+}
 
-void write_strings(Group group, const std::string& name, const std::vector<std::string>& values, NameArray as) {
+void write_strings(Group group, const std::string& name, const std::vector<std::string>& values,
+                   NameArray as) {
   Node& n = add_child(group, Node::Kind::strings, name);
   n.strings = values;
   n.name_array = as;

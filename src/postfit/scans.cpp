@@ -25,7 +25,9 @@ Eigen::VectorXd RestrictedObjective::restrict(const Eigen::VectorXd& x) const {
   return y;
 }
 
-double RestrictedObjective::value(const Eigen::VectorXd& y) { return full_.value(expand(y)); }
+double RestrictedObjective::value(const Eigen::VectorXd& y) {
+  return full_.value(expand(y));
+}
 
 double RestrictedObjective::value_grad(const Eigen::VectorXd& y, Eigen::VectorXd& grad) {
   Eigen::VectorXd g;
@@ -34,8 +36,8 @@ double RestrictedObjective::value_grad(const Eigen::VectorXd& y, Eigen::VectorXd
   return f;
 }
 
-double RestrictedObjective::value_grad_hvp(const Eigen::VectorXd& y, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
-                                           Eigen::MatrixXd& HV) {
+double RestrictedObjective::value_grad_hvp(const Eigen::VectorXd& y, const Eigen::MatrixXd& V,
+                                           Eigen::VectorXd& grad, Eigen::MatrixXd& HV) {
   Eigen::MatrixXd Vfull = Eigen::MatrixXd::Zero(base_.size(), V.cols());
   for (size_t i = 0; i < floating_.size(); ++i) Vfull.row(floating_[i]) = V.row(i);
   Eigen::VectorXd g;
@@ -47,7 +49,8 @@ double RestrictedObjective::value_grad_hvp(const Eigen::VectorXd& y, const Eigen
   return f;
 }
 
-double RestrictedObjective::value_grad_hess(const Eigen::VectorXd& y, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) {
+double RestrictedObjective::value_grad_hess(const Eigen::VectorXd& y, Eigen::VectorXd& grad,
+                                            Eigen::MatrixXd& hess) {
   cached_hess_.resize(0, 0);  // the old one is no longer needed: free it before the new one
   Eigen::VectorXd x = expand(y);
   double f = full_.value_grad_hess(x, cached_grad_, cached_hess_);
@@ -60,7 +63,8 @@ double RestrictedObjective::value_grad_hess(const Eigen::VectorXd& y, Eigen::Vec
   return f;
 }
 
-bool RestrictedObjective::take_full_hessian(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) {
+bool RestrictedObjective::take_full_hessian(const Eigen::VectorXd& x, Eigen::VectorXd& grad,
+                                            Eigen::MatrixXd& hess) {
   const bool hit = cached_hess_.size() > 0 && cached_x_.size() == x.size() && cached_x_ == x;
   if (hit) {
     grad = std::move(cached_grad_);
@@ -100,8 +104,8 @@ Scan1D scan_1d(Objective& objective, const ProfileMinimizer& minimizer, const st
 }
 
 ContourPoint contour_point(Objective& objective, const ProfileMinimizer& minimizer,
-                           const std::vector<int64_t>& floating, const Eigen::VectorXd& xhat, double lmin, int64_t p,
-                           const Eigen::VectorXd& cov_column, double level, int side) {
+                           const std::vector<int64_t>& floating, const Eigen::VectorXd& xhat, double lmin,
+                           int64_t p, const Eigen::VectorXd& cov_column, double level, int side) {
   std::vector<int64_t> others;
   for (auto i : floating)
     if (i != p) others.push_back(i);
@@ -116,7 +120,8 @@ ContourPoint contour_point(Objective& objective, const ProfileMinimizer& minimiz
   auto profile_at = [&](double t, Eigen::VectorXd& xsol) {
     Eigen::VectorXd start = xhat + (t / cov_column(p)) * cov_column;  // Gaussian guess along C[:,p]
     // Prefer the last solution when it is closer to this point than the Gaussian guess.
-    if (std::abs(warm(p) - (xhat(p) + t)) < std::abs(t) * 0.5) start = warm + (xhat(p) + t - warm(p)) / cov_column(p) * cov_column;
+    if (std::abs(warm(p) - (xhat(p) + t)) < std::abs(t) * 0.5)
+      start = warm + (xhat(p) + t - warm(p)) / cov_column(p) * cov_column;
     start(p) = xhat(p) + t;
     xsol = minimizer(objective, others, start);
     warm = xsol;

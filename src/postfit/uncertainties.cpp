@@ -12,7 +12,8 @@
 namespace rabbit::postfit {
 namespace {
 
-Eigen::MatrixXd sub(const Eigen::MatrixXd& m, const std::vector<int64_t>& rows, const std::vector<int64_t>& cols) {
+Eigen::MatrixXd sub(const Eigen::MatrixXd& m, const std::vector<int64_t>& rows,
+                    const std::vector<int64_t>& cols) {
   Eigen::MatrixXd out(rows.size(), cols.size());
   for (size_t i = 0; i < rows.size(); ++i)
     for (size_t j = 0; j < cols.size(); ++j) out(i, j) = m(rows[i], cols[j]);
@@ -30,7 +31,8 @@ Eigen::MatrixXd spd_inverse(const Eigen::MatrixXd& a, const char* what) {
 }  // namespace
 
 CovarianceResult covariance_from_hessian(const Eigen::MatrixXd& hess, const Eigen::VectorXd& grad,
-                                         const std::vector<int64_t>& floating, const Eigen::MatrixXd& prefit_cov) {
+                                         const std::vector<int64_t>& floating,
+                                         const Eigen::MatrixXd& prefit_cov) {
   const int64_t nf = static_cast<int64_t>(floating.size());
   Eigen::MatrixXd hff = sub(hess, floating, floating);
   Eigen::VectorXd gf(nf);
@@ -62,7 +64,8 @@ Eigen::MatrixXd traditional_impacts(const Eigen::MatrixXd& cov, const std::vecto
 }
 
 Eigen::MatrixXd traditional_grouped_impacts(const Eigen::MatrixXd& cov, const Eigen::MatrixXd& hess,
-                                            const Eigen::MatrixXd* hess_fixed_beta, const ImpactLayout& layout) {
+                                            const Eigen::MatrixXd* hess_fixed_beta,
+                                            const ImpactLayout& layout) {
   const size_t ng = layout.groups.size();
   const size_t ncol = ng + 1 + (hess_fixed_beta ? 1 : 0);
   Eigen::MatrixXd out = Eigen::MatrixXd::Zero(layout.reported.size(), ncol);
@@ -92,14 +95,16 @@ Eigen::MatrixXd traditional_grouped_impacts(const Eigen::MatrixXd& cov, const Ei
   for (int64_t i = 0; i < layout.nstat; ++i)
     if (is_floating[i]) stat_set.push_back(i);
   if (!stat_set.empty()) {
-    Eigen::MatrixXd c_stat = spd_inverse(sub(hess, stat_set, stat_set),
-                                         "Cholesky decomposition failed for the stat impacts, Hessian block is not "
-                                         "positive-definite");
+    Eigen::MatrixXd c_stat =
+        spd_inverse(sub(hess, stat_set, stat_set),
+                    "Cholesky decomposition failed for the stat impacts, Hessian block is not "
+                    "positive-definite");
     Eigen::MatrixXd c_stat_fixed;
     if (hess_fixed_beta)
-      c_stat_fixed = spd_inverse(sub(*hess_fixed_beta, stat_set, stat_set),
-                                 "Cholesky decomposition failed for the stat impacts, beta-fixed Hessian block is not "
-                                 "positive-definite");
+      c_stat_fixed =
+          spd_inverse(sub(*hess_fixed_beta, stat_set, stat_set),
+                      "Cholesky decomposition failed for the stat impacts, beta-fixed Hessian block is not "
+                      "positive-definite");
     for (size_t r = 0; r < layout.reported.size(); ++r) {
       auto it = std::find(stat_set.begin(), stat_set.end(), layout.reported[r]);
       if (it == stat_set.end()) continue;  // a constrained NOI (or frozen) lies outside S: 0
@@ -150,7 +155,8 @@ Eigen::MatrixXd global_grouped_impacts(const Eigen::MatrixXd& cov, const Eigen::
     }
     if (bb_sq) {
       out(r, ng + 1) = std::sqrt(std::max(0.0, bb));
-      for (int64_t p = 0; p < nproc_cols; ++p) out(r, ng + 2 + p) = std::sqrt(std::max(0.0, (*bb_proc_sq)(r, p)));
+      for (int64_t p = 0; p < nproc_cols; ++p)
+        out(r, ng + 2 + p) = std::sqrt(std::max(0.0, (*bb_proc_sq)(r, p)));
     }
   }
   return out;

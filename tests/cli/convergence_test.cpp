@@ -132,8 +132,8 @@ TEST(Convergence, ShardedFitsAgreeWithOneDevice) {
   std::vector<Fitted> fits;
   for (int n : {1, 2, 3}) {
     const std::string p = "n" + std::to_string(n);
-    ASSERT_EQ(run_rabbit_fit_in_process(example + " -t 0 --unblind --nDevices " + std::to_string(n) + " -p " + p +
-                                        " -o " + dir.string()),
+    ASSERT_EQ(run_rabbit_fit_in_process(example + " -t 0 --unblind --nDevices " + std::to_string(n) + " -p " +
+                                        p + " -o " + dir.string()),
               0);
     fits.push_back(read_fit(dir / ("fitresults_" + p + ".hdf5")));
   }
@@ -141,10 +141,11 @@ TEST(Convergence, ShardedFitsAgreeWithOneDevice) {
     EXPECT_TRUE(fits[k].converged);
     EXPECT_NEAR(fits[k].nll, fits[0].nll, 1e-10);
     for (size_t i = 0; i < fits[0].x.size(); ++i) {
-      EXPECT_LE(std::abs(fits[k].x[i] - fits[0].x[i]), 1e-9 * std::max(std::abs(fits[0].x[i]), fits[0].sigma[i]))
+      EXPECT_LE(std::abs(fits[k].x[i] - fits[0].x[i]),
+                1e-9 * std::max(std::abs(fits[0].x[i]), fits[0].sigma[i]))
           << "nDevices " << k + 1 << " parameter " << i;
-      EXPECT_LE(relative_error(fits[k].sigma[i], fits[0].sigma[i]), 1e-9) << "nDevices " << k + 1 << " parameter " << i;
+      EXPECT_LE(relative_error(fits[k].sigma[i], fits[0].sigma[i]), 1e-9)
+          << "nDevices " << k + 1 << " parameter " << i;
     }
   }
 }
-

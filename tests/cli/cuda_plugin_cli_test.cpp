@@ -23,7 +23,8 @@ using rabbit::test::shell_quote;
 
 TEST(CudaPluginCli, NoAppLinksACudaLibrary) {
   if (!rabbit::built_with_cuda()) GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)";
-  const std::regex cuda_library(R"(lib(cuda|cudart|cublas|cublasLt|cusolver|cusparse|nvJitLink|nvrtc)[.\-_])");
+  const std::regex cuda_library(
+      R"(lib(cuda|cudart|cublas|cublasLt|cusolver|cusparse|nvJitLink|nvrtc)[.\-_])");
   int checked = 0;
   for (const char* app : {"rabbit_fit", "rabbit_inspect", "rabbit_make_tensor", "rabbit_print_impacts",
                           "rabbit_print_pulls_and_constraints", "rabbit_compare"}) {
@@ -43,9 +44,9 @@ TEST(CudaPluginCli, BackendCudaWithoutThePluginIsOneLineNamingBackend) {
   const fs::path exe = binary_dir() / "rabbit_fit";
   const fs::path out = rabbit::test::scratch_dir("cuda_plugin_cli");
   const fs::path tensor = rabbit::test::source_dir() / "examples" / "example_tensor.hdf5";
-  const auto r = run_command("RABBIT_CUDA_PLUGIN=/nonexistent/rabbit_cuda_plugin.so " + shell_quote(exe.string()) +
-                             " " + shell_quote(tensor.string()) + " -t 0 --backend cuda -o " +
-                             shell_quote(out.string()));
+  const auto r =
+      run_command("RABBIT_CUDA_PLUGIN=/nonexistent/rabbit_cuda_plugin.so " + shell_quote(exe.string()) + " " +
+                  shell_quote(tensor.string()) + " -t 0 --backend cuda -o " + shell_quote(out.string()));
   EXPECT_EQ(r.exit_code, static_cast<int>(rabbit::ExitCode::resource)) << r.output;
   std::istringstream lines(r.output);
   std::string line, error_line;

@@ -1,5 +1,6 @@
 // Numerical edge cases on models written by our TensorWriter (issue 10): each runs rabbit_fit end
 // to end and checks the stored numbers and the log.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "rabbit/io/tensor_writer.hpp"
 #include "rabbit/postfit/result_file.hpp"
@@ -71,7 +70,8 @@ TEST(EdgeCases, ChiSquareWithEmptyBins) {
     ASSERT_EQ(r0.exit_code, 0) << r0.output;
     EXPECT_EQ(r.output.find("-9223372036854775808"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("nan"), std::string::npos) << r.output;
-    ResultReader f((dir / "with" / "fitresults.hdf5").string()), f0((dir / "without" / "fitresults.hdf5").string());
+    ResultReader f((dir / "with" / "fitresults.hdf5").string()),
+        f0((dir / "without" / "fitresults.hdf5").string());
     EXPECT_EQ(f.scalar("results/_cpp/converged"), 1.0);
     EXPECT_EQ(f0.scalar("results/_cpp/converged"), 1.0);
     const std::string m = "results/mappings/BaseMapping/";
@@ -95,20 +95,23 @@ TEST(EdgeCases, ChiSquareWithEmptyBins) {
 // start point (f = inf)", exit code 5. Now: one line naming the cause and the way out, exit code 2.
 TEST(EdgeCases, MixtureStartWithZeroRateIsRefused) {
   auto dir = rabbit::test::scratch_dir("edge_mixture");
-  auto r = run_rabbit_fit(example_tensor() + " -t 0 --unblind --paramModel Mixture sig bkg -o " + dir.string());
+  auto r =
+      run_rabbit_fit(example_tensor() + " -t 0 --unblind --paramModel Mixture sig bkg -o " + dir.string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   const std::string expected =
-      "rabbit_fit: error: --paramModel Mixture: at the start point (sig_bkg_mixing = 1) process 'bkg' has rate 0 "
-      "and leaves 8 bin(s) with observed events and no expected events (first: ch1 bin 5), where the Poisson NLL "
+      "rabbit_fit: error: --paramModel Mixture: at the start point (sig_bkg_mixing = 1) process 'bkg' has "
+      "rate 0 "
+      "and leaves 8 bin(s) with observed events and no expected events (first: ch1 bin 5), where the Poisson "
+      "NLL "
       "is infinite; start where its rate is positive with --expectSignal sig_bkg_mixing VALUE\n";
   EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("not finite"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "fitresults.hdf5"));
 
   // Started inside (0, 1), as the message says, the same model fits.
-  r = run_rabbit_fit_captured(example_tensor() +
-                              " -t 0 --unblind --paramModel Mixture sig bkg --expectSignal sig_bkg_mixing 0.5 -o " +
-                              dir.string());
+  r = run_rabbit_fit_captured(
+      example_tensor() +
+      " -t 0 --unblind --paramModel Mixture sig bkg --expectSignal sig_bkg_mixing 0.5 -o " + dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ResultReader f((dir / "fitresults.hdf5").string());
   auto parms = f.hist("results/parms");

@@ -3,8 +3,10 @@
 // expanded (g = −Hμ, H) adds ½(x−μ)ᵀH(x−μ) to nllvalreduced and to the saturated 2*deltaNLL, that
 // plus ½(k ln 2π − ln det H) to nllvalfull, and nothing to ndfsat. Expected values come from the
 // definitions and from fits of the same model without the term evaluated at the same point.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,9 +14,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <Eigen/Dense>
-#include <fmt/format.h>
 
 #include "rabbit/io/tensor_writer.hpp"
 #include "rabbit/postfit/result_file.hpp"
@@ -52,13 +51,15 @@ std::string write_tensor(const fs::path& dir, Prior prior) {
   w.add_norm_systematic("lumi", {"sig", "bkg"}, "ch0", {1.05});
   const Eigen::MatrixXd h = prior_hess();
   if (prior == Prior::expanded) {
-    w.add_external_term("prior", kPriorParams, Eigen::VectorXd(-h * kPriorMean), h);  // scalars derived at load
+    w.add_external_term("prior", kPriorParams, Eigen::VectorXd(-h * kPriorMean),
+                        h);  // scalars derived at load
   } else if (prior == Prior::with_scalars) {
     const double lognorm = std::log(2.0 * M_PI) - 0.5 * std::log(h.determinant());
     w.add_external_gaussian_term("prior", kPriorParams, kPriorMean, h, lognorm);
   }
-  const fs::path path = dir / (prior == Prior::none ? "plain.hdf5" : prior == Prior::expanded ? "expanded.hdf5"
-                                                                                              : "scalars.hdf5");
+  const fs::path path = dir / (prior == Prior::none       ? "plain.hdf5"
+                               : prior == Prior::expanded ? "expanded.hdf5"
+                                                          : "scalars.hdf5");
   w.write(path.string());
   return path.string();
 }
@@ -93,17 +94,21 @@ TEST(RabbitFitExternalTerms, ReportedNllFollowsUpstreamPR147) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     if (postfix == "expanded") {
       // The saturated test prints 2·nllvalreduced, the const included.
-      const double nll = ResultReader((dir / "fitresults_expanded.hdf5").string()).scalar("results/nllvalreduced");
-      EXPECT_NE(r.output.find(fmt::format("    2*deltaNLL: {}\n", std::round(200.0 * nll) / 100.0)), std::string::npos)
+      const double nll =
+          ResultReader((dir / "fitresults_expanded.hdf5").string()).scalar("results/nllvalreduced");
+      EXPECT_NE(r.output.find(fmt::format("    2*deltaNLL: {}\n", std::round(200.0 * nll) / 100.0)),
+                std::string::npos)
           << r.output;
     }
   }
   const std::string fit_expanded = (dir / "fitresults_expanded.hdf5").string();
   // The model without the term, evaluated at the penalised fit's x̂ (β profiled there as well).
-  auto r = run_rabbit_fit_captured(plain + opts + " -p plain_at_expanded --noFit --externalPostfit " + fit_expanded);
+  auto r = run_rabbit_fit_captured(plain + opts + " -p plain_at_expanded --noFit --externalPostfit " +
+                                   fit_expanded);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ResultReader fp((dir / "fitresults_plain.hdf5").string()), fe(fit_expanded),
-      fs_((dir / "fitresults_scalars.hdf5").string()), fat((dir / "fitresults_plain_at_expanded.hdf5").string());
+      fs_((dir / "fitresults_scalars.hdf5").string()),
+      fat((dir / "fitresults_plain_at_expanded.hdf5").string());
   EXPECT_EQ(fat.hist("results/parms").values, fe.hist("results/parms").values);
 
   const double ext = prior_value(fe, "results");
@@ -120,10 +125,11 @@ TEST(RabbitFitExternalTerms, ReportedNllFollowsUpstreamPR147) {
   // Scalars stored by the writer (rabbit's mean=) give what the load-time derivation gives.
   EXPECT_NEAR(fs_.scalar("results/nllvalreduced"), fe.scalar("results/nllvalreduced"), 1e-9);
   EXPECT_NEAR(fs_.scalar("results/nllvalfull"), fe.scalar("results/nllvalfull"), 1e-9);
-  std::printf("[ext] x-hat prior term %.9f, nllvalreduced %.9f (without term at x-hat %.9f), nllvalfull %.9f "
-              "(%.9f), lognorm %.9f\n",
-              ext, fe.scalar("results/nllvalreduced"), fat.scalar("results/nllvalreduced"),
-              fe.scalar("results/nllvalfull"), fat.scalar("results/nllvalfull"), lognorm);
+  std::printf(
+      "[ext] x-hat prior term %.9f, nllvalreduced %.9f (without term at x-hat %.9f), nllvalfull %.9f "
+      "(%.9f), lognorm %.9f\n",
+      ext, fe.scalar("results/nllvalreduced"), fat.scalar("results/nllvalreduced"),
+      fe.scalar("results/nllvalfull"), fat.scalar("results/nllvalfull"), lognorm);
 
   // Asimov: x stays at the defaults (nuisances 0), so the term is exactly ½ μᵀHμ = 1.25.
   r = run_rabbit_fit_captured(expanded + " -t -1 --fullNll -p asimov -o " + dir.string());

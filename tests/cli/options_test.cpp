@@ -1,4 +1,7 @@
-// Command-line parsing of rabbit_fit (docs/user-guide.md "Command-line rules"): argparse behaviours and refusals.
+// Command-line parsing of rabbit_fit (docs/user-guide.md "Command-line rules"): argparse behaviours and
+// refusals.
+#include "rabbit/cli/options.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -6,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "rabbit/cli/options.hpp"
 #include "rabbit/core/error.hpp"
 
 using rabbit::OptionError;
@@ -100,14 +102,19 @@ TEST(Options, OutputFileName) {
 
 TEST(Options, RefusedAndInvalid) {
   EXPECT_EQ(error_of({"in.hdf5", "--asymImpacts"}), "option --asymImpacts is not implemented yet");
-  EXPECT_EQ(error_of({"in.hdf5", "-r", "SVD", "Select", "ch0"}), "option --regularization is not implemented yet");
-  EXPECT_EQ(error_of({"in.hdf5", "--contourScan2D", "a", "b"}), "Likelihood contour scans in 2D are not yet implemented");
+  EXPECT_EQ(error_of({"in.hdf5", "-r", "SVD", "Select", "ch0"}),
+            "option --regularization is not implemented yet");
+  EXPECT_EQ(error_of({"in.hdf5", "--contourScan2D", "a", "b"}),
+            "Likelihood contour scans in 2D are not yet implemented");
   EXPECT_NE(error_of({"in.hdf5", "--minimizerMethod", "BFGS"}).find("not implemented"), std::string::npos);
-  EXPECT_NE(error_of({"in.hdf5", "--binByBinStatType", "poisson"}).find("invalid choice: 'poisson'"), std::string::npos);
+  EXPECT_NE(error_of({"in.hdf5", "--binByBinStatType", "poisson"}).find("invalid choice: 'poisson'"),
+            std::string::npos);
   EXPECT_NE(error_of({"in.hdf5", "-t", "x"}).find("invalid int value: 'x'"), std::string::npos);
-  EXPECT_NE(error_of({"in.hdf5", "--chisqFit", "--covarianceFit"}).find("mutually exclusive"), std::string::npos);
+  EXPECT_NE(error_of({"in.hdf5", "--chisqFit", "--covarianceFit"}).find("mutually exclusive"),
+            std::string::npos);
   EXPECT_NE(error_of({"in.hdf5", "--stallRelTol", "-1"}).find("--stallRelTol"), std::string::npos);
-  EXPECT_NE(error_of({"in.hdf5", "--nDevices", "2", "--devices", "0"}).find("--nDevices is 2"), std::string::npos);
+  EXPECT_NE(error_of({"in.hdf5", "--nDevices", "2", "--devices", "0"}).find("--nDevices is 2"),
+            std::string::npos);
   EXPECT_NE(error_of({"in.hdf5", "-m", "Project", "ch1", "a"}).find("mapping Project is not implemented yet"),
             std::string::npos);
   EXPECT_NE(error_of({}).find("filename"), std::string::npos);
@@ -117,8 +124,9 @@ TEST(Options, RefusedAndInvalid) {
 }
 
 TEST(Options, NoHessianIncompatibilitiesListedTogether) {
-  EXPECT_EQ(error_of({"in.hdf5", "--noHessian", "--doImpacts", "--saveHists", "--computeHistErrors"}),
-            "--noHessian is incompatible with: --doImpacts, --saveHists (without --noChi2), --computeHistErrors");
+  EXPECT_EQ(
+      error_of({"in.hdf5", "--noHessian", "--doImpacts", "--saveHists", "--computeHistErrors"}),
+      "--noHessian is incompatible with: --doImpacts, --saveHists (without --noChi2), --computeHistErrors");
   auto o = parse({"in.hdf5", "--noHessian", "--globalImpacts", "--saveHists", "--noChi2"});
   EXPECT_TRUE(o.no_hessian);
 }
@@ -139,8 +147,9 @@ TEST(Options, MultiDeviceOptions) {
 
 TEST(Options, HelpDocumentsEveryOption) {
   std::string help = rabbit::cli::fit_help_text();
-  for (const char* opt : {"--outpath", "--doImpacts", "--globalImpacts", "--scanRangeUsePrefit", "--contourLevels",
-                          "--nDevices", "--devices", "--asymImpacts", "--eager", "--noHessian", "--pseudoData"})
+  for (const char* opt :
+       {"--outpath", "--doImpacts", "--globalImpacts", "--scanRangeUsePrefit", "--contourLevels",
+        "--nDevices", "--devices", "--asymImpacts", "--eager", "--noHessian", "--pseudoData"})
     EXPECT_NE(help.find(opt), std::string::npos) << opt;
   try {
     parse({"--help"});
@@ -172,7 +181,8 @@ TEST(Options, PreconditionerOptions) {
   EXPECT_EQ(o.precondition_ridge, 1e-6);
   EXPECT_EQ(o.precondition_transform, "spectral");
   EXPECT_TRUE(o.warnings.empty());
-  EXPECT_NE(o.args_json.find("\"preconditionParams\": [\"sig\", \"lumi.*\"]"), std::string::npos) << o.args_json;
+  EXPECT_NE(o.args_json.find("\"preconditionParams\": [\"sig\", \"lumi.*\"]"), std::string::npos)
+      << o.args_json;
 
   // Bare --preconditionBlocks means auto (argparse const).
   o = parse({"in.hdf5", "--precondition", "--preconditionBlocks"});
@@ -184,10 +194,12 @@ TEST(Options, PreconditionerOptions) {
 
   // Bad values: one line naming the option.
   for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"--preconditionBlocks", "diagonal"}, "argument --preconditionBlocks: invalid choice: 'diagonal'"},
+           {{"--preconditionBlocks", "diagonal"},
+            "argument --preconditionBlocks: invalid choice: 'diagonal'"},
            {{"--preconditionFrom", "fisher"}, "argument --preconditionFrom: invalid choice: 'fisher'"},
            {{"--preconditionTransform", "qr"}, "argument --preconditionTransform: invalid choice: 'qr'"},
-           {{"--preconditionRidge", "-1"}, "argument --preconditionRidge: must be a finite number >= 0, got -1"},
+           {{"--preconditionRidge", "-1"},
+            "argument --preconditionRidge: must be a finite number >= 0, got -1"},
            {{"--preconditionRidge", "nan"}, "argument --preconditionRidge: must be a finite number >= 0"},
            {{"--preconditionRidge", "abc"}, "argument --preconditionRidge: invalid float value: 'abc'"},
            {{"--preconditionBlockThreshold", "-0.5"},
@@ -200,13 +212,15 @@ TEST(Options, PreconditionerOptions) {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   }
   const auto refused = rabbit::cli::refused_options();
-  for (const char* name : {"precondition", "preconditionParams", "preconditionBlocks", "preconditionBlockThreshold",
-                           "preconditionFrom", "preconditionRidge", "preconditionTransform"})
+  for (const char* name :
+       {"precondition", "preconditionParams", "preconditionBlocks", "preconditionBlockThreshold",
+        "preconditionFrom", "preconditionRidge", "preconditionTransform"})
     EXPECT_EQ(std::find(refused.begin(), refused.end(), name), refused.end()) << name;
 }
 
 TEST(Options, MinBBKstatAndBlindingGroup) {
-  auto o = parse({"in.hdf5", "--minBBKstat", "2.5", "--blindingGroup", "slope_.*", "sig", "--unblind", "norm"});
+  auto o =
+      parse({"in.hdf5", "--minBBKstat", "2.5", "--blindingGroup", "slope_.*", "sig", "--unblind", "norm"});
   EXPECT_DOUBLE_EQ(o.model.min_bb_kstat, 2.5);
   EXPECT_EQ(o.model.blinding_groups, std::vector<std::string>({"slope_.*", "sig"}));
   EXPECT_EQ(o.model.unblind, std::vector<std::string>({"norm"}));
@@ -227,5 +241,6 @@ TEST(Options, ExternalPostfit) {
   EXPECT_EQ(o.external_postfit, std::optional<std::string>("fit.hdf5"));
   EXPECT_EQ(o.external_postfit_result, std::optional<std::string>("asimov"));
   EXPECT_FALSE(parse({"in.hdf5"}).external_postfit.has_value());
-  EXPECT_EQ(error_of({"in.hdf5", "--externalPostfitResult", "asimov"}), "--externalPostfitResult needs --externalPostfit");
+  EXPECT_EQ(error_of({"in.hdf5", "--externalPostfitResult", "asimov"}),
+            "--externalPostfitResult needs --externalPostfit");
 }

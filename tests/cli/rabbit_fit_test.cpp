@@ -2,15 +2,13 @@
 // and stored values (docs/user-guide.md "The run"; docs/output-format.md "Definitions"). Each test
 // runs the executable at least once (run_rabbit_fit); its further runs are the same program in this
 // process (run_rabbit_fit_captured), which skips the process start.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <Eigen/Dense>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -31,13 +29,13 @@
 namespace fs = std::filesystem;
 using rabbit::result::ResultReader;
 using rabbit::test::example_tensor;
+using rabbit::test::kBkg;
+using rabbit::test::kShape;
+using rabbit::test::kSig;
 using rabbit::test::relative_error;
 using rabbit::test::run_rabbit_fit;
 using rabbit::test::run_rabbit_fit_captured;
 using rabbit::test::scratch_dir;
-using rabbit::test::kBkg;
-using rabbit::test::kShape;
-using rabbit::test::kSig;
 using rabbit::test::write_linear_tensor;
 
 TEST(RabbitFit, BadArgumentsGiveOneLineAndExitCode) {
@@ -105,10 +103,13 @@ TEST(RabbitFit, AsimovIsAtDefaultsWithInverseHessianUncertainties) {
 TEST(RabbitFit, LinearModelClosures) {
   auto dir = scratch_dir("cli_linear");
   const std::string tensor = write_linear_tensor(dir);
-  auto r = run_rabbit_fit(tensor + " -t 0 --unblind --chisqFit --allowNegativeParam --noBinByBinStat --doImpacts "
-                            "--globalImpacts --gaussianGlobalImpacts --saveHists --computeHistErrors --computeHistCov "
-                            "--computeVariations --scan sig --scanPoints 5 --scanRange 2 --contourScan sig --contourLevels 1 2 -o " +
-                   dir.string());
+  auto r = run_rabbit_fit(
+      tensor +
+      " -t 0 --unblind --chisqFit --allowNegativeParam --noBinByBinStat --doImpacts "
+      "--globalImpacts --gaussianGlobalImpacts --saveHists --computeHistErrors --computeHistCov "
+      "--computeVariations --scan sig --scanPoints 5 --scanRange 2 --contourScan sig --contourLevels 1 2 "
+      "-o " +
+      dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ResultReader f((dir / "fitresults.hdf5").string());
   auto parms = f.hist("results/parms");
@@ -121,7 +122,8 @@ TEST(RabbitFit, LinearModelClosures) {
   // Global impacts equal the Gaussian ones on a linear model, and add up to the total variance.
   auto gl = f.hist("results/global_impacts"), ga = f.hist("results/gaussian_global_impacts");
   for (size_t i = 0; i < gl.values.size(); ++i) EXPECT_NEAR(gl.values[i], ga.values[i], 1e-9 * sigma) << i;
-  auto glg = f.hist("results/global_impacts_grouped"), gag = f.hist("results/gaussian_global_impacts_grouped");
+  auto glg = f.hist("results/global_impacts_grouped"),
+       gag = f.hist("results/gaussian_global_impacts_grouped");
   ASSERT_EQ(glg.axis_labels[1], std::vector<std::string>({"all", "stat"}));
   for (size_t i = 0; i < glg.values.size(); ++i) EXPECT_NEAR(glg.values[i], gag.values[i], 1e-7 * sigma) << i;
   EXPECT_LT(relative_error(glg.values[0] * glg.values[0] + glg.values[1] * glg.values[1], var_sig), 1e-9);
@@ -131,7 +133,8 @@ TEST(RabbitFit, LinearModelClosures) {
   ASSERT_EQ(tg.axis_labels[1], std::vector<std::string>({"all", "stat"}));
   EXPECT_LT(relative_error(tg.values[0] * tg.values[0] + tg.values[1] * tg.values[1], var_sig), 1e-9);
 
-  // Histogram errors = J C Jᵀ with the explicit Jacobian of ν = x_sig S + B + θ_shape Δ + θ_lumi 0.05 (S·x_sig + B).
+  // Histogram errors = J C Jᵀ with the explicit Jacobian of ν = x_sig S + B + θ_shape Δ + θ_lumi 0.05
+  // (S·x_sig + B).
   auto cov = f.hist("results/cov");
   Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>> C(cov.values.data());
   auto post = f.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit_inclusive");
@@ -140,7 +143,8 @@ TEST(RabbitFit, LinearModelClosures) {
   Eigen::MatrixXd J(6, 3);
   for (int b = 0; b < 6; ++b) {
     const double nominal = mu * kSig[b] + kBkg[b];
-    EXPECT_NEAR(post.values[b], nominal + shape * kShape[b] + lumi * 0.05 * (kSig[b] + kBkg[b]), 1e-9 * nominal);
+    EXPECT_NEAR(post.values[b], nominal + shape * kShape[b] + lumi * 0.05 * (kSig[b] + kBkg[b]),
+                1e-9 * nominal);
     J(b, 0) = kSig[b];
     J(b, 1) = 0.05 * (kSig[b] + kBkg[b]);
     J(b, 2) = kShape[b];
@@ -196,8 +200,8 @@ TEST(RabbitFit, InterruptedRunLeavesNoFile) {
     dup2(devnull, 2);
     const std::string out = dir.string();
     const std::string in = example_tensor();
-    execl(exe.c_str(), exe.c_str(), in.c_str(), "-t", "0", "--scan", "--scanPoints", "4001", "-o", out.c_str(),
-          static_cast<char*>(nullptr));
+    execl(exe.c_str(), exe.c_str(), in.c_str(), "-t", "0", "--scan", "--scanPoints", "4001", "-o",
+          out.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   // Wait until the temporary result file exists, then interrupt.
@@ -230,7 +234,8 @@ TEST(RabbitFit, RunControlOptions) {
   }
 
   // --expectSignal and --setConstraintMinimum move the defaults; Asimov stays at them.
-  r = run_rabbit_fit_captured(base + " -t -1 --expectSignal sig 2 --setConstraintMinimum shape 0.5 -p defaults");
+  r = run_rabbit_fit_captured(base +
+                              " -t -1 --expectSignal sig 2 --setConstraintMinimum shape 0.5 -p defaults");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   {
     ResultReader f((dir / "fitresults_defaults.hdf5").string());
@@ -313,23 +318,27 @@ TEST(RabbitFit, PseudoData) {
 }
 TEST(RabbitFit, TwoShardsGiveTheSameResult) {
   auto dir = scratch_dir("cli_shards");
-  const std::string args = example_tensor() + " -t 0 --unblind --doImpacts --globalImpacts --gaussianGlobalImpacts --saveHists "
-                                       "--saveHistsPerProcess --computeHistErrors --computeHistErrorsPerProcess -o " + dir.string();
+  const std::string args = example_tensor() +
+                           " -t 0 --unblind --doImpacts --globalImpacts --gaussianGlobalImpacts --saveHists "
+                           "--saveHistsPerProcess --computeHistErrors --computeHistErrorsPerProcess -o " +
+                           dir.string();
   auto r1 = run_rabbit_fit(args + " -p one");
   ASSERT_EQ(r1.exit_code, 0) << r1.output;
   auto r2 = run_rabbit_fit_captured(args + " -p two --nDevices 2");
   ASSERT_EQ(r2.exit_code, 0) << r2.output;
   ResultReader f1((dir / "fitresults_one.hdf5").string()), f2((dir / "fitresults_two.hdf5").string());
-  for (const char* h : {"results/parms", "results/global_impacts_grouped", "results/gaussian_global_impacts_grouped",
-                        "results/mappings/BaseMapping/channels/ch1/hist_postfit",
-                        "results/mappings/BaseMapping/channels/ch0_masked/hist_postfit_inclusive"}) {
+  for (const char* h :
+       {"results/parms", "results/global_impacts_grouped", "results/gaussian_global_impacts_grouped",
+        "results/mappings/BaseMapping/channels/ch1/hist_postfit",
+        "results/mappings/BaseMapping/channels/ch0_masked/hist_postfit_inclusive"}) {
     auto a = f1.hist(h), b = f2.hist(h);
     ASSERT_EQ(a.values.size(), b.values.size()) << h;
     // The shards sum in another order, so the minimizer stops at a slightly different point:
     // docs/validation.md "Tolerances" (values to 1e-6 of their uncertainty, the rest 1e-5 relative).
     for (size_t i = 0; i < a.values.size(); ++i) {
-      const double tol = a.variances.empty() ? 1e-5 * std::abs(a.values[i]) + 1e-12
-                                             : std::max(1e-5 * std::abs(a.values[i]), 1e-5 * std::sqrt(a.variances[i]));
+      const double tol = a.variances.empty()
+                             ? 1e-5 * std::abs(a.values[i]) + 1e-12
+                             : std::max(1e-5 * std::abs(a.values[i]), 1e-5 * std::sqrt(a.variances[i]));
       EXPECT_NEAR(a.values[i], b.values[i], tol) << h << "[" << i << "]";
       if (!a.variances.empty()) {
         EXPECT_LT(relative_error(a.variances[i], b.variances[i]), 1e-5) << h << "[" << i << "]";
@@ -339,7 +348,8 @@ TEST(RabbitFit, TwoShardsGiveTheSameResult) {
 }
 TEST(RabbitFit, NoPostfitProfileBB) {
   auto dir = scratch_dir("cli_noprofile");
-  const std::string args = example_tensor() + " -t 0 --unblind --saveHists --computeHistErrors -o " + dir.string();
+  const std::string args =
+      example_tensor() + " -t 0 --unblind --saveHists --computeHistErrors -o " + dir.string();
   auto r1 = run_rabbit_fit(args + " -p prof");
   ASSERT_EQ(r1.exit_code, 0) << r1.output;
   auto r2 = run_rabbit_fit_captured(args + " -p noprof --noPostfitProfileBB");
@@ -353,14 +363,16 @@ TEST(RabbitFit, NoPostfitProfileBB) {
   auto a = f1.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit_inclusive");
   auto b = f2.hist("results/mappings/BaseMapping/channels/ch0/hist_postfit_inclusive");
   double maxdiff = 0.0;
-  for (size_t i = 0; i < a.values.size(); ++i) maxdiff = std::max(maxdiff, std::abs(a.values[i] - b.values[i]));
+  for (size_t i = 0; i < a.values.size(); ++i)
+    maxdiff = std::max(maxdiff, std::abs(a.values[i] - b.values[i]));
   EXPECT_GT(maxdiff, 1e-3);
 }
 TEST(RabbitFit, ShardingRefusalsComeBeforeTheFit) {
   auto dir = scratch_dir("cli_shard_refusal");
   auto r = run_rabbit_fit(example_tensor() + " -t 0 --covarianceFit --nDevices 2 -o " + dir.string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--nDevices 2 (multi-device mode) is incompatible with: --covarianceFit"), std::string::npos)
+  EXPECT_NE(r.output.find("--nDevices 2 (multi-device mode) is incompatible with: --covarianceFit"),
+            std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("Perform iterative fit"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "fitresults.hdf5"));
@@ -368,7 +380,8 @@ TEST(RabbitFit, ShardingRefusalsComeBeforeTheFit) {
 namespace {
 
 // Two processes with MC-stat variances: bins 0 and 1 have few effective MC events (kstat ≈ 2 and
-// 4); the others have kstat ≥ 100. zero_low_kstat writes sumw2 = 0 there instead (masked by docs/likelihood.md "Per-entry BB statistics").
+// 4); the others have kstat ≥ 100. zero_low_kstat writes sumw2 = 0 there instead (masked by
+// docs/likelihood.md "Per-entry BB statistics").
 std::string write_bb_tensor(const fs::path& dir, bool zero_low_kstat) {
   rabbit::TensorWriter w(rabbit::SystematicType::log_normal);
   w.add_channel("ch0", {rabbit::axis::regular(6, 0, 6, "x")});
@@ -390,7 +403,8 @@ std::string write_bb_tensor(const fs::path& dir, bool zero_low_kstat) {
 
 TEST(RabbitFit, MinBBKstatMasksLowStatisticsEntries) {
   // kstat of bins 0/1: (5+100)²/5012.5 ≈ 2.2 and (10+90)²/2025 ≈ 4.9; bins 2..5 have kstat > 100.
-  // --minBBKstat 10 fixes those two β at β⁰ = 1, exactly as zero sumw2 does (docs/likelihood.md "Per-entry BB statistics").
+  // --minBBKstat 10 fixes those two β at β⁰ = 1, exactly as zero sumw2 does (docs/likelihood.md "Per-entry BB
+  // statistics").
   auto dir = scratch_dir("cli_minbbkstat");
   const std::string full = write_bb_tensor(dir, false), zeroed = write_bb_tensor(dir, true);
   const std::string common = " -t 0 --unblind -o " + dir.string();
@@ -428,8 +442,8 @@ TEST(RabbitFit, BlindingGroupsShareOneOffset) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = run_rabbit_fit_captured(base + " --blindingGroup 'slope_signal.*' -p grouped");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  ResultReader fu((dir / "fitresults_unblinded.hdf5").string()), fb((dir / "fitresults_blinded.hdf5").string()),
-      fg((dir / "fitresults_grouped.hdf5").string());
+  ResultReader fu((dir / "fitresults_unblinded.hdf5").string()),
+      fb((dir / "fitresults_blinded.hdf5").string()), fg((dir / "fitresults_grouped.hdf5").string());
   const auto pu = fu.hist("results/parms"), pb = fb.hist("results/parms"), pg = fg.hist("results/parms");
   const auto& names = pu.axis_labels.at(0);
   const auto index = [&](const std::string& n) {
@@ -451,9 +465,11 @@ TEST(RabbitFit, BlindingGroupsShareOneOffset) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   // The model is built (and the log written) before the check: the error is the one last line.
   const auto last_line = r.output.substr(r.output.rfind('\n', r.output.size() - 2) + 1);
-  EXPECT_EQ(last_line.rfind("rabbit_fit: error: --unblind and --blindingGroup both match: slope_signal (group "
-                            "'slope_signal.*')", 0),
-            0u)
+  EXPECT_EQ(
+      last_line.rfind("rabbit_fit: error: --unblind and --blindingGroup both match: slope_signal (group "
+                      "'slope_signal.*')",
+                      0),
+      0u)
       << r.output;
   EXPECT_EQ(std::count(last_line.begin(), last_line.end(), '\n'), 1) << r.output;
   EXPECT_FALSE(fs::exists(dir / "fitresults_both.hdf5"));

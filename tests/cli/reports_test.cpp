@@ -1,11 +1,12 @@
 // The text reports (docs/user-guide.md "Reports"): Python's number format and the report layouts.
+#include "rabbit/cli/reports.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-#include "rabbit/cli/reports.hpp"
 #include "support/command.hpp"
 #include "support/test_paths.hpp"
 
@@ -45,20 +46,26 @@ TEST(Reports, PullsAndImpactsOnAFit) {
   const auto bin = rabbit::test::binary_dir();
   const std::string tensor = (rabbit::test::source_dir() / "examples" / "example_tensor.hdf5").string();
   int code = 0;
-  run((bin / "rabbit_fit").string() + " " + tensor + " -t -1 --doImpacts --globalImpacts -o " + dir.string(), &code);
+  run((bin / "rabbit_fit").string() + " " + tensor + " -t -1 --doImpacts --globalImpacts -o " + dir.string(),
+      &code);
   ASSERT_EQ(code, 0);
   const std::string file = (dir / "fitresults.hdf5").string();
   std::string pulls = run((bin / "rabbit_print_pulls_and_constraints").string() + " " + file, &code);
   ASSERT_EQ(code, 0) << pulls;
   // Header, 88 dashes, then one row per parameter; the Asimov POI sits at its default 1.0.
-  EXPECT_EQ(pulls.rfind("   Parameter                        pull +/- constraint (pull prefit +/- constraint prefit)\n"
-                        "   " + std::string(88, '-') + "\n",
-                        0),
-            0u)
+  EXPECT_EQ(
+      pulls.rfind(
+          "   Parameter                        pull +/- constraint (pull prefit +/- constraint prefit)\n"
+          "   " +
+              std::string(88, '-') + "\n",
+          0),
+      0u)
       << pulls;
-  EXPECT_NE(pulls.find("   sig" + std::string(27 + 1 + 3, ' ') + "1.0 +/-    0.01802 ("), std::string::npos) << pulls;
+  EXPECT_NE(pulls.find("   sig" + std::string(27 + 1 + 3, ' ') + "1.0 +/-    0.01802 ("), std::string::npos)
+      << pulls;
   EXPECT_NE(pulls.find("(        1.0 +/-               0.0)"), std::string::npos);
-  std::string nopre = run((bin / "rabbit_print_pulls_and_constraints").string() + " --noPrefit " + file, &code);
+  std::string nopre =
+      run((bin / "rabbit_print_pulls_and_constraints").string() + " --noPrefit " + file, &code);
   EXPECT_NE(nopre.find("   " + std::string(52, '-') + "\n"), std::string::npos) << nopre;
 
   std::string imp = run((bin / "rabbit_print_impacts").string() + " " + file, &code);
@@ -66,10 +73,12 @@ TEST(Reports, PullsAndImpactsOnAFit) {
   EXPECT_EQ(imp.rfind("Now at sig\nImpact of all systematics on sig (unit)\n", 0), 0u) << imp;
   EXPECT_NE(imp.find("   stat: "), std::string::npos);
   EXPECT_NE(imp.find("   Total: "), std::string::npos);
-  std::string glob = run((bin / "rabbit_print_impacts").string() + " --impactType global -u -n norm " + file, &code);
+  std::string glob =
+      run((bin / "rabbit_print_impacts").string() + " --impactType global -u -n norm " + file, &code);
   EXPECT_EQ(code, 0);
   EXPECT_NE(glob.find("Impact of nuisance norm on sig is "), std::string::npos) << glob;
-  std::string bad = run((bin / "rabbit_print_impacts").string() + " --impactType gaussian_global " + file, &code);
+  std::string bad =
+      run((bin / "rabbit_print_impacts").string() + " --impactType gaussian_global " + file, &code);
   EXPECT_EQ(code, 3);
   EXPECT_NE(bad.find("gaussian_global_impacts_grouped"), std::string::npos) << bad;
 }
@@ -79,19 +88,24 @@ TEST(Reports, AsymmetricConstraintsFromContours) {
   const auto bin = rabbit::test::binary_dir();
   const std::string tensor = (rabbit::test::source_dir() / "examples" / "example_tensor.hdf5").string();
   int code = 0;
-  run((bin / "rabbit_fit").string() + " " + tensor + " -t -1 --contourScan --contourLevels 1 -o " + dir.string(),
+  run((bin / "rabbit_fit").string() + " " + tensor + " -t -1 --contourScan --contourLevels 1 -o " +
+          dir.string(),
       &code);
   ASSERT_EQ(code, 0);
   const std::string file = (dir / "fitresults.hdf5").string();
-  std::string out = run((bin / "rabbit_print_pulls_and_constraints").string() + " --asym --noPrefit " + file, &code);
+  std::string out =
+      run((bin / "rabbit_print_pulls_and_constraints").string() + " --asym --noPrefit " + file, &code);
   ASSERT_EQ(code, 0) << out;
-  EXPECT_EQ(out.rfind("   Parameter                        pull +/- constraint +         up -       down\n", 0), 0u) << out;
+  EXPECT_EQ(
+      out.rfind("   Parameter                        pull +/- constraint +         up -       down\n", 0), 0u)
+      << out;
   // The level-1 contour of the POI is close to ±sigma (0.018 on this tensor), up positive, down negative.
   auto row = out.substr(out.find("   sig "));
   row = row.substr(0, row.find('\n'));
   double pull = 0, con = 0, up = 0, down = 0;
   char name[64];
-  ASSERT_EQ(std::sscanf(row.c_str(), " %63s %lf +/- %lf + %lf - %lf", name, &pull, &con, &up, &down), 5) << row;
+  ASSERT_EQ(std::sscanf(row.c_str(), " %63s %lf +/- %lf + %lf - %lf", name, &pull, &con, &up, &down), 5)
+      << row;
   EXPECT_GT(up, 0.9 * con);
   EXPECT_LT(up, 1.1 * con);
   EXPECT_LT(down, -0.9 * con);

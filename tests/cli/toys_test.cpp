@@ -28,8 +28,9 @@ using rabbit::test::write_linear_tensor;
 namespace {
 
 // Additive ("normal") systematics, x = mu (--allowNegativeParam), chi2 with the input's fixed data
-// variances (with the toy's own counts as variances, Neyman's chi2 biases mu by -0.12 sigma here), BB normal-additive (ν linear in β) with MC statistics as large as the data's: the NLL
-// is exactly quadratic, so the Hessian's σ is the exact spread of the estimator.
+// variances (with the toy's own counts as variances, Neyman's chi2 biases mu by -0.12 sigma here), BB
+// normal-additive (ν linear in β) with MC statistics as large as the data's: the NLL is exactly quadratic, so
+// the Hessian's σ is the exact spread of the estimator.
 std::string write_linear_bb_tensor(const fs::path& dir) {
   rabbit::TensorWriter w(rabbit::SystematicType::normal);
   const std::vector<double> sig = {5, 10, 20, 30, 20, 10}, bkg = {100, 90, 80, 70, 60, 50};
@@ -75,16 +76,19 @@ PullStats poi_pulls(const ResultReader& file, int ntoys, double truth) {
 // thrown BB centres must not leak into them); a Bayesian toy's are generated at the thrown β.
 TEST(Toys, FrequentistToyDataAreTheNominalExpectation) {
   const fs::path dir = scratch_dir("toys_nominal_data");
-  const std::string base = example_tensor() + " -t -1 4 --toysDataRandomize none --saveHists -o " + dir.string();
+  const std::string base =
+      example_tensor() + " -t -1 4 --toysDataRandomize none --saveHists -o " + dir.string();
   ASSERT_EQ(run_rabbit_fit_in_process(base + " -p freq --toysSystRandomize frequentist"), 0);
   ASSERT_EQ(run_rabbit_fit_in_process(base + " -p bayes --toysSystRandomize bayesian"), 0);
-  const ResultReader freq((dir / "fitresults_freq.hdf5").string()), bayes((dir / "fitresults_bayes.hdf5").string());
+  const ResultReader freq((dir / "fitresults_freq.hdf5").string()),
+      bayes((dir / "fitresults_bayes.hdf5").string());
   const std::string h = "/mappings/BaseMapping/channels/ch0/hist_nobs";
   const auto nominal = freq.hist("results_asimov" + h).values;
   for (int k = 1; k <= 4; ++k) {
     const auto toy = freq.hist("results_toy" + std::to_string(k) + h).values;
     ASSERT_EQ(toy.size(), nominal.size());
-    for (size_t i = 0; i < toy.size(); ++i) EXPECT_NEAR(toy[i], nominal[i], 1e-9 * nominal[i]) << "toy " << k << " bin " << i;
+    for (size_t i = 0; i < toy.size(); ++i)
+      EXPECT_NEAR(toy[i], nominal[i], 1e-9 * nominal[i]) << "toy " << k << " bin " << i;
     EXPECT_NE(bayes.hist("results_toy" + std::to_string(k) + h).values, nominal) << "toy " << k;
   }
 }
@@ -102,10 +106,11 @@ TEST_P(PullWidths, OfALinearModelAreOne) {
   const int ntoys = 1000;
   const double se_width = 1.0 / std::sqrt(2.0 * ntoys), se_mean = 1.0 / std::sqrt(static_cast<double>(ntoys));
   const std::string bb = with_bb ? "--binByBinStatType normal-additive" : "--noBinByBinStat";
-  ASSERT_EQ(run_rabbit_fit_in_process(tensor + " --chisqFit --allowNegativeParam " + bb + " -t " +
-                                      std::to_string(ntoys) + " --toysDataRandomize normal --toysSystRandomize " +
-                                      syst + " --seed 11 -v 1 -o " + dir.string()),
-            0);
+  ASSERT_EQ(
+      run_rabbit_fit_in_process(tensor + " --chisqFit --allowNegativeParam " + bb + " -t " +
+                                std::to_string(ntoys) + " --toysDataRandomize normal --toysSystRandomize " +
+                                syst + " --seed 11 -v 1 -o " + dir.string()),
+      0);
   const ResultReader file((dir / "fitresults.hdf5").string());
   const PullStats s = poi_pulls(file, ntoys, 1.0);
   EXPECT_LT(std::abs(s.mean), 3.0 * se_mean) << s.mean;
@@ -134,9 +139,12 @@ TEST(Toys, RandomizedStartsThatEndInAnotherMinimumAreFlagged) {
   w.add_norm_systematic("both_up", {"bkg"}, "ch0", 1.3, 1.28, asym);
   const std::string tensor = (dir / "two_minima.hdf5").string();
   w.write(tensor);
-  ASSERT_EQ(run_rabbit_fit_in_process(tensor + " --noBinByBinStat -t 20 --toysDataMode observed --toysSystRandomize none "
-                                               "--toysRandomizeParameters --seed 3 -v 2 -o " + dir.string()),
-            0);
+  ASSERT_EQ(
+      run_rabbit_fit_in_process(tensor +
+                                " --noBinByBinStat -t 20 --toysDataMode observed --toysSystRandomize none "
+                                "--toysRandomizeParameters --seed 3 -v 2 -o " +
+                                dir.string()),
+      0);
   const ResultReader file((dir / "fitresults.hdf5").string());
   int flagged = 0;
   for (int k = 1; k <= 20; ++k) {
@@ -154,8 +162,9 @@ TEST(Toys, RandomizedStartsThatEndInAnotherMinimumAreFlagged) {
 TEST(RabbitFit, ToysAreDeterministic) {
   auto dir = scratch_dir("cli_toys");
   const std::string tensor = write_linear_tensor(dir);
-  const std::string base = tensor + " --chisqFit --allowNegativeParam --noBinByBinStat --toysDataRandomize normal -o " +
-                           dir.string();
+  const std::string base =
+      tensor + " --chisqFit --allowNegativeParam --noBinByBinStat --toysDataRandomize normal -o " +
+      dir.string();
   auto r = run_rabbit_fit_captured(base + " -t 3 --seed 7 -p a");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = run_rabbit_fit_captured(base + " -t 2 --seed 7 -p b");
@@ -170,7 +179,8 @@ TEST(RabbitFit, ToysAreDeterministic) {
   // The statistics of toys are tested on 1,000 toys by Toys.PullWidthsOfALinearModelAreOne.
   r = run_rabbit_fit(tensor + " --covarianceFit --noBinByBinStat -t 1 -o " + dir.string() + " -p d");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("--toysDataRandomize poisson is not allowed with --covarianceFit"), std::string::npos)
+  EXPECT_NE(r.output.find("--toysDataRandomize poisson is not allowed with --covarianceFit"),
+            std::string::npos)
       << r.output;
 }
 

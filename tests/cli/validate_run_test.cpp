@@ -1,13 +1,14 @@
 // The run's front door (rabbit/cli/validate_run.hpp, docs/user-guide.md "Rules across options"): each
 // rule gives its one-line message, on options and a three-bin input built in the test.
+#include "rabbit/cli/validate_run.hpp"
+
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <typeinfo>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
-#include "rabbit/cli/validate_run.hpp"
 #include "rabbit/core/error.hpp"
 
 using rabbit::BBMode;
@@ -88,7 +89,8 @@ TEST(ValidateRun, ValueRules) {
        "argument --preconditionRidge: must be a finite number >= 0, got -1"},
       {[](FitOptions& o) { o.backend = "gpu"; },
        "argument --backend: invalid choice: 'gpu' (choose from 'auto', 'cpu', 'cuda')"},
-      {[](FitOptions& o) { o.minimizer_method = "newton"; }, "argument --minimizerMethod: invalid choice: 'newton'"},
+      {[](FitOptions& o) { o.minimizer_method = "newton"; },
+       "argument --minimizerMethod: invalid choice: 'newton'"},
   };
   for (const auto& [change, expected] : cases) {
     FitOptions o;
@@ -116,8 +118,9 @@ TEST(ValidateRun, RulesAcrossOptions) {
   FitOptions o;
   o.model.likelihood = DataLikelihood::covariance;
   o.model.bb_type = BBType::gamma;
-  EXPECT_EQ(rule_error(o), "--covarianceFit with bin-by-bin statistics requires --binByBinStatType normal-additive, "
-                           "normal-multiplicative or automatic");
+  EXPECT_EQ(rule_error(o),
+            "--covarianceFit with bin-by-bin statistics requires --binByBinStatType normal-additive, "
+            "normal-multiplicative or automatic");
   o.model.bin_by_bin_stat = false;
   o.toys = {-1, 2};
   EXPECT_EQ(rule_error(o), "--toysDataRandomize poisson is not allowed with --covarianceFit");
@@ -134,10 +137,11 @@ TEST(ValidateRun, RulesAcrossOptions) {
   h.compute_hist_errors_per_process = h.compute_hist_cov = true;
   h.scan = std::vector<std::string>{};
   h.contour_scan = std::vector<std::string>{"sig"};
-  EXPECT_EQ(rule_error(h),
-            "--noHessian is incompatible with: --doImpacts, --computeVariations, --saveHists (without --noChi2), "
-            "--computeHistErrors, --computeHistErrorsPerProcess, --computeHistCov, --scan (without "
-            "--scanRangeUsePrefit), --contourScan");
+  EXPECT_EQ(
+      rule_error(h),
+      "--noHessian is incompatible with: --doImpacts, --computeVariations, --saveHists (without --noChi2), "
+      "--computeHistErrors, --computeHistErrorsPerProcess, --computeHistCov, --scan (without "
+      "--scanRangeUsePrefit), --contourScan");
 }
 
 TEST(ValidateRun, MultiDeviceRefusalsListEveryOption) {
@@ -147,9 +151,12 @@ TEST(ValidateRun, MultiDeviceRefusalsListEveryOption) {
   o.model.regularization = {{"SVD", {"Select", "ch0"}}};
   o.diagnostics = true;
   EXPECT_EQ(run_error(o, small_input(), cpu_build()),
-            "--nDevices 2 (multi-device mode) is incompatible with: --covarianceFit (the dense data covariance couples "
-            "all bins); --regularization SVD (the regularizers read the predicted yields of all bins); --diagnostics "
-            "with bin-by-bin statistics (the β-space EDM needs the full-length β Hessian; or add --noBinByBinStat). "
+            "--nDevices 2 (multi-device mode) is incompatible with: --covarianceFit (the dense data "
+            "covariance couples "
+            "all bins); --regularization SVD (the regularizers read the predicted yields of all bins); "
+            "--diagnostics "
+            "with bin-by-bin statistics (the β-space EDM needs the full-length β Hessian; or add "
+            "--noBinByBinStat). "
             "These need all bins on one device, which is what sharding exists to avoid. Drop --nDevices (run "
             "single-device), or rerun the step single-device from the fit output.");
   // Without BB the diagnostics run sharded; single-device everything runs.
@@ -182,18 +189,21 @@ TEST(ValidateRun, WhatTheCudaBackendCannotDo) {
   o.model.likelihood = DataLikelihood::covariance;
   EXPECT_NO_THROW(rabbit::cli::validate_run(o, small_input(), cuda_build()));  // auto: runs on the CPU
   o.backend = "cuda";
-  EXPECT_EQ(run_error(o), "--backend cuda does not support --covarianceFit (the dense data covariance is evaluated on "
-                          "the CPU only); use --backend cpu");
+  EXPECT_EQ(run_error(o),
+            "--backend cuda does not support --covarianceFit (the dense data covariance is evaluated on "
+            "the CPU only); use --backend cpu");
   o.backend = "auto";
   o.devices = {3};
-  EXPECT_EQ(run_error(o), "--devices 3 selects the CUDA backend, which does not support --covarianceFit (the dense "
-                          "data covariance is evaluated on the CPU only); drop --devices or use --backend cpu");
+  EXPECT_EQ(run_error(o),
+            "--devices 3 selects the CUDA backend, which does not support --covarianceFit (the dense "
+            "data covariance is evaluated on the CPU only); drop --devices or use --backend cpu");
 
   FitOptions r;
   r.backend = "cuda";
   r.model.regularization = {{"SVD", {"Select", "ch0"}}};
-  EXPECT_EQ(run_error(r), "--backend cuda does not support --regularization SVD (the regularizers read the predicted "
-                          "yields of all bins, which only the CPU backend evaluates); use --backend cpu");
+  EXPECT_EQ(run_error(r),
+            "--backend cuda does not support --regularization SVD (the regularizers read the predicted "
+            "yields of all bins, which only the CPU backend evaluates); use --backend cpu");
 }
 
 TEST(ValidateRun, CudaToysWithMaskedFullModeEntries) {
@@ -205,8 +215,10 @@ TEST(ValidateRun, CudaToysWithMaskedFullModeEntries) {
   EXPECT_NO_THROW(rabbit::cli::validate_run(o, in, cuda_build()));  // no masked entry
   in.sumw2[3] = 0.0;
   const std::string expected =
-      "--backend cuda does not support toys (-t N) with --toysSystRandomize frequentist and --binByBinStatMode full "
-      "on an input with masked BB entries (the GPU pipeline does not differentiate BB centres beta0 != 1 on masked "
+      "--backend cuda does not support toys (-t N) with --toysSystRandomize frequentist and "
+      "--binByBinStatMode full "
+      "on an input with masked BB entries (the GPU pipeline does not differentiate BB centres beta0 != 1 on "
+      "masked "
       "full-mode entries; or --binByBinStatType normal-additive); use --backend cpu";
   EXPECT_EQ(run_error(o, in), expected);
   // --minBBKstat masks entries too (kstat 4 < 5).
@@ -228,8 +240,9 @@ TEST(ValidateRun, CovarianceFitNeedsPositiveVariancesWithoutTheInverse) {
   o.model.likelihood = DataLikelihood::covariance;
   FitInputData in = small_input();
   in.data_obs[1] = 0.0;
-  EXPECT_EQ(run_error(o, in), "--covarianceFit: in.hdf5 has no hdata_cov_inv and the fallback diag(1/variance) needs "
-                              "positive variances (bin 1 has 0)");
+  EXPECT_EQ(run_error(o, in),
+            "--covarianceFit: in.hdf5 has no hdata_cov_inv and the fallback diag(1/variance) needs "
+            "positive variances (bin 1 has 0)");
   in.data_cov_inv = Eigen::MatrixXd::Identity(3, 3);
   EXPECT_NO_THROW(rabbit::cli::validate_run(o, in, cuda_build()));
 }
@@ -242,12 +255,14 @@ TEST(ValidateRun, ChisqFitNeedsPositiveCountsInTheDataFit) {
   EXPECT_NO_THROW(rabbit::cli::validate_run(o, in, cuda_build()));  // -t -1 only: the data are not fitted
   o.toys = {-1, 0};
   EXPECT_EQ(run_error(o, in),
-            "--chisqFit requires all observed counts to be > 0, but hdata_obs of in.hdf5 has 0 in bin 2 (the fit of -t 0)");
+            "--chisqFit requires all observed counts to be > 0, but hdata_obs of in.hdf5 has 0 in bin 2 (the "
+            "fit of -t 0)");
   o.pseudo_data = std::vector<std::string>{};
   EXPECT_NO_THROW(rabbit::cli::validate_run(o, in, cuda_build()));  // the pseudodata replace the data
   in.pseudodata(0, 1) = -1.0;
-  EXPECT_EQ(run_error(o, in), "--chisqFit requires all observed counts to be > 0, but pseudodata set 'ps1' of in.hdf5 "
-                              "has -1 in bin 0 (the fit of -t 0)");
+  EXPECT_EQ(run_error(o, in),
+            "--chisqFit requires all observed counts to be > 0, but pseudodata set 'ps1' of in.hdf5 "
+            "has -1 in bin 0 (the fit of -t 0)");
   o.pseudo_data = std::vector<std::string>{"ps0"};
   EXPECT_NO_THROW(rabbit::cli::validate_run(o, in, cuda_build()));
 }

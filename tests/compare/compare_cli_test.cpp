@@ -41,7 +41,9 @@ CompareRun rabbit_compare(const std::vector<std::string>& args) {
   return run;
 }
 
-std::string shown(const CompareRun& r) { return "exit " + std::to_string(r.exit_code) + "\n" + r.out + r.err; }
+std::string shown(const CompareRun& r) {
+  return "exit " + std::to_string(r.exit_code) + "\n" + r.out + r.err;
+}
 
 // Reads the float64 dataset `dataset` of a plain-layout file, changes one element, writes it back.
 void change_entry(const fs::path& file, const std::string& dataset, size_t index,
@@ -78,11 +80,12 @@ class RabbitCompare : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new fs::path(rabbit::test::scratch_dir("rabbit_compare"));
     const fs::path tensor = rabbit::test::source_dir() / "tests" / "reference" / "tensors" / "dense.hdf5";
-    const std::string fit = tensor.string() +
-                            " -t -1 0 --unblind --doImpacts --globalImpacts --saveHists --computeHistErrors -o " +
-                            dir_->string();
-    fits_ok_ = rabbit::test::run_rabbit_fit_in_process(fit + " --outname plain.hdf5 --outputFormat plain") == 0 &&
-               rabbit::test::run_rabbit_fit_in_process(fit + " --outname rabbit.hdf5") == 0;
+    const std::string fit =
+        tensor.string() +
+        " -t -1 0 --unblind --doImpacts --globalImpacts --saveHists --computeHistErrors -o " + dir_->string();
+    fits_ok_ =
+        rabbit::test::run_rabbit_fit_in_process(fit + " --outname plain.hdf5 --outputFormat plain") == 0 &&
+        rabbit::test::run_rabbit_fit_in_process(fit + " --outname rabbit.hdf5") == 0;
   }
   static void TearDownTestSuite() { delete dir_; }
   void SetUp() override { ASSERT_TRUE(fits_ok_) << "rabbit_fit failed on the dense reference tensor"; }
@@ -124,17 +127,20 @@ TEST_F(RabbitCompare, BothLayoutsOfOneFitAgree) {
   for (const auto& [a, b] : {std::pair{plain(), rabbit()}, std::pair{rabbit(), plain()}}) {
     const CompareRun r = rabbit_compare({a, b});
     EXPECT_EQ(r.exit_code, 0) << shown(r);
-    EXPECT_NE(r.out.find("mappings/BaseMapping/channels/ch0/hist_postfit_inclusive uncertainties"), std::string::npos)
+    EXPECT_NE(r.out.find("mappings/BaseMapping/channels/ch0/hist_postfit_inclusive uncertainties"),
+              std::string::npos)
         << shown(r);
   }
 }
 
 TEST_F(RabbitCompare, ShiftedParameterExitsOneAndIsNamed) {
   const fs::path shifted = copy_of_plain("shifted.hdf5");
-  change_entry(shifted, "results/parms/values", parameter_index("slope_signal"), [](double x) { return x + 1e-4; });
+  change_entry(shifted, "results/parms/values", parameter_index("slope_signal"),
+               [](double x) { return x + 1e-4; });
   const CompareRun r = rabbit_compare({plain(), shifted.string()});
   EXPECT_EQ(r.exit_code, 1) << shown(r);
-  EXPECT_NE(r.out.find("FAIL  results  parms values: 13 entries, 1 beyond tolerance;"), std::string::npos) << shown(r);
+  EXPECT_NE(r.out.find("FAIL  results  parms values: 13 entries, 1 beyond tolerance;"), std::string::npos)
+      << shown(r);
   EXPECT_NE(r.out.find("worst [slope_signal]: A "), std::string::npos) << shown(r);
   EXPECT_NE(r.out.find("ok    results_asimov  parms values"), std::string::npos) << shown(r);
   EXPECT_NE(r.out.find("rabbit_compare: beyond tolerance: 1 of "), std::string::npos) << shown(r);
@@ -144,9 +150,11 @@ TEST_F(RabbitCompare, ShiftedParameterExitsOneAndIsNamed) {
   EXPECT_EQ(rabbit_compare({plain(), shifted.string(), "--quantities", "cov", "impacts"}).exit_code, 0);
   EXPECT_EQ(rabbit_compare({plain(), shifted.string(), "--groups", "asimov"}).exit_code, 0);
   EXPECT_EQ(rabbit_compare({plain(), shifted.string(), "--quantities", "parms"}).exit_code, 1);
-  EXPECT_EQ(rabbit_compare({plain(), shifted.string(), "--entry-tolerance", "results/parms[slope_signal]=1"}).exit_code,
+  EXPECT_EQ(rabbit_compare({plain(), shifted.string(), "--entry-tolerance", "results/parms[slope_signal]=1"})
+                .exit_code,
             0);
-  EXPECT_EQ(rabbit_compare({plain(), shifted.string(), "--entry-tolerance", "results/parms[sig]=1"}).exit_code, 1);
+  EXPECT_EQ(
+      rabbit_compare({plain(), shifted.string(), "--entry-tolerance", "results/parms[sig]=1"}).exit_code, 1);
 }
 
 TEST_F(RabbitCompare, ChangedVarianceExitsOneAndIsNamed) {
@@ -158,10 +166,12 @@ TEST_F(RabbitCompare, ChangedVarianceExitsOneAndIsNamed) {
   change_entry(changed, dataset, stored == 12 ? 4 : 3, [](double v) { return v * 1.001; });
   const CompareRun r = rabbit_compare({plain(), changed.string()});
   EXPECT_EQ(r.exit_code, 1) << shown(r);
-  EXPECT_NE(r.out.find("FAIL  results  mappings/BaseMapping/channels/ch0/hist_postfit_inclusive uncertainties: "),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("FAIL  results  mappings/BaseMapping/channels/ch0/hist_postfit_inclusive uncertainties: "),
+      std::string::npos)
       << shown(r);
-  EXPECT_NE(r.out.find("1 beyond tolerance; largest deviation 0.0005 relative"), std::string::npos) << shown(r);
+  EXPECT_NE(r.out.find("1 beyond tolerance; largest deviation 0.0005 relative"), std::string::npos)
+      << shown(r);
   EXPECT_NE(r.out.find("worst [3]: A "), std::string::npos) << shown(r);
   // The values are untouched.
   EXPECT_NE(r.out.find("ok    results  mappings/BaseMapping/channels/ch0/hist_postfit_inclusive values"),
@@ -201,12 +211,13 @@ TEST_F(RabbitCompare, BadInputExitsTwo) {
   const fs::path dir = rabbit::test::scratch_dir("rabbit_compare_bad");
   const fs::path broken_json = dir / "broken.json";
   std::ofstream(broken_json) << "{\"results\": {\"data_obs\": [1, }";
-  const std::string tensor = (rabbit::test::source_dir() / "tests" / "reference" / "tensors" / "dense.hdf5").string();
+  const std::string tensor =
+      (rabbit::test::source_dir() / "tests" / "reference" / "tensors" / "dense.hdf5").string();
   const std::vector<std::vector<std::string>> cases = {
       {plain(), (dir / "no_such_file.hdf5").string()},
-      {plain(), tensor},                     // a fit tensor, not a result
-      {broken_json.string(), plain()},       // malformed JSON
-      {plain()},                             // one file
+      {plain(), tensor},                // a fit tensor, not a result
+      {broken_json.string(), plain()},  // malformed JSON
+      {plain()},                        // one file
       {plain(), plain(), "--no-such-option"},
       {plain(), plain(), "--groups", "results_toy.*"},
       {plain(), plain(), "--quantities", "nothing_like_this"},
@@ -241,7 +252,9 @@ TEST(RabbitCompareReference, OurResultAgreesWithUpstreamJsonOfEveryCase) {
     const fs::path out = rabbit::test::scratch_dir("rabbit_compare_" + name);
     std::string args = (reference / "tensors" / ref.at("tensor").string()).string();
     for (const auto& a : ref.at("args").strings()) args += " " + a;
-    ASSERT_EQ(rabbit::test::run_rabbit_fit_in_process(args + " -o " + out.string() + " --outname fit.hdf5"), 0) << args;
+    ASSERT_EQ(rabbit::test::run_rabbit_fit_in_process(args + " -o " + out.string() + " --outname fit.hdf5"),
+              0)
+        << args;
     std::vector<std::string> compare_args = {json.string(), (out / "fit.hdf5").string()};
     for (const auto& e : rabbit::test::entry_tolerances(name, known)) {
       char rel[32];

@@ -102,9 +102,11 @@ MemoryTree example() {
   t.set(g, "edmval", number(1e-17));
   t.set(g, "parms_prefit", hist({categories("parms", kParms)}, {1, 0, 0}, {1, 1, 1}));
   t.set(g, "parms", hist({categories("parms", kParms)}, {1.05, -0.8, 0.3}, {0.04, 0.25, 0.09}));
-  t.set(g, "cov", hist({categories("parms_x", kParms), categories("parms_y", kParms)},
-                       {0.04, 0.01, 0.0, 0.01, 0.25, 0.02, 0.0, 0.02, 0.09}));
-  t.set(g, "impacts", hist({categories("parms", {"sig"}), categories("impacts", kParms)}, {0.2, 0.02, 1e-12}));
+  t.set(g, "cov",
+        hist({categories("parms_x", kParms), categories("parms_y", kParms)},
+             {0.04, 0.01, 0.0, 0.01, 0.25, 0.02, 0.0, 0.02, 0.09}));
+  t.set(g, "impacts",
+        hist({categories("parms", {"sig"}), categories("impacts", kParms)}, {0.2, 0.02, 1e-12}));
   t.set(g, "epoch_loss", hist({bins("epoch", 3)}, {40, 38, 35.4}));
   t.set(g, "mappings/BaseMapping/chi2", number(70.27));
   t.set(g, "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive",
@@ -136,14 +138,14 @@ TEST(CompareEngine, IdenticalResultsAreWithinTolerance) {
   // One result per compared aspect; edmval and epoch_loss are the minimizer's path, not compared.
   std::vector<std::string> titles;
   for (const auto& r : report.results) titles.push_back(r.title());
-  EXPECT_EQ(titles, (std::vector<std::string>{"nllvalreduced", "ndfsat", "parms_prefit values",
-                                              "parms_prefit uncertainties", "parms values", "parms uncertainties", "cov",
-                                              "impacts", "mappings/BaseMapping/chi2",
-                                              "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive values",
-                                              "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive uncertainties"}));
+  EXPECT_EQ(titles, (std::vector<std::string>{
+                        "nllvalreduced", "ndfsat", "parms_prefit values", "parms_prefit uncertainties",
+                        "parms values", "parms uncertainties", "cov", "impacts", "mappings/BaseMapping/chi2",
+                        "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive values",
+                        "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive uncertainties"}));
   const auto summary = report.summary();
-  for (const char* category : {"nll", "parms values", "parms sigma", "cov", "impacts", "chi2/ndf", "hist values",
-                               "hist uncertainties"})
+  for (const char* category : {"nll", "parms values", "parms sigma", "cov", "impacts", "chi2/ndf",
+                               "hist values", "hist uncertainties"})
     EXPECT_EQ(summary.count(category), 1u) << category;
 }
 
@@ -223,8 +225,9 @@ TEST(CompareEngine, ImpactsKeepTheirOrderAndHaveAFloor) {
   EXPECT_EQ(r->worst.rfind("[sig,slope]: A 1e-12, B 3e-08 (allowed 2e-08)", 0), 0u) << r->worst;
   // Same entries by name in another order: the order is part of rabbit's impact histograms.
   MemoryTree c = example();
-  c.set("results", "impacts", hist({categories("parms", {"sig"}), categories("impacts", {"bkg_norm", "sig", "slope"})},
-                                   {0.02, 0.2, 1e-12}));
+  c.set("results", "impacts",
+        hist({categories("parms", {"sig"}), categories("impacts", {"bkg_norm", "sig", "slope"})},
+             {0.02, 0.2, 1e-12}));
   r = only_failure(run(a, c));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->worst, "labels of axis 1 differ from A's (names or order)");
@@ -270,17 +273,20 @@ TEST(CompareEngine, FlowBinsOnlyOneSideStoresAreDropped) {
   EXPECT_EQ(r->worst.rfind("[overflow]: A 2, B 3", 0), 0u) << r->worst;
   // Two result files must have the same extents.
   MemoryTree c = example();
-  c.get("results", "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive") = hist({bins("x", 5)}, {1, 2, 3, 4, 5});
+  c.get("results", "mappings/BaseMapping/channels/ch0/hist_postfit_inclusive") =
+      hist({bins("x", 5)}, {1, 2, 3, 4, 5});
   r = only_failure(run(example(), c));
   ASSERT_TRUE(r);
-  EXPECT_NE(r->worst.find("histograms do not match: axis 0 (x) has 4 entries"), std::string::npos) << r->worst;
+  EXPECT_NE(r->worst.find("histograms do not match: axis 0 (x) has 4 entries"), std::string::npos)
+      << r->worst;
 }
 
 TEST(CompareEngine, NumericCategoriesMatchByValue) {
   MemoryTree a = example(), b = example();
   a.set("results", "nll_scan_sig", hist({categories("scan", {"0.10", "0.2", "1e-5"})}, {0.5, 0.0, 0.5}));
   b.set("results", "nll_scan_sig",
-        hist({categories("scan", {number_label(1e-5), number_label(0.1), number_label(0.2)})}, {0.5, 0.5, 0.0}));
+        hist({categories("scan", {number_label(1e-5), number_label(0.1), number_label(0.2)})},
+             {0.5, 0.5, 0.0}));
   EXPECT_TRUE(run(a, b).within_tolerance());
   b.get("results", "nll_scan_sig").hist.values[0] = 0.5 + 2e-6;  // ΔNLL: 1e-6 absolute
   auto r = only_failure(run(a, b));
@@ -366,7 +372,8 @@ TEST(CompareEngine, EveryEntryBeyondToleranceOnRequest) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->beyond_entries.size(), 3u);
   EXPECT_EQ(r->beyond_entries[1].rfind("[bkg_norm]: A -0.8, B -0.79", 0), 0u) << r->beyond_entries[1];
-  EXPECT_EQ(format_result(*r).rfind("FAIL  results  parms values: 3 entries, 3 beyond tolerance; largest deviation ", 0),
+  EXPECT_EQ(format_result(*r).rfind(
+                "FAIL  results  parms values: 3 entries, 3 beyond tolerance; largest deviation ", 0),
             0u)
       << format_result(*r);
 }

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "rabbit/core/error.hpp"
+
+#include <gtest/gtest.h>
 
 namespace rabbit {
 TEST(Error, KindsMapToTheirExitCodes) {

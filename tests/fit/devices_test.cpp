@@ -1,9 +1,10 @@
 // GPU selection (docs/sharding-and-gpu.md "Device selection") as a pure function of the visible devices and
 // their occupancy, plus the parsers it relies on. No GPU needed.
+#include "rabbit/fit/devices.hpp"
+
 #include <gtest/gtest.h>
 
 #include "rabbit/core/error.hpp"
-#include "rabbit/fit/devices.hpp"
 
 namespace rabbit {
 namespace {
@@ -46,7 +47,8 @@ TEST(Devices, ParsesPciBusIds) {
 }
 
 TEST(Devices, ParsesNvidiaSmiCsv) {
-  const auto occ = parse_nvidia_smi_memory("00000000:17:00.0, 1024\n00000000:65:00.0, 3\nNo devices were found\n");
+  const auto occ =
+      parse_nvidia_smi_memory("00000000:17:00.0, 1024\n00000000:65:00.0, 3\nNo devices were found\n");
   ASSERT_EQ(occ.size(), 2u);
   EXPECT_EQ(occ[0].pci.bus, 0x17u);
   EXPECT_EQ(occ[0].used_bytes, 1024ull << 20);
@@ -54,23 +56,32 @@ TEST(Devices, ParsesNvidiaSmiCsv) {
 }
 
 TEST(Devices, ValidatesOptions) {
-  EXPECT_NE(message_of<OptionError>([] { validate_device_options(0, {}); }).find("--nDevices must be >= 1, got 0"),
+  EXPECT_NE(
+      message_of<OptionError>([] { validate_device_options(0, {}); }).find("--nDevices must be >= 1, got 0"),
+      std::string::npos);
+  EXPECT_NE(message_of<OptionError>([] { validate_device_options(-1, {}); }).find("must be >= 1"),
             std::string::npos);
-  EXPECT_NE(message_of<OptionError>([] { validate_device_options(-1, {}); }).find("must be >= 1"), std::string::npos);
-  EXPECT_NE(message_of<OptionError>([] { validate_device_options(2, {0, -1}); }).find("must be >= 0"),
+  EXPECT_NE(message_of<OptionError>([] {
+              validate_device_options(2, {0, -1});
+            }).find("must be >= 0"),
             std::string::npos);
-  EXPECT_NE(message_of<OptionError>([] { validate_device_options(2, {1}); })
-                .find("--devices lists 1 device(s) but --nDevices is 2; they must match."),
+  EXPECT_NE(message_of<OptionError>([] {
+              validate_device_options(2, {1});
+            }).find("--devices lists 1 device(s) but --nDevices is 2; they must match."),
             std::string::npos);
-  EXPECT_NE(message_of<OptionError>([] { validate_device_options(2, {1, 1}); }).find("twice"), std::string::npos);
+  EXPECT_NE(message_of<OptionError>([] {
+              validate_device_options(2, {1, 1});
+            }).find("twice"),
+            std::string::npos);
   EXPECT_NO_THROW(validate_device_options(2, {3, 1}));
 }
 
 TEST(Devices, NoGpuMeansCpuRun) {
   const auto sel = choose_gpus(2, {}, {}, std::nullopt, "no CUDA device is visible");
   EXPECT_TRUE(sel.gpus.empty());
-  EXPECT_NE(message_of<ResourceError>([] { choose_gpus(1, {0}, {}, std::nullopt, "driver too old"); })
-                .find("driver too old"),
+  EXPECT_NE(message_of<ResourceError>([] {
+              choose_gpus(1, {0}, {}, std::nullopt, "driver too old");
+            }).find("driver too old"),
             std::string::npos);
 }
 
@@ -99,7 +110,8 @@ TEST(Devices, QueryFailureTakesTheFirstNAndSaysSo) {
   const auto sel = choose_gpus(2, {}, visible, std::nullopt, "libnvidia-ml.so.1 not found");
   EXPECT_EQ(ordinals(sel), std::vector<int>({1, 0}));  // bus 0x17, 0x65
   ASSERT_EQ(sel.warnings.size(), 1u);
-  EXPECT_NE(sel.warnings[0].find("Could not query GPU occupancy (libnvidia-ml.so.1 not found); using the first 2 GPU(s)."),
+  EXPECT_NE(sel.warnings[0].find(
+                "Could not query GPU occupancy (libnvidia-ml.so.1 not found); using the first 2 GPU(s)."),
             std::string::npos);
 }
 
@@ -107,8 +119,9 @@ TEST(Devices, ExplicitIndicesFollowBusOrderAndAreChecked) {
   const std::vector<GpuInfo> visible = {gpu(0, 0x65), gpu(1, 0x17)};
   EXPECT_EQ(ordinals(choose_gpus(1, {0}, visible, std::nullopt)), std::vector<int>({1}));
   EXPECT_EQ(ordinals(choose_gpus(1, {1}, visible, std::nullopt)), std::vector<int>({0}));
-  EXPECT_NE(message_of<ResourceError>([&] { choose_gpus(1, {2}, visible, std::nullopt); })
-                .find("out of range: 2 GPU(s) visible"),
+  EXPECT_NE(message_of<ResourceError>([&] {
+              choose_gpus(1, {2}, visible, std::nullopt);
+            }).find("out of range: 2 GPU(s) visible"),
             std::string::npos);
 }
 

@@ -1,6 +1,8 @@
 // MultiDeviceFitter orchestration with a small quadratic-per-bin evaluator: N concurrent shards
 // must reproduce the single-shard Fitter (sum in shard order, global terms once, chain rule once),
 // observed data must reach every shard, and shard errors must surface on the caller.
+#include "rabbit/fit/multi_device_fitter.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,7 +12,6 @@
 #include <thread>
 
 #include "rabbit/core/error.hpp"
-#include "rabbit/fit/multi_device_fitter.hpp"
 #include "support/finite_differences.hpp"
 
 namespace rabbit {
@@ -56,7 +57,8 @@ class ToyShard : public ShardEvaluator {
     HV = H * V;
     return f;
   }
-  double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess, bool) override {
+  double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
+                         bool) override {
     const double f = value_grad(xi, grad);
     hess = Eigen::MatrixXd::Zero(xi.size(), xi.size());
     for (int64_t b = begin_; b < end_; ++b) {
@@ -91,8 +93,8 @@ class ToyShard : public ShardEvaluator {
 class ToyGlobalTerms : public GlobalTerms {
  public:
   explicit ToyGlobalTerms(double penalty = 0.0) : penalty_(penalty) {}
-  double xi_terms(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V, Eigen::MatrixXd* HV,
-                  Eigen::MatrixXd* hess) const override {
+  double xi_terms(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
+                  Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const override {
     // ½ Σ ξ_i² over the systematics plus a parameter-only penalty ½ p (Σ ξ)².
     const int64_t n = xi.size();
     double f = 0;
@@ -159,7 +161,8 @@ std::shared_ptr<Model> make_model(double penalty = 0.0) {
   return model;
 }
 
-std::vector<std::unique_ptr<ShardEvaluator>> make_shards(const ToyProblem& p, const std::vector<int64_t>& edges,
+std::vector<std::unique_ptr<ShardEvaluator>> make_shards(const ToyProblem& p,
+                                                         const std::vector<int64_t>& edges,
                                                          std::vector<ToyShard*>* raw = nullptr) {
   std::vector<std::unique_ptr<ShardEvaluator>> shards;
   for (size_t s = 0; s + 1 < edges.size(); ++s) {

@@ -1,9 +1,10 @@
 // The registry of shard kinds (docs/architecture.md "Adding a shard kind"): "cpu" is built in, a
 // registered kind is found by name and builds shards, an unknown name is one Error line.
+#include "rabbit/fit/shard_registry.hpp"
+
 #include <gtest/gtest.h>
 
 #include "rabbit/core/error.hpp"
-#include "rabbit/fit/shard_registry.hpp"
 #include "support/model_fixtures.hpp"
 
 namespace rabbit {

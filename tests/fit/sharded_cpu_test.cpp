@@ -6,7 +6,6 @@
 
 #include <Eigen/Cholesky>
 
-#include "support/model_fixtures.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/error.hpp"
@@ -14,16 +13,17 @@
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
 #include "rabbit/minimize/minimizer.hpp"
+#include "support/model_fixtures.hpp"
 
 namespace rabbit {
 namespace {
 
-using testing::make_test_input;
-using testing::make_test_model;
-using testing::ShardConfig;
 using fixtures::cpu_shards_at;
 using fixtures::scaled_max_error;
 using fixtures::single_cpu_fitter;
+using testing::make_test_input;
+using testing::make_test_model;
+using testing::ShardConfig;
 
 struct Case {
   std::string name;
@@ -48,7 +48,9 @@ std::vector<Case> cases() {
         c.bb_mode = mode;
         c.bb_type = type;
         out.push_back({tag + (mode == BBMode::lite ? "_lite_" : "_full_") +
-                           (type == BBType::gamma ? "gamma" : type == BBType::normal_additive ? "nadd" : "nmult"),
+                           (type == BBType::gamma             ? "gamma"
+                            : type == BBType::normal_additive ? "nadd"
+                                                              : "nmult"),
                        c});
       }
     c = base();
@@ -67,7 +69,6 @@ std::vector<Case> cases() {
   }
   return out;
 }
-
 
 void expect_agree(Fitter& sharded, Fitter& single, const Eigen::VectorXd& x, const std::string& what) {
   SCOPED_TRACE(what);
@@ -131,8 +132,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, ShardedCpuTest, ::testing::ValuesIn(cases()),
 class PenalisedGlobalTerms : public GlobalTerms {
  public:
   PenalisedGlobalTerms(std::shared_ptr<const GlobalTerms> base, double p) : base_(std::move(base)), p_(p) {}
-  double xi_terms(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V, Eigen::MatrixXd* HV,
-                  Eigen::MatrixXd* hess) const override {
+  double xi_terms(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
+                  Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const override {
     const double s = xi.sum();
     if (grad) grad->array() += p_ * s;
     if (V && HV)
@@ -140,8 +141,8 @@ class PenalisedGlobalTerms : public GlobalTerms {
     if (hess) hess->array() += p_;
     return base_->xi_terms(xi, grad, V, HV, hess) + 0.5 * p_ * s * s;
   }
-  double x_terms(const Eigen::VectorXd& x, Eigen::VectorXd* grad, const Eigen::MatrixXd* V, Eigen::MatrixXd* HV,
-                 Eigen::MatrixXd* hess) const override {
+  double x_terms(const Eigen::VectorXd& x, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
+                 Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const override {
     return base_->x_terms(x, grad, V, HV, hess);
   }
 
@@ -230,8 +231,8 @@ TEST(ShardedCpu, RefusedFeaturesNameTheOptionBeforeTheFit) {
     FAIL() << "expected OptionError";
   } catch (const OptionError& e) {
     const std::string m = e.what();
-    for (const char* s : {"--nDevices 2", "multi-device mode", "--covarianceFit", "--regularization SVD",
-                          "Drop --nDevices"})
+    for (const char* s :
+         {"--nDevices 2", "multi-device mode", "--covarianceFit", "--regularization SVD", "Drop --nDevices"})
       EXPECT_NE(m.find(s), std::string::npos) << s << " missing from: " << m;
   }
   req.fitter.n_devices = 1;

@@ -18,7 +18,8 @@ namespace {
 
 std::vector<double> pattern(size_t n) {
   std::vector<double> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = 0.001 * static_cast<double>(i % 977) - 0.3 + 1e-9 * static_cast<double>(i);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = 0.001 * static_cast<double>(i % 977) - 0.3 + 1e-9 * static_cast<double>(i);
   return v;
 }
 
@@ -73,9 +74,8 @@ TEST(BloscFilters, Blosc2FramesFromTheLibraryDecodeBitExactly) {
   const auto dir = test::scratch_dir("blosc2_frames");
   const std::vector<double> values = pattern(10000);
   const size_t chunk = 4096;  // 3 chunks, the last one partial
-  const auto chunks = compress_chunks(values, chunk, [](const void* p, size_t n) {
-    return blosc2_frame_from_library(p, n, 8, BLOSC_LZ4);
-  });
+  const auto chunks = compress_chunks(
+      values, chunk, [](const void* p, size_t n) { return blosc2_frame_from_library(p, n, 8, BLOSC_LZ4); });
   // The payload is a frame, not a bare chunk: "b2frame" magic at byte 2.
   ASSERT_GT(chunks[0].size(), 10u);
   EXPECT_EQ(std::memcmp(chunks[0].data() + 2, "b2frame", 7), 0);
@@ -100,7 +100,8 @@ TEST(BloscFilters, Blosc2ZstdAndZlibCodecs) {
   const std::vector<double> values = pattern(3000);
   for (int codec : {BLOSC_ZSTD, BLOSC_ZLIB, BLOSC_BLOSCLZ}) {
     const auto frame = blosc2_frame_from_library(values.data(), values.size() * 8, 8, codec);
-    const auto back = io::blosc2_decode_frame(frame.data(), frame.size(), static_cast<int64_t>(values.size() * 8));
+    const auto back =
+        io::blosc2_decode_frame(frame.data(), frame.size(), static_cast<int64_t>(values.size() * 8));
     ASSERT_EQ(back.size(), values.size() * 8) << codec;
     EXPECT_EQ(std::memcmp(back.data(), values.data(), back.size()), 0) << codec;
   }
@@ -145,11 +146,13 @@ TEST(BloscFilters, MetaPickleThroughBlosc1) {
     for (size_t s = 0; s < pickle_bytes.size(); s += chunk) {
       std::vector<uint8_t> c(chunk, 0);
       std::copy(pickle_bytes.begin() + static_cast<ptrdiff_t>(s),
-                pickle_bytes.begin() + static_cast<ptrdiff_t>(std::min(pickle_bytes.size(), s + chunk)), c.begin());
+                pickle_bytes.begin() + static_cast<ptrdiff_t>(std::min(pickle_bytes.size(), s + chunk)),
+                c.begin());
       chunks.push_back(io::blosc1_encode(c.data(), c.size(), 1, 5, 1, 1));
     }
     b.raw_chunks("meta/pickle_data", H5T_STD_U8LE, pickle_bytes.size(), chunk, io::kBloscFilterId,
-                 {2, 2, 1, static_cast<unsigned>(chunk), 5, 1, 1}, chunks, {static_cast<int64_t>(pickle_bytes.size())});
+                 {2, 2, 1, static_cast<unsigned>(chunk), 5, 1, 1}, chunks,
+                 {static_cast<int64_t>(pickle_bytes.size())});
   };
   const auto path = test::scratch_dir("blosc1_meta") / "t.hdf5";
   test::write_tensor(path, spec);
@@ -168,11 +171,14 @@ TEST(BloscFilters, CorruptChunksReportTheCause) {
   std::vector<uint8_t> bare = io::blosc1_encode(values.data(), values.size() * 8, 8, 5, 1, 1);
   {
     test::H5Builder b(dir / "f.hdf5");
-    b.raw_chunks("truncated", H5T_IEEE_F64LE, 512, 512, io::kBlosc2FilterId, {1, 0, 8, 4096, 5, 1, 1}, {frame}, {512});
+    b.raw_chunks("truncated", H5T_IEEE_F64LE, 512, 512, io::kBlosc2FilterId, {1, 0, 8, 4096, 5, 1, 1},
+                 {frame}, {512});
     // A bare Blosc chunk where a Blosc2 frame is expected.
-    b.raw_chunks("bare", H5T_IEEE_F64LE, 512, 512, io::kBlosc2FilterId, {1, 0, 8, 4096, 5, 1, 1}, {bare}, {512});
+    b.raw_chunks("bare", H5T_IEEE_F64LE, 512, 512, io::kBlosc2FilterId, {1, 0, 8, 4096, 5, 1, 1}, {bare},
+                 {512});
     std::vector<uint8_t> cut(bare.begin(), bare.begin() + 40);
-    b.raw_chunks("cut_blosc1", H5T_IEEE_F64LE, 512, 512, io::kBloscFilterId, {2, 2, 8, 4096, 5, 1, 1}, {cut}, {512});
+    b.raw_chunks("cut_blosc1", H5T_IEEE_F64LE, 512, 512, io::kBloscFilterId, {2, 2, 8, 4096, 5, 1, 1}, {cut},
+                 {512});
   }
   h5::Reader r((dir / "f.hdf5").string());
   auto message = [&](const std::string& name) {
@@ -192,7 +198,9 @@ TEST(BloscFilters, CorruptChunksReportTheCause) {
 }
 
 // A filter id that nobody provides: one-line error naming dataset, id and the fix.
-size_t passthrough(unsigned, size_t, const unsigned[], size_t nbytes, size_t*, void**) { return nbytes; }
+size_t passthrough(unsigned, size_t, const unsigned[], size_t nbytes, size_t*, void**) {
+  return nbytes;
+}
 
 TEST(BloscFilters, UnavailableFilterIsAOneLineErrorWithTheFix) {
   const auto dir = test::scratch_dir("filter_missing");
@@ -244,7 +252,9 @@ TEST(BloscFilters, WritingThroughOurFiltersRoundTrips) {
       h5::Handle plist(H5Dget_create_plist(d));
       unsigned flags = 0, got[8] = {0};
       size_t ncd = 8;
-      ASSERT_GE(H5Pget_filter_by_id2(plist, static_cast<H5Z_filter_t>(id), &flags, &ncd, got, 0, nullptr, nullptr), 0);
+      ASSERT_GE(
+          H5Pget_filter_by_id2(plist, static_cast<H5Z_filter_t>(id), &flags, &ncd, got, 0, nullptr, nullptr),
+          0);
       EXPECT_EQ(got[2], 8u);
       EXPECT_EQ(got[3], 3000u * 8u);
     }

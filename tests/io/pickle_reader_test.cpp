@@ -36,7 +36,8 @@ AxisInfo parse_axis(PickleBytes& p) {
 TEST(PickleReader, ScalarsAndContainers) {
   PickleBytes p;
   p.proto(2).empty_dict().mark();
-  p.str("i1").integer(200).str("i2").integer(60000).str("neg").integer(-5).str("big").integer(int64_t{1} << 40);
+  p.str("i1").integer(200).str("i2").integer(60000).str("neg").integer(-5).str("big").integer(int64_t{1}
+                                                                                              << 40);
   p.str("f").binfloat(-2.5).str("t").boolean(true).str("n").none();
   p.str("l").empty_list().mark().integer(1).integer(2).appends();
   p.str("tup").integer(1).str("a").tuple2();
@@ -61,9 +62,9 @@ TEST(PickleReader, ScalarsAndContainers) {
 TEST(PickleReader, Long1NegativeAndBigIntegers) {
   PickleBytes p;
   p.proto(2).mark();
-  p.op(0x8a).op(2).op(0x00).op(0xff);                       // LONG1 -256
-  p.op(0x8a).op(9).le(0, 8).op(1);                          // 2^64: does not fit
-  p.op(0x8a).op(9).le(~uint64_t{0}, 8).op(0xff);            // -1 with sign-extension byte
+  p.op(0x8a).op(2).op(0x00).op(0xff);             // LONG1 -256
+  p.op(0x8a).op(9).le(0, 8).op(1);                // 2^64: does not fit
+  p.op(0x8a).op(9).le(~uint64_t{0}, 8).op(0xff);  // -1 with sign-extension byte
   p.tuple().stop();
   const auto v = pickle::parse(p.bytes);
   EXPECT_EQ(v->items[0]->integer, -256);
@@ -76,7 +77,7 @@ TEST(PickleReader, MemoSharesObjectsAndMutationsAreVisible) {
   PickleBytes p;
   // Protocol 5: [s, s] where s is memoised, plus a dict memoised with BINPUT then mutated.
   p.proto(5).frame(5).empty_list().memoize().mark();
-  p.str("name").memoize();      // memo 1
+  p.str("name").memoize();  // memo 1
   p.binget(1);
   p.empty_dict().binput(7);
   p.binget(7).str("k").integer(3).setitem().op('0');  // mutate through the memo, then POP it
@@ -89,7 +90,16 @@ TEST(PickleReader, MemoSharesObjectsAndMutationsAreVisible) {
 
 TEST(PickleReader, GlobalTextFormAndNarfAlias) {
   PickleBytes p;
-  p.proto(2).global("narf.ioutils", "H5Path").empty_tuple().newobj().empty_dict().str("path").str("/x").setitem().build().stop();
+  p.proto(2)
+      .global("narf.ioutils", "H5Path")
+      .empty_tuple()
+      .newobj()
+      .empty_dict()
+      .str("path")
+      .str("/x")
+      .setitem()
+      .build()
+      .stop();
   const auto v = pickle::parse(p.bytes);
   ASSERT_TRUE(v->is(Kind::object));
   EXPECT_EQ(v->cls->qualified_name(), "wums.ioutils.H5Path");
@@ -132,8 +142,12 @@ TEST(PickleReader, NumpyReconstructProtocol2Form) {
   const std::string one("\x00\x00\x00\x00\x00\x00\xf0\x3f", 8), two("\x00\x00\x00\x00\x00\x00\x00\x40", 8);
   std::string latin = one + two, utf8;
   for (unsigned char c : latin) {
-    if (c < 0x80) utf8 += static_cast<char>(c);
-    else { utf8 += static_cast<char>(0xC0 | (c >> 6)); utf8 += static_cast<char>(0x80 | (c & 0x3F)); }
+    if (c < 0x80)
+      utf8 += static_cast<char>(c);
+    else {
+      utf8 += static_cast<char>(0xC0 | (c >> 6));
+      utf8 += static_cast<char>(0x80 | (c & 0x3F));
+    }
   }
   p.str(utf8).str("latin1").tuple2().reduce();
   p.tuple().build().stop();
@@ -144,8 +158,15 @@ TEST(PickleReader, NumpyReconstructProtocol2Form) {
 
 TEST(PickleReader, RegularAxisEdgesAreBitExact) {
   PickleBytes p;
-  p.proto(4).open_axis("Regular", "regular_uoflow").integer(0).integer(0).integer(3).axis_meta("pt", "p_T")
-      .binfloat(0.1).binfloat(0.7 - 0.1).close_axis();
+  p.proto(4)
+      .open_axis("Regular", "regular_uoflow")
+      .integer(0)
+      .integer(0)
+      .integer(3)
+      .axis_meta("pt", "p_T")
+      .binfloat(0.1)
+      .binfloat(0.7 - 0.1)
+      .close_axis();
   const AxisInfo a = parse_axis(p);
   EXPECT_EQ(a.kind, "regular");
   EXPECT_EQ(a.name, "pt");
@@ -173,7 +194,15 @@ TEST(PickleReader, RegularFlowFlagsFromCoreClass) {
                             FlagCase{"regular_uoflow_growth", true, true, true, false},
                             FlagCase{"regular_circular", false, true, false, true}}) {
     PickleBytes p;
-    p.proto(4).open_axis("Regular", c.core).integer(0).integer(0).integer(2).axis_meta("x").binfloat(0).binfloat(1).close_axis();
+    p.proto(4)
+        .open_axis("Regular", c.core)
+        .integer(0)
+        .integer(0)
+        .integer(2)
+        .axis_meta("x")
+        .binfloat(0)
+        .binfloat(1)
+        .close_axis();
     const AxisInfo a = parse_axis(p);
     EXPECT_EQ(a.underflow, c.underflow) << c.core;
     EXPECT_EQ(a.overflow, c.overflow) << c.core;
@@ -185,8 +214,16 @@ TEST(PickleReader, RegularFlowFlagsFromCoreClass) {
 TEST(PickleReader, RegularPowAndTransforms) {
   {
     PickleBytes p;
-    p.proto(4).open_axis("Regular", "regular_pow").integer(0).integer(0).binfloat(2.0).integer(2).axis_meta("x")
-        .binfloat(1.0).binfloat(8.0).close_axis();  // transformed space [1, 9] -> edges 1, sqrt(5), 3
+    p.proto(4)
+        .open_axis("Regular", "regular_pow")
+        .integer(0)
+        .integer(0)
+        .binfloat(2.0)
+        .integer(2)
+        .axis_meta("x")
+        .binfloat(1.0)
+        .binfloat(8.0)
+        .close_axis();  // transformed space [1, 9] -> edges 1, sqrt(5), 3
     const AxisInfo a = parse_axis(p);
     ASSERT_EQ(a.edges.size(), 3u);
     EXPECT_EQ(a.edges[0], 1.0);
@@ -196,8 +233,19 @@ TEST(PickleReader, RegularPowAndTransforms) {
   }
   {
     PickleBytes p;
-    p.proto(4).open_axis("Regular", "regular_trans").integer(0).integer(0).none().none().none().str("log")
-        .integer(2).axis_meta("x").binfloat(0.0).binfloat(2.0).close_axis();
+    p.proto(4)
+        .open_axis("Regular", "regular_trans")
+        .integer(0)
+        .integer(0)
+        .none()
+        .none()
+        .none()
+        .str("log")
+        .integer(2)
+        .axis_meta("x")
+        .binfloat(0.0)
+        .binfloat(2.0)
+        .close_axis();
     const AxisInfo a = parse_axis(p);
     ASSERT_EQ(a.edges.size(), 3u);
     EXPECT_EQ(a.edges[1], std::exp(1.0));
@@ -218,7 +266,13 @@ TEST(PickleReader, VariableIntegerBooleanAxes) {
   }
   {
     PickleBytes p;
-    p.proto(4).open_axis("Integer", "integer_growth").integer(0).integer(4).axis_meta("n").integer(-2).close_axis();
+    p.proto(4)
+        .open_axis("Integer", "integer_growth")
+        .integer(0)
+        .integer(4)
+        .axis_meta("n")
+        .integer(-2)
+        .close_axis();
     const AxisInfo a = parse_axis(p);
     EXPECT_EQ(a.kind, "integer");
     EXPECT_EQ(a.edges, (std::vector<double>{-2, -1, 0, 1, 2}));
@@ -238,7 +292,13 @@ TEST(PickleReader, VariableIntegerBooleanAxes) {
 TEST(PickleReader, CategoryAxes) {
   {
     PickleBytes p;
-    p.proto(4).open_axis("StrCategory", "category_str").integer(0).integer(2).str("ee").str("mumu").axis_meta("flav")
+    p.proto(4)
+        .open_axis("StrCategory", "category_str")
+        .integer(0)
+        .integer(2)
+        .str("ee")
+        .str("mumu")
+        .axis_meta("flav")
         .close_axis();
     const AxisInfo a = parse_axis(p);
     EXPECT_EQ(a.kind, "category_str");
@@ -267,7 +327,8 @@ TEST(PickleReader, UnknownAxisTypeIsADecodeError) {
     parse_axis(p);
     FAIL() << "expected DecodeError";
   } catch (const pickle::DecodeError& e) {
-    EXPECT_NE(std::string(e.what()).find("unsupported axis type hist.axis.Foo"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unsupported axis type hist.axis.Foo"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -285,7 +346,16 @@ TEST(PickleReader, MetaWithMemoisedClassesAndLegacyAxesTuple) {
   p.str("b").empty_dict().mark().str("axes");
   p.stack_global("hist.axestuple", "NamedAxesTuple");
   p.binget(12).empty_tuple().newobj().empty_dict().binget(13);
-  p.binget(14).empty_tuple().newobj().mark().integer(0).integer(0).integer(5).axis_meta("y").binfloat(0).binfloat(1)
+  p.binget(14)
+      .empty_tuple()
+      .newobj()
+      .mark()
+      .integer(0)
+      .integer(0)
+      .integer(5)
+      .axis_meta("y")
+      .binfloat(0)
+      .binfloat(1)
       .close_axis();
   p.tuple1().tuple1().newobj();
   p.str("masked").boolean(true).setitems();
@@ -305,13 +375,28 @@ TEST(PickleReader, MetaWithMemoisedClassesAndLegacyAxesTuple) {
 TEST(PickleReader, MetaRefusals) {
   {
     PickleBytes p;
-    p.proto(4).empty_dict().mark().str("channel_info").empty_dict().str("exponential_transform").boolean(true)
-        .setitems().stop();
+    p.proto(4)
+        .empty_dict()
+        .mark()
+        .str("channel_info")
+        .empty_dict()
+        .str("exponential_transform")
+        .boolean(true)
+        .setitems()
+        .stop();
     EXPECT_THROW(io::interpret_meta(*pickle::parse(p.bytes)), InputError);
   }
   {
     PickleBytes p;
-    p.proto(4).empty_dict().mark().str("channel_info").empty_dict().str("systematic_type").str("weird").setitems().stop();
+    p.proto(4)
+        .empty_dict()
+        .mark()
+        .str("channel_info")
+        .empty_dict()
+        .str("systematic_type")
+        .str("weird")
+        .setitems()
+        .stop();
     try {
       io::interpret_meta(*pickle::parse(p.bytes));
       FAIL();
@@ -359,14 +444,18 @@ TEST(PickleReader, HostileStreamsThrowCleanly) {
   EXPECT_NE(error_of({0x80, 0x04, 'h', 0x05, '.'}).find("memo index 5 was never stored"), std::string::npos);
   // Stack underflow, SETITEM on a non-dict, STOP on empty stack, lengths past the end.
   EXPECT_NE(error_of({0x80, 0x04, 's', '.'}).find("stack underflow"), std::string::npos);
-  EXPECT_NE(error_of({0x80, 0x04, 'K', 1, 'K', 2, 'K', 3, 's', '.'}).find("SETITEM on a int"), std::string::npos);
-  EXPECT_NE(error_of({'.'}).find("STOP with an empty stack"), std::string::npos);
-  EXPECT_NE(error_of({0x80, 0x04, 0x8d, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '.'}).find("truncated"),
+  EXPECT_NE(error_of({0x80, 0x04, 'K', 1, 'K', 2, 'K', 3, 's', '.'}).find("SETITEM on a int"),
             std::string::npos);
-  EXPECT_NE(error_of({0x80, 0x04, 0x95, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, '.'}).find("truncated"), std::string::npos);
+  EXPECT_NE(error_of({'.'}).find("STOP with an empty stack"), std::string::npos);
+  EXPECT_NE(
+      error_of({0x80, 0x04, 0x8d, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '.'}).find("truncated"),
+      std::string::npos);
+  EXPECT_NE(error_of({0x80, 0x04, 0x95, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, '.'}).find("truncated"),
+            std::string::npos);
   EXPECT_NE(error_of({0x80, 0x04, ')', 't', '.'}).find("no MARK"), std::string::npos);
   EXPECT_NE(error_of({0x80, 0x04, '(', 'K', 1, 'd', '.'}).find("odd number"), std::string::npos);
-  EXPECT_NE(error_of({0x80, 0x04, 'K', 1, 'K', 2, 0x93, '.'}).find("STACK_GLOBAL needs two strings"), std::string::npos);
+  EXPECT_NE(error_of({0x80, 0x04, 'K', 1, 'K', 2, 0x93, '.'}).find("STACK_GLOBAL needs two strings"),
+            std::string::npos);
   EXPECT_NE(error_of({0x80, 0x04, 0xff}).find("unknown opcode"), std::string::npos);
   // A MARK protects the items below it: an APPEND right after a MARK underflows.
   EXPECT_NE(error_of({0x80, 0x04, ']', '(', 'a', '.'}).find("stack underflow"), std::string::npos);
@@ -397,7 +486,8 @@ TEST(PickleReader, DeepNestingAndStackLimitsDoNotCrash) {
 
 TEST(PickleReader, RandomCorruptionNeverCrashes) {
   const std::vector<uint8_t> full = test::make_meta_pickle(
-      {{"c", {{3, 0.0, 1.0, "x"}, {2, 0.0, 1.0, "y", "regular_none"}}}, {"m", {{1, 0.0, 1.0, "z"}}, true}}, true);
+      {{"c", {{3, 0.0, 1.0, "x"}, {2, 0.0, 1.0, "y", "regular_none"}}}, {"m", {{1, 0.0, 1.0, "z"}}, true}},
+      true);
   uint32_t state = 12345;
   int parsed = 0, rejected = 0;
   for (int trial = 0; trial < 3000; ++trial) {

@@ -88,7 +88,8 @@ TEST(ReaderBasic, PseudodataIndexUnknownNameListsValidOnes) {
 TEST(ReaderBasic, DenseSymmetric) {
   TensorSpec spec;
   spec.make_symmetric();
-  spec.meta = test::make_meta_pickle({{"ch0", {{3, 0.0, 3.0, "x"}}}, {"ch1", {{1, 0.0, 1.0, "y"}}, true}}, true, "normal");
+  spec.meta = test::make_meta_pickle({{"ch0", {{3, 0.0, 3.0, "x"}}}, {"ch1", {{1, 0.0, 1.0, "y"}}, true}},
+                                     true, "normal");
   const FitInputData d = read_fit_input(write("dense_sym", spec));
   EXPECT_TRUE(d.symmetric_tensor);
   EXPECT_EQ(d.systematic_type, SystematicType::normal);
@@ -130,7 +131,8 @@ TEST(ReaderBasic, SparseAsymmetric) {
 TEST(ReaderBasic, SparseSymmetricGzipChunked) {
   TensorSpec spec;
   spec.make_symmetric();
-  spec.meta = test::make_meta_pickle({{"ch0", {{3, 0.0, 3.0, "x"}}}, {"ch1", {{1, 0.0, 1.0, "y"}}, true}}, true);
+  spec.meta =
+      test::make_meta_pickle({{"ch0", {{3, 0.0, 3.0, "x"}}}, {"ch1", {{1, 0.0, 1.0, "y"}}, true}}, true);
   spec.sparse = true;
   spec.numeric.chunk = 2;
   spec.numeric.gzip = 4;

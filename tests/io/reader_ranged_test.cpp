@@ -113,7 +113,8 @@ void expect_slice_of(const FitInputData& f, const FitInputData& r, int64_t b0, i
     std::vector<double> want;
     for (int64_t d = 0; d < f.nbinsfull; ++d)
       for (int64_t j = b0; j < b1; ++j)
-        for (int64_t p = 0; p < P; ++p) want.push_back((*f.betavariations)[static_cast<size_t>((d * f.nbins + j) * P + p)]);
+        for (int64_t p = 0; p < P; ++p)
+          want.push_back((*f.betavariations)[static_cast<size_t>((d * f.nbins + j) * P + p)]);
     EXPECT_EQ(*r.betavariations, want);
   }
 }
@@ -123,7 +124,8 @@ void expect_ranges_are_slices(const std::filesystem::path& path) {
   const FitInputData full = read_fit_input(path.string());
   const int64_t N = full.nbins;
   ASSERT_GE(N, 3) << path;
-  const std::vector<BinRange> ranges = {{0, 0}, {N, N}, {0, 1}, {N - 1, N}, {N / 3, 2 * N / 3}, {1, N - 1}, {0, N}};
+  const std::vector<BinRange> ranges = {{0, 0},     {N, N}, {0, 1}, {N - 1, N}, {N / 3, 2 * N / 3},
+                                        {1, N - 1}, {0, N}};
   for (const BinRange& range : ranges) {
     const FitInputData part = read_fit_input(path.string(), FitInputReadOptions{range});
     expect_slice_of(full, part, range.begin, range.end);
@@ -137,8 +139,9 @@ TEST_P(ReferenceTensor, RangedReadIsTheSliceOfTheFullRead) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ReaderRanged, ReferenceTensor,
-                         testing::Values("dense", "sparse_blosc2", "symmetric", "normal", "normal_symmetric_sparse",
-                                         "beta_variations", "covariance_bb_masked"));
+                         testing::Values("dense", "sparse_blosc2", "symmetric", "normal",
+                                         "normal_symmetric_sparse", "beta_variations",
+                                         "covariance_bb_masked"));
 
 // A TensorWriter tensor with two observed channels, a masked channel, pseudodata, data variances,
 // a covariance and an external term.
@@ -165,7 +168,9 @@ std::filesystem::path written_tensor(const std::string& name, const WriteOptions
   return path;
 }
 
-TEST(ReaderRanged, WrittenDenseTensor) { expect_ranges_are_slices(written_tensor("dense", {})); }
+TEST(ReaderRanged, WrittenDenseTensor) {
+  expect_ranges_are_slices(written_tensor("dense", {}));
+}
 
 TEST(ReaderRanged, WrittenSparseTensor) {
   expect_ranges_are_slices(written_tensor("sparse", {.sparse = true, .compression = Compression::blosc2}));
@@ -181,7 +186,8 @@ TEST(ReaderRanged, UnflattenedNdDatasets) {
     test::TensorSpec spec;
     spec.numeric.flat = false;
     spec.sparse = sparse;
-    const auto path = test::scratch_dir(std::string("reader_ranged_nd") + (sparse ? "_sparse" : "")) / "t.hdf5";
+    const auto path =
+        test::scratch_dir(std::string("reader_ranged_nd") + (sparse ? "_sparse" : "")) / "t.hdf5";
     test::write_tensor(path, spec);
     expect_ranges_are_slices(path);
   }
@@ -194,7 +200,8 @@ TEST(ReaderRanged, LegacyKstat) {
     spec.sparse = sparse;
     spec.skip = {"hsumw", "hsumw2"};
     spec.extra = [](test::H5Builder& b) { b.doubles("hkstat", {2.0, 1.0, 0.0, 4.0}, {4}); };
-    const auto path = test::scratch_dir(std::string("reader_ranged_kstat") + (sparse ? "_sparse" : "")) / "t.hdf5";
+    const auto path =
+        test::scratch_dir(std::string("reader_ranged_kstat") + (sparse ? "_sparse" : "")) / "t.hdf5";
     test::write_tensor(path, spec);
     expect_ranges_are_slices(path);
   }
@@ -210,8 +217,9 @@ TEST(ReaderRanged, BadRangesNameTheRangeAndTheFile) {
       ADD_FAILURE() << "no error for [" << range.begin << ", " << range.end << ")";
     } catch (const InputError& e) {
       const std::string what = e.what();
-      EXPECT_EQ(what, path + ": bin range [" + std::to_string(range.begin) + ", " + std::to_string(range.end) +
-                          ") is not a range of the observed bins [0, " + std::to_string(N) + ")");
+      EXPECT_EQ(what, path + ": bin range [" + std::to_string(range.begin) + ", " +
+                          std::to_string(range.end) + ") is not a range of the observed bins [0, " +
+                          std::to_string(N) + ")");
       EXPECT_EQ(what.find('\n'), std::string::npos);
     }
   }

@@ -28,9 +28,9 @@ inline hid_t h5check_id(hid_t id, const char* what) {
 struct ArrayOptions {
   std::optional<std::vector<int64_t>> original_shape;  // default: the logical shape
   bool write_original_shape = true;
-  bool flat = true;            // 1-D storage + original_shape; false: N-D dataspace
-  hsize_t chunk = 0;           // 0: contiguous
-  int gzip = -1;               // deflate level, needs chunk
+  bool flat = true;   // 1-D storage + original_shape; false: N-D dataspace
+  hsize_t chunk = 0;  // 0: contiguous
+  int gzip = -1;      // deflate level, needs chunk
   bool float32 = false;
   hid_t int_type = H5T_STD_I64LE;
 };
@@ -52,7 +52,8 @@ class H5Builder {
     std::vector<const char*> ptrs;
     for (const auto& v : values) ptrs.push_back(v.c_str());
     h5::Handle d = create_chunked_1d(name, type, values.size());
-    if (!values.empty()) h5check(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "write strings");
+    if (!values.empty())
+      h5check(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), "write strings");
   }
 
   void fixed_strings(const std::string& name, const std::vector<std::string>& values, size_t width,
@@ -61,10 +62,12 @@ class H5Builder {
     H5Tset_size(type, width);
     H5Tset_strpad(type, pad);
     std::vector<char> raw(values.size() * width, pad == H5T_STR_SPACEPAD ? ' ' : '\0');
-    for (size_t i = 0; i < values.size(); ++i) std::memcpy(raw.data() + i * width, values[i].data(), values[i].size());
+    for (size_t i = 0; i < values.size(); ++i)
+      std::memcpy(raw.data() + i * width, values[i].data(), values[i].size());
     const hsize_t n = values.size();
     h5::Handle space(H5Screate_simple(1, &n, nullptr));
-    h5::Handle d(h5check_id(H5Dcreate2(file_, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "fixed"));
+    h5::Handle d(h5check_id(
+        H5Dcreate2(file_, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "fixed"));
     h5check(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), "write fixed strings");
   }
 
@@ -74,31 +77,38 @@ class H5Builder {
     for (const auto& v : values) seqs.push_back(hvl_t{v.size(), const_cast<int32_t*>(v.data())});
     h5::Handle mem(H5Tvlen_create(H5T_NATIVE_INT32));
     h5::Handle d = create_chunked_1d(name, type, values.size());
-    if (!values.empty()) h5check(H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, seqs.data()), "write ragged");
+    if (!values.empty())
+      h5check(H5Dwrite(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, seqs.data()), "write ragged");
   }
 
   void int32s(const std::string& name, const std::vector<int32_t>& values) {
     h5::Handle d = create_chunked_1d(name, H5T_STD_I32LE, values.size());
-    if (!values.empty()) h5check(H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write i32");
+    if (!values.empty())
+      h5check(H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write i32");
   }
 
   void doubles(const std::string& name, const std::vector<double>& values, const std::vector<int64_t>& shape,
                const ArrayOptions& o = {}) {
     h5::Handle d = create_array(name, o.float32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, values.size(), shape, o);
-    if (!values.empty()) h5check(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write doubles");
+    if (!values.empty())
+      h5check(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write doubles");
   }
 
   void int64s(const std::string& name, const std::vector<int64_t>& values, const std::vector<int64_t>& shape,
               const ArrayOptions& o = {}) {
     h5::Handle d = create_array(name, o.int_type, values.size(), shape, o);
-    if (!values.empty()) h5check(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write ints");
+    if (!values.empty())
+      h5check(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write ints");
   }
 
   void bytes(const std::string& name, const std::vector<uint8_t>& values) {
     const hsize_t n = values.size();
     h5::Handle space(H5Screate_simple(1, &n, nullptr));
-    h5::Handle d(h5check_id(H5Dcreate2(file_, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "bytes"));
-    if (n) h5check(H5Dwrite(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write bytes");
+    h5::Handle d(h5check_id(
+        H5Dcreate2(file_, name.c_str(), H5T_STD_U8LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+        "bytes"));
+    if (n)
+      h5check(H5Dwrite(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write bytes");
   }
 
   void attr_int64(const std::string& object, const std::string& name, const std::vector<int64_t>& values,
@@ -106,7 +116,8 @@ class H5Builder {
     h5::Handle obj(h5check_id(H5Oopen(file_, object.c_str(), H5P_DEFAULT), "open object"));
     const hsize_t n = values.size();
     h5::Handle space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr));
-    h5::Handle a(h5check_id(H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), "attr"));
+    h5::Handle a(
+        h5check_id(H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), "attr"));
     if (!values.empty()) h5check(H5Awrite(a, H5T_NATIVE_INT64, values.data()), "write attr");
   }
 
@@ -114,14 +125,17 @@ class H5Builder {
   /// given filter id and cd_values in its pipeline, so that reading exercises the decoder only.
   void raw_chunks(const std::string& name, hid_t type, hsize_t nelements, hsize_t chunk_elements,
                   int filter_id, const std::vector<unsigned>& cd_values,
-                  const std::vector<std::vector<uint8_t>>& chunks, const std::vector<int64_t>& original_shape) {
+                  const std::vector<std::vector<uint8_t>>& chunks,
+                  const std::vector<int64_t>& original_shape) {
     const hsize_t maxdim = nelements;
     h5::Handle space(H5Screate_simple(1, &nelements, &maxdim));
     h5::Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
     h5check(H5Pset_chunk(dcpl, 1, &chunk_elements), "chunk");
     h5check(H5Pset_filter(dcpl, static_cast<H5Z_filter_t>(filter_id), H5Z_FLAG_OPTIONAL, cd_values.size(),
-                          cd_values.data()), "set filter");
-    h5::Handle d(h5check_id(H5Dcreate2(file_, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), "raw dataset"));
+                          cd_values.data()),
+            "set filter");
+    h5::Handle d(h5check_id(H5Dcreate2(file_, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                            "raw dataset"));
     for (size_t i = 0; i < chunks.size(); ++i) {
       const hsize_t offset = i * chunk_elements;
       h5check(H5Dwrite_chunk(d, H5P_DEFAULT, 0, &offset, chunks[i].size(), chunks[i].data()), "write chunk");
@@ -139,7 +153,8 @@ class H5Builder {
     const hsize_t chunk = 1024;
     H5Pset_chunk(dcpl, 1, &chunk);
     H5Pset_deflate(dcpl, 4);
-    return h5::Handle(h5check_id(H5Dcreate2(file_, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), name.c_str()));
+    return h5::Handle(h5check_id(H5Dcreate2(file_, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                                 name.c_str()));
   }
 
   h5::Handle create_array(const std::string& name, hid_t type, size_t n, const std::vector<int64_t>& shape,
@@ -159,12 +174,14 @@ class H5Builder {
       H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
       if (o.gzip >= 0) H5Pset_deflate(dcpl, static_cast<unsigned>(o.gzip));
     }
-    h5::Handle d(h5check_id(H5Dcreate2(file_, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), name.c_str()));
+    h5::Handle d(h5check_id(H5Dcreate2(file_, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                            name.c_str()));
     if (o.flat && o.write_original_shape) {
       const std::vector<int64_t>& os = o.original_shape ? *o.original_shape : shape;
       const hsize_t rank = os.size();
       h5::Handle aspace(H5Screate_simple(1, &rank, nullptr));
-      h5::Handle a(h5check_id(H5Acreate2(d, "original_shape", H5T_STD_I64LE, aspace, H5P_DEFAULT, H5P_DEFAULT), "os"));
+      h5::Handle a(
+          h5check_id(H5Acreate2(d, "original_shape", H5T_STD_I64LE, aspace, H5P_DEFAULT, H5P_DEFAULT), "os"));
       if (rank) h5check(H5Awrite(a, H5T_NATIVE_INT64, os.data()), "write original_shape");
     }
     return d;
@@ -178,9 +195,18 @@ class PickleBytes {
  public:
   std::vector<uint8_t> bytes;
 
-  PickleBytes& op(uint8_t b) { bytes.push_back(b); return *this; }
-  PickleBytes& raw(const std::string& s) { bytes.insert(bytes.end(), s.begin(), s.end()); return *this; }
-  PickleBytes& le(uint64_t v, int n) { for (int i = 0; i < n; ++i) bytes.push_back(static_cast<uint8_t>(v >> (8 * i))); return *this; }
+  PickleBytes& op(uint8_t b) {
+    bytes.push_back(b);
+    return *this;
+  }
+  PickleBytes& raw(const std::string& s) {
+    bytes.insert(bytes.end(), s.begin(), s.end());
+    return *this;
+  }
+  PickleBytes& le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) bytes.push_back(static_cast<uint8_t>(v >> (8 * i)));
+    return *this;
+  }
   PickleBytes& proto(int v) { return op(0x80).op(static_cast<uint8_t>(v)); }
   PickleBytes& frame(uint64_t n) { return op(0x95).le(n, 8); }
   PickleBytes& str(const std::string& s) {  // SHORT_BINUNICODE or BINUNICODE
@@ -217,13 +243,19 @@ class PickleBytes {
     for (int i = 7; i >= 0; --i) bytes.push_back(static_cast<uint8_t>(u >> (8 * i)));
     return *this;
   }
-  PickleBytes& stack_global(const std::string& module, const std::string& name) { return str(module).str(name).op(0x93); }
-  PickleBytes& global(const std::string& module, const std::string& name) { return op('c').raw(module + "\n" + name + "\n"); }
+  PickleBytes& stack_global(const std::string& module, const std::string& name) {
+    return str(module).str(name).op(0x93);
+  }
+  PickleBytes& global(const std::string& module, const std::string& name) {
+    return op('c').raw(module + "\n" + name + "\n");
+  }
   PickleBytes& newobj() { return op(0x81); }
   PickleBytes& reduce() { return op('R'); }
   PickleBytes& build() { return op('b'); }
   PickleBytes& bytearray8(const std::string& data) { return op(0x96).le(data.size(), 8).raw(data); }
-  PickleBytes& short_binbytes(const std::string& data) { return op('C').op(static_cast<uint8_t>(data.size())).raw(data); }
+  PickleBytes& short_binbytes(const std::string& data) {
+    return op('C').op(static_cast<uint8_t>(data.size())).raw(data);
+  }
   PickleBytes& stop() { return op('.'); }
 
   /// hist-style metadata dict {"name": name, "label": label}.
@@ -232,7 +264,8 @@ class PickleBytes {
   }
   /// Opening of a wrapper axis up to the core state tuple's MARK: caller emits the state items,
   /// then close_axis().
-  PickleBytes& open_axis(const std::string& wrapper, const std::string& core, const std::string& module = "hist.axis") {
+  PickleBytes& open_axis(const std::string& wrapper, const std::string& core,
+                         const std::string& module = "hist.axis") {
     stack_global(module, wrapper).empty_tuple().newobj();
     empty_dict().str("_ax");
     return stack_global("boost_histogram._core.axis", core).empty_tuple().newobj().mark();
@@ -241,7 +274,8 @@ class PickleBytes {
 
   /// numpy array via numpy(._)core.numeric._frombuffer (protocol 5 form).
   PickleBytes& ndarray_frombuffer(const std::string& data, const std::string& typestr, char byteorder,
-                                  std::vector<int64_t> shape, const std::string& module = "numpy.core.numeric") {
+                                  std::vector<int64_t> shape,
+                                  const std::string& module = "numpy.core.numeric") {
     stack_global(module, "_frombuffer");
     mark();
     bytearray8(data);
@@ -254,7 +288,16 @@ class PickleBytes {
   }
   PickleBytes& dtype(const std::string& typestr, char byteorder) {
     stack_global("numpy", "dtype").str(typestr).boolean(false).boolean(true).tuple3().reduce();
-    mark().integer(3).str(std::string(1, byteorder)).none().none().none().integer(-1).integer(-1).integer(0).tuple();
+    mark()
+        .integer(3)
+        .str(std::string(1, byteorder))
+        .none()
+        .none()
+        .none()
+        .integer(-1)
+        .integer(-1)
+        .integer(0)
+        .tuple();
     return build();
   }
 };
@@ -289,8 +332,14 @@ inline std::vector<uint8_t> make_meta_pickle(const std::vector<ChannelSpec>& cha
   for (const auto& ch : channels) {
     p.str(ch.name).empty_dict().mark().str("axes").empty_list().mark();
     for (const auto& a : ch.axes) {
-      p.open_axis("Regular", a.core).integer(0).integer(0).integer(a.n).axis_meta(a.name)
-          .binfloat(a.lo).binfloat(a.hi - a.lo).close_axis();
+      p.open_axis("Regular", a.core)
+          .integer(0)
+          .integer(0)
+          .integer(a.n)
+          .axis_meta(a.name)
+          .binfloat(a.lo)
+          .binfloat(a.hi - a.lo)
+          .close_axis();
     }
     p.appends().str("masked").boolean(ch.masked).str("flow").boolean(ch.flow).setitems();
   }
@@ -321,17 +370,18 @@ struct TensorSpec {
   std::vector<double> norm;  // [nbinsfull, nproc]
   std::vector<double> logk;  // [nbinsfull, nproc, (2,) nsyst]
   std::vector<double> sumw, sumw2;
-  std::optional<std::vector<uint8_t>> meta;  // pickle bytes
-  std::set<std::string> skip;                 // datasets not to write
+  std::optional<std::vector<uint8_t>> meta;                    // pickle bytes
+  std::set<std::string> skip;                                  // datasets not to write
   std::map<std::string, std::vector<int64_t>> original_shape;  // overrides
-  ArrayOptions numeric;                       // storage of numeric arrays
-  std::function<void(H5Builder&)> extra;      // adds more objects
+  ArrayOptions numeric;                                        // storage of numeric arrays
+  std::function<void(H5Builder&)> extra;                       // adds more objects
 
   TensorSpec() {
     norm = {5, 1, 0, 3, 7, 2, 0.5, 4};
     const int64_t width = symmetric ? 3 : 6;
     logk.resize(static_cast<size_t>(nbinsfull * 2 * width));
-    for (size_t i = 0; i < logk.size(); ++i) logk[i] = (i % 5 == 0) ? 0.0 : 0.01 * static_cast<double>(i % 7) - 0.02;
+    for (size_t i = 0; i < logk.size(); ++i)
+      logk[i] = (i % 5 == 0) ? 0.0 : 0.01 * static_cast<double>(i % 7) - 0.02;
     for (int64_t e = 0; e < nbinsfull * 2; ++e) {
       if (norm[static_cast<size_t>(e)] == 0) {
         for (int64_t c = 0; c < width; ++c) logk[static_cast<size_t>(e * width + c)] = 0;
@@ -339,8 +389,8 @@ struct TensorSpec {
     }
     sumw = norm;
     for (double v : norm) sumw2.push_back(0.1 * v);
-    meta = make_meta_pickle({{"ch0", {{3, 0.0, 3.0, "x"}}, false, false}, {"ch1", {{1, 0.0, 1.0, "y"}}, true, false}},
-                            false);
+    meta = make_meta_pickle(
+        {{"ch0", {{3, 0.0, 3.0, "x"}}, false, false}, {"ch1", {{1, 0.0, 1.0, "y"}}, true, false}}, false);
   }
   int64_t nproc() const { return static_cast<int64_t>(procs.size()); }
   int64_t nsyst() const { return static_cast<int64_t>(systs.size()); }
@@ -384,8 +434,9 @@ inline void write_tensor(const std::filesystem::path& path, const TensorSpec& t)
   const int64_t width = t.symmetric ? ns : 2 * ns;
   if (!t.sparse) {
     arr("hnorm", t.norm, {t.nbinsfull, np});
-    arr("hlogk", t.logk, t.symmetric ? std::vector<int64_t>{t.nbinsfull, np, ns}
-                                     : std::vector<int64_t>{t.nbinsfull, np, 2, ns});
+    arr("hlogk", t.logk,
+        t.symmetric ? std::vector<int64_t>{t.nbinsfull, np, ns}
+                    : std::vector<int64_t>{t.nbinsfull, np, 2, ns});
   } else {
     std::vector<int64_t> nidx, lidx;
     std::vector<double> nval, lval;

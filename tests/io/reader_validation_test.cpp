@@ -1,5 +1,5 @@
-// docs/input-reader.md "Validation checklist": each validation class triggered on a small broken file; the InputError is
-// one line naming the file and the object.
+// docs/input-reader.md "Validation checklist": each validation class triggered on a small broken file; the
+// InputError is one line naming the file and the object.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -110,7 +110,8 @@ TEST(ReaderValidation, DtypeClass) {
       o.int_type = H5T_STD_I32LE;
       b.int64s("hnorm", v, {4, 2}, o);
     };
-    EXPECT_CONTAINS(error_for(s), "dataset 'hnorm': must be floating point (float32/float64), found integer 4 bytes");
+    EXPECT_CONTAINS(error_for(s),
+                    "dataset 'hnorm': must be floating point (float32/float64), found integer 4 bytes");
   }
   {
     TensorSpec s;
@@ -133,7 +134,8 @@ TEST(ReaderValidation, DtypeClass) {
       h5::Handle f(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
       const hsize_t n = 2;
       h5::Handle space(H5Screate_simple(1, &n, nullptr));
-      h5::Handle d(H5Dcreate2(f, "hlogk_sparse/indices", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+      h5::Handle d(H5Dcreate2(f, "hlogk_sparse/indices", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                              H5P_DEFAULT));
     }
     try {
       read_fit_input(path);
@@ -156,9 +158,11 @@ TEST(ReaderValidation, OriginalShapeMustMatch) {
 TEST(ReaderValidation, Shapes) {
   {
     TensorSpec s;  // symmetric flag but asymmetric tensor
-    s.meta = test::make_meta_pickle({{"ch0", {{3, 0.0, 3.0, "x"}}}, {"ch1", {{1, 0.0, 1.0, "y"}}, true}}, true);
-    EXPECT_CONTAINS(error_for(s), "dataset 'hlogk': has shape [4,2,2,3] (48 elements), expected 24 for a symmetric "
-                                  "tensor [4,2,3] (meta symmetric_tensor=true; is the flag wrong?)");
+    s.meta =
+        test::make_meta_pickle({{"ch0", {{3, 0.0, 3.0, "x"}}}, {"ch1", {{1, 0.0, 1.0, "y"}}, true}}, true);
+    EXPECT_CONTAINS(error_for(s),
+                    "dataset 'hlogk': has shape [4,2,2,3] (48 elements), expected 24 for a symmetric "
+                    "tensor [4,2,3] (meta symmetric_tensor=true; is the flag wrong?)");
   }
   {
     TensorSpec s;
@@ -203,7 +207,9 @@ TEST(ReaderValidation, Shapes) {
   }
   {
     TensorSpec s;
-    s.extra = [](test::H5Builder& b) { b.doubles("hbetavariations", std::vector<double>(12, 0.0), {4, 3, 1}); };
+    s.extra = [](test::H5Builder& b) {
+      b.doubles("hbetavariations", std::vector<double>(12, 0.0), {4, 3, 1});
+    };
     EXPECT_CONTAINS(error_for(s), "dataset 'hbetavariations': has shape [4,3,1], expected [4,3,2]");
   }
   {
@@ -251,12 +257,14 @@ TEST(ReaderValidation, SparseIndices) {
     const std::string path = path_for(s);
     // 7 norm entries; put entry 6 out of bounds (bin 4 of 4).
     rewrite_indices(path, "hnorm_sparse/indices", {0, 0, 0, 1, 1, 1, 2, 0, 2, 1, 3, 0, 4, 1});
-    EXPECT_CONTAINS(message(path), "dataset 'hnorm_sparse/indices': row 6 (4,1) out of bounds for dense_shape [4,2]");
+    EXPECT_CONTAINS(message(path),
+                    "dataset 'hnorm_sparse/indices': row 6 (4,1) out of bounds for dense_shape [4,2]");
   }
   {
     const std::string path = path_for(s);
     rewrite_indices(path, "hnorm_sparse/indices", {0, 0, 0, 1, 1, 1, 0, 1, 2, 1, 3, 0, 3, 1});
-    EXPECT_CONTAINS(message(path), "dataset 'hnorm_sparse/indices': not in canonical row-major order at row 3");
+    EXPECT_CONTAINS(message(path),
+                    "dataset 'hnorm_sparse/indices': not in canonical row-major order at row 3");
   }
   {
     const std::string path = path_for(s);
@@ -386,8 +394,15 @@ TEST(ReaderValidation, MetaProblems) {
   {
     TensorSpec s;
     test::PickleBytes p;
-    p.proto(4).empty_dict().mark().str("channel_info").empty_dict().str("exponential_transform").boolean(true)
-        .setitems().stop();
+    p.proto(4)
+        .empty_dict()
+        .mark()
+        .str("channel_info")
+        .empty_dict()
+        .str("exponential_transform")
+        .boolean(true)
+        .setitems()
+        .stop();
     s.meta = p.bytes;
     EXPECT_CONTAINS(error_for(s), "meta: exponential_transform=True");
   }
@@ -396,22 +411,26 @@ TEST(ReaderValidation, MetaProblems) {
 TEST(ReaderValidation, ChannelsMustCoverTheBins) {
   {
     TensorSpec s;
-    s.meta = test::make_meta_pickle({{"ch0", {{3, 0.0, 3.0, "x"}}}, {"ch1", {{2, 0.0, 1.0, "y"}}, true}}, false);
+    s.meta =
+        test::make_meta_pickle({{"ch0", {{3, 0.0, 3.0, "x"}}}, {"ch1", {{2, 0.0, 1.0, "y"}}, true}}, false);
     EXPECT_CONTAINS(error_for(s), "meta: channels cover 5 bins, tensors have nbinsfull=4");
   }
   {
     TensorSpec s;
-    s.meta = test::make_meta_pickle({{"ch1", {{1, 0.0, 1.0, "y"}}, true}, {"ch0", {{3, 0.0, 3.0, "x"}}}}, false);
+    s.meta =
+        test::make_meta_pickle({{"ch1", {{1, 0.0, 1.0, "y"}}, true}, {"ch0", {{3, 0.0, 3.0, "x"}}}}, false);
     EXPECT_CONTAINS(error_for(s), "meta: non-masked channel 'ch0' after a masked channel");
   }
   {
     TensorSpec s;
-    s.meta = test::make_meta_pickle({{"ch0", {{2, 0.0, 3.0, "x"}}}, {"ch1", {{2, 0.0, 1.0, "y"}}, true}}, false);
+    s.meta =
+        test::make_meta_pickle({{"ch0", {{2, 0.0, 3.0, "x"}}}, {"ch1", {{2, 0.0, 1.0, "y"}}, true}}, false);
     EXPECT_CONTAINS(error_for(s), "meta: non-masked channels cover 2 bins, 'hdata_obs' has nbins=3");
   }
   {
     TensorSpec s;  // a masked channel with flow: extent counts (1 regular bin + 2 flow bins = 3)
-    s.meta = test::make_meta_pickle({{"ch0", {{3, 0.0, 3.0, "x"}}}, {"ch1", {{1, 0.0, 1.0, "y"}}, true, true}}, false);
+    s.meta = test::make_meta_pickle(
+        {{"ch0", {{3, 0.0, 3.0, "x"}}}, {"ch1", {{1, 0.0, 1.0, "y"}}, true, true}}, false);
     EXPECT_CONTAINS(error_for(s), "meta: channels cover 6 bins, tensors have nbinsfull=4");
   }
 }
@@ -425,7 +444,8 @@ TEST(ReaderValidation, ExternalTerms) {
       b.strings("external_terms/extA/params", {"a", "b"});
       b.doubles("external_terms/extA/hess_dense", std::vector<double>(9, 0.0), {3, 3});
     };
-    EXPECT_CONTAINS(error_for(s), "dataset 'external_terms/extA/hess_dense': is [3,3] but 'params' has 2 names");
+    EXPECT_CONTAINS(error_for(s),
+                    "dataset 'external_terms/extA/hess_dense': is [3,3] but 'params' has 2 names");
   }
   {
     TensorSpec s;
@@ -455,7 +475,8 @@ TEST(ReaderValidation, ExternalTerms) {
       b.doubles("external_terms/extA/grad_values", {1}, {1});
       b.doubles("external_terms/extA/const", {1, 2}, {2});
     };
-    EXPECT_CONTAINS(error_for(s), "dataset 'external_terms/extA/const': has 2 elements, expected one (a scalar)");
+    EXPECT_CONTAINS(error_for(s),
+                    "dataset 'external_terms/extA/const': has 2 elements, expected one (a scalar)");
   }
 }
 

@@ -3,11 +3,10 @@
 // (float64 scalar datasets), and read back unchanged; absent ones stay absent for the model.
 #include <gtest/gtest.h>
 
+#include <Eigen/Core>
 #include <cmath>
 #include <limits>
 #include <optional>
-
-#include <Eigen/Core>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"

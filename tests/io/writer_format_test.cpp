@@ -1,7 +1,7 @@
 // TensorWriter output checked at the HDF5/pickle level, independently of the reader: the meta
-// pickle bytes of docs/tensor-writer.md "The meta pickle bytes", natural sort, dataset attributes and filters, errors.
+// pickle bytes of docs/tensor-writer.md "The meta pickle bytes", natural sort, dataset attributes and
+// filters, errors.
 #include <gtest/gtest.h>
-
 #include <hdf5.h>
 
 #include <cstring>
@@ -20,16 +20,20 @@
 namespace rabbit {
 namespace {
 
-std::vector<uint8_t> bytes(std::initializer_list<int> v) { return {v.begin(), v.end()}; }
-void append(std::vector<uint8_t>& out, const std::vector<uint8_t>& more) { out.insert(out.end(), more.begin(), more.end()); }
+std::vector<uint8_t> bytes(std::initializer_list<int> v) {
+  return {v.begin(), v.end()};
+}
+void append(std::vector<uint8_t>& out, const std::vector<uint8_t>& more) {
+  out.insert(out.end(), more.begin(), more.end());
+}
 void append_str(std::vector<uint8_t>& out, const std::string& s) {
   out.push_back(0x8c);
   out.push_back(static_cast<uint8_t>(s.size()));
   out.insert(out.end(), s.begin(), s.end());
 }
 
-// The byte recipe of docs/tensor-writer.md "The meta pickle bytes" (one channel ch0 with hist.axis.Regular(2, 0, 1,
-// name="x") without flow bins), with our protocol byte 5 instead of 4.
+// The byte recipe of docs/tensor-writer.md "The meta pickle bytes" (one channel ch0 with hist.axis.Regular(2,
+// 0, 1, name="x") without flow bins), with our protocol byte 5 instead of 4.
 TEST(WriterPickle, MatchesTheSpecRecipe) {
   std::vector<uint8_t> want = bytes({0x80, 0x05, 0x7d, 0x28});
   append_str(want, "channel_info");
@@ -171,7 +175,8 @@ TEST(WriterHdf5, AttributesLayoutsAndFilters) {
   EXPECT_EQ(id, 32026);
   f.filter("hsysts", &id);
   EXPECT_EQ(id, H5Z_FILTER_DEFLATE);
-  // The stored chunk is a Blosc2 contiguous frame (docs/input-reader.md "Compression filters and HDF5_PLUGIN_PATH").
+  // The stored chunk is a Blosc2 contiguous frame (docs/input-reader.md "Compression filters and
+  // HDF5_PLUGIN_PATH").
   h5::Handle d(H5Dopen2(f.file, "hnorm", H5P_DEFAULT));
   hsize_t chunk_bytes = 0;
   const hsize_t offset = 0;

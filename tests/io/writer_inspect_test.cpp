@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -25,15 +25,15 @@ std::string write_problem_file() {
   TensorWriter w(SystematicType::log_normal, /*allow_negative_expectation=*/true);
   w.add_channel("ch", {axis::regular(3, 0, 3, "x"), axis::str_category({"e", "mu"}, "f")});
   w.add_channel("empty", {axis::regular(2, 0, 2, "y")});
-  w.add_data("ch", {20, 0, 30, 5, 40, 50});     // bin 1: zero data; bin 3: 5 < 10
+  w.add_data("ch", {20, 0, 30, 5, 40, 50});  // bin 1: zero data; bin 3: 5 < 10
   w.add_data("empty", {0, 0});
   w.add_process("ch", "sig", {10, 10, 0, 10, 10, -1}, true, std::vector<double>{1, 1, 0, 400, 1, 1});
-  w.add_process("ch", "bkg", {10, 10, 0, 10, 10, 10});   // bin 2: data 30, prediction 0
+  w.add_process("ch", "bkg", {10, 10, 0, 10, 10, 10});  // bin 2: data 30, prediction 0
   w.add_process("empty", "sig", {0.5, 3}, true);
   w.add_process("empty", "bkg", {0, 0});
   w.add_norm_systematic("lumi", {"sig"}, "ch", {1.02});
-  w.add_norm_systematic("useless", {"sig"}, "ch", {1.0});   // logk exactly 0 everywhere
-  w.add_norm_systematic("huge", {"sig"}, "ch", {3.0});      // ratio 3 > 2
+  w.add_norm_systematic("useless", {"sig"}, "ch", {1.0});  // logk exactly 0 everywhere
+  w.add_norm_systematic("huge", {"sig"}, "ch", {3.0});     // ratio 3 > 2
   const auto path = (test::scratch_dir("writer_inspect") / "problems.hdf5").string();
   w.write(path);
   return path;
@@ -48,19 +48,21 @@ TEST(WriterInspect, DiagnosticsFindEveryPlantedProblem) {
   EXPECT_EQ(find(all, "zero total prediction").count, 1u);
   EXPECT_EQ(find(all, "zero total prediction").details.at(0), "ch (x=1, f=e): 30 events, prediction 0");
   EXPECT_EQ(find(all, "zero data but a positive").count, 3u);  // ch bin 1, empty bins 0 and 1
-  EXPECT_EQ(find(all, "total prediction below 1").count, 2u);   // ch bin 2 (0), empty bin 0 (0.5)
+  EXPECT_EQ(find(all, "total prediction below 1").count, 2u);  // ch bin 2 (0), empty bin 0 (0.5)
   EXPECT_EQ(find(all, "negative nominal").count, 1u);
-  EXPECT_EQ(find(all, "relative MC statistical").count, 2u);  // ch bin 3: sqrt(410)/20, empty bin 0: sqrt(0.5)/0.5
-  EXPECT_EQ(find(all, "zero total yield").count, 1u);         // bkg in "empty"
+  EXPECT_EQ(find(all, "relative MC statistical").count,
+            2u);                                       // ch bin 3: sqrt(410)/20, empty bin 0: sqrt(0.5)/0.5
+  EXPECT_EQ(find(all, "zero total yield").count, 1u);  // bkg in "empty"
   EXPECT_EQ(find(all, "without any effect").count, 1u);
   EXPECT_EQ(find(all, "without any effect").details.at(0), "useless");
-  EXPECT_EQ(find(all, "without any systematic").count, 1u);   // bkg
+  EXPECT_EQ(find(all, "without any systematic").count, 1u);  // bkg
   EXPECT_EQ(find(all, "extreme").count, 1u);
   EXPECT_NE(find(all, "extreme").details.at(0).find("huge"), std::string::npos);
 
   std::ostringstream summary;
   inspect::print_summary(summary, d);
-  EXPECT_NE(summary.str().find("axis f (category_str, category_str): 2 bins {e, mu} +overflow"), std::string::npos)
+  EXPECT_NE(summary.str().find("axis f (category_str, category_str): 2 bins {e, mu} +overflow"),
+            std::string::npos)
       << summary.str();
   EXPECT_NE(summary.str().find("lumi"), std::string::npos);
 }
@@ -77,7 +79,9 @@ TEST(WriterInspect, AppExitCodes) {
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line.rfind("rabbit_inspect: error: /nonexistent.hdf5", 0), 0u) << line;
-  EXPECT_EQ(WEXITSTATUS(std::system((app + " " + write_problem_file() + " --strict > " + out + " 2>&1").c_str())), 1);
+  EXPECT_EQ(
+      WEXITSTATUS(std::system((app + " " + write_problem_file() + " --strict > " + out + " 2>&1").c_str())),
+      1);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // TensorWriter -> read_fit_input round trips over dense/sparse × symmetric/asymmetric ×
 // log_normal/normal × float32/float64 × with/without a masked channel × with/without meta.
-// Expected values are computed here from the definitions (docs/input-reader.md "Dense model tensors"), not taken
-// from the writer.
+// Expected values are computed here from the definitions (docs/input-reader.md "Dense model tensors"), not
+// taken from the writer.
 #include <gtest/gtest.h>
 
+#include <Eigen/LU>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -11,8 +12,6 @@
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <Eigen/LU>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"
@@ -43,19 +42,33 @@ struct ChannelSpec {
 
 std::vector<ChannelSpec> channel_specs(bool masked) {
   std::vector<ChannelSpec> c;
-  c.push_back({"obs_b", {axis::regular(3, 0, 3, "x", true, true, "x label"), axis::str_category({"e", "mu"}, "flavour")}, false, false, 6});
+  c.push_back(
+      {"obs_b",
+       {axis::regular(3, 0, 3, "x", true, true, "x label"), axis::str_category({"e", "mu"}, "flavour")},
+       false,
+       false,
+       6});
   if (masked) c.push_back({"fid", {axis::regular(4, -1, 1, "y")}, true, true, 6});
-  c.push_back({"obs_a", {axis::variable({0, 1, 2.5, 4}, "pt", true, false), axis::integer(0, 2, "n", false, false), axis::boolean("pass")}, false, false, 12});
+  c.push_back({"obs_a",
+               {axis::variable({0, 1, 2.5, 4}, "pt", true, false), axis::integer(0, 2, "n", false, false),
+                axis::boolean("pass")},
+               false,
+               false,
+               12});
   c.push_back({"obs_c", {axis::int_category({11, 13, 15}, "pdg", false)}, false, false, 3});
   return c;
 }
 
 const std::vector<std::string> kProcsInput = {"sig_2", "sig_10", "zz", "bkg"};
-bool is_signal(const std::string& p) { return p.rfind("sig", 0) == 0; }
+bool is_signal(const std::string& p) {
+  return p.rfind("sig", 0) == 0;
+}
 // File order: sorted signals, then sorted backgrounds.
 const std::vector<std::string> kProcsFile = {"sig_10", "sig_2", "bkg", "zz"};
 
-bool has_process(const std::string& ch, const std::string& p) { return !(ch == "obs_c" && p == "bkg") && !(ch == "fid" && p != "sig_2"); }
+bool has_process(const std::string& ch, const std::string& p) {
+  return !(ch == "obs_c" && p == "bkg") && !(ch == "fid" && p != "sig_2");
+}
 
 std::vector<double> nominal_raw(const std::string& ch, const std::string& p) {
   const int pi = static_cast<int>(std::find(kProcsInput.begin(), kProcsInput.end(), p) - kProcsInput.begin());
@@ -66,8 +79,8 @@ std::vector<double> nominal_raw(const std::string& ch, const std::string& p) {
     if (s.name == ch) n = s.nbins;
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = 10.0 + 3.0 * i + 7.0 * pi + 0.25 * ci;
-  if (ch == "obs_a" && p == "zz") v[0] = -2.0;   // clipped to 0
-  if (ch == "obs_a" && p == "zz") v[5] = 0.0;    // empty bin
+  if (ch == "obs_a" && p == "zz") v[0] = -2.0;  // clipped to 0
+  if (ch == "obs_a" && p == "zz") v[5] = 0.0;   // empty bin
   if (ch == "obs_b" && p == "bkg") v[2] = 0.0;
   return v;
 }
@@ -102,7 +115,9 @@ struct Expected {
   std::vector<std::string> systs_unconstrained, systs_constrained, nois;
   std::map<std::string, std::set<std::string>> groups;
   // [channel][process][syst] -> {avg, halfdiff} per bin
-  std::map<std::string, std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>>> logk;
+  std::map<std::string,
+           std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>>>
+      logk;
   bool symmetric = true;
 };
 
@@ -205,7 +220,8 @@ Expected build_model(TensorWriter& writer, const Variant& v) {
     group("shape10", {"shapes"});
   }
   // lin / quad: linear and quadratic symmetrisation on zz in obs_c
-  for (const auto& [name, factor] : std::vector<std::pair<std::string, double>>{{"lin", 1.0}, {"quad", std::sqrt(3.0)}}) {
+  for (const auto& [name, factor] :
+       std::vector<std::pair<std::string, double>>{{"lin", 1.0}, {"quad", std::sqrt(3.0)}}) {
     const auto nom = clipped(nominal_raw("obs_c", "zz"));
     const auto up = scaled(nom, ramp(nom.size(), 1.2, 0.1));
     const auto dn = scaled(nom, ramp(nom.size(), 0.9, 0.0));
@@ -239,7 +255,8 @@ Expected build_model(TensorWriter& writer, const Variant& v) {
     for (size_t i = 0; i < procs.size(); ++i) {
       const auto nom = clipped(nominal_raw(c.name, procs[i]));
       const double kappa = kappas.size() == 1 ? kappas[0] : kappas[i];
-      book(c.name, procs[i], "lumi", mirrored(c.name, procs[i], scaled(nom, std::vector<double>(nom.size(), kappa)), 1.0), {});
+      book(c.name, procs[i], "lumi",
+           mirrored(c.name, procs[i], scaled(nom, std::vector<double>(nom.size(), kappa)), 1.0), {});
     }
   }
   e.systs_constrained.push_back("lumi");
@@ -277,7 +294,8 @@ Expected build_model(TensorWriter& writer, const Variant& v) {
     o.noi = true;
     writer.add_norm_systematic("free_norm", {"sig_10"}, "obs_b", {1.5}, o);
     const auto nom = clipped(nominal_raw("obs_b", "sig_10"));
-    book("obs_b", "sig_10", "free_norm", mirrored("obs_b", "sig_10", scaled(nom, std::vector<double>(nom.size(), 1.5)), 1.0), {});
+    book("obs_b", "sig_10", "free_norm",
+         mirrored("obs_b", "sig_10", scaled(nom, std::vector<double>(nom.size(), 1.5)), 1.0), {});
     SystematicOptions f;
     f.constrained = false;
     const auto nz = clipped(nominal_raw("obs_a", "zz"));
@@ -322,7 +340,9 @@ Expected build_model(TensorWriter& writer, const Variant& v) {
   return e;
 }
 
-double stored(double x, bool f32) { return f32 ? static_cast<double>(static_cast<float>(x)) : x; }
+double stored(double x, bool f32) {
+  return f32 ? static_cast<double>(static_cast<float>(x)) : x;
+}
 
 class WriterRoundTrip : public ::testing::TestWithParam<Variant> {};
 
@@ -367,7 +387,8 @@ TEST_P(WriterRoundTrip, EveryFieldAsWritten) {
   for (size_t g = 0; g < group_names.size(); ++g) {
     std::set<int64_t> expect;
     for (const auto& m : e.groups.at(group_names[g])) expect.insert(index_of(m));
-    EXPECT_EQ(std::set<int64_t>(d.systgroupidxs[g].begin(), d.systgroupidxs[g].end()), expect) << group_names[g];
+    EXPECT_EQ(std::set<int64_t>(d.systgroupidxs[g].begin(), d.systgroupidxs[g].end()), expect)
+        << group_names[g];
   }
   std::vector<std::string> nois = e.nois;
   std::sort(nois.begin(), nois.end(), natural_less);
@@ -431,7 +452,8 @@ TEST_P(WriterRoundTrip, EveryFieldAsWritten) {
       }
     }
   } else {
-    ASSERT_EQ(d.channels.size(), v.masked ? 2u : 1u);  // rabbit's defaults (docs/input-reader.md "Defaults without meta")
+    ASSERT_EQ(d.channels.size(),
+              v.masked ? 2u : 1u);  // rabbit's defaults (docs/input-reader.md "Defaults without meta")
     EXPECT_EQ(d.channels[0].name, "ch0");
     EXPECT_EQ(d.channels[0].nbins(), nbins);
     if (v.masked) {
@@ -501,7 +523,8 @@ TEST_P(WriterRoundTrip, EveryFieldAsWritten) {
   // the dense tensor as the reader must present it
   std::vector<double> logk_file(static_cast<size_t>(nbinsfull * nproc * width), 0.0);
   for (int64_t bp = 0; bp < nbinsfull * nproc; ++bp)
-    for (int64_t c = 0; c < width; ++c) logk_file[bp * width + c] = stored(logk[bp * 2 * nsyst + c], v.float32);
+    for (int64_t c = 0; c < width; ++c)
+      logk_file[bp * width + c] = stored(logk[bp * 2 * nsyst + c], v.float32);
   if (!v.sparse) {
     ASSERT_EQ(d.norm.size(), norm.size());
     for (size_t i = 0; i < norm.size(); ++i) EXPECT_EQ(d.norm[i], stored(norm[i], v.float32)) << i;
@@ -563,7 +586,8 @@ TEST(WriterRoundTrip, CompressionVariantsReadBackEqual) {
       o.compression = c;
       o.sparse = sparse;
       const auto path = (test::scratch_dir("writer_compression") /
-                         ("c" + std::to_string(static_cast<int>(c)) + (sparse ? "s" : "d") + ".hdf5")).string();
+                         ("c" + std::to_string(static_cast<int>(c)) + (sparse ? "s" : "d") + ".hdf5"))
+                            .string();
       w.write(path, o);
       read.push_back(read_fit_input(path));
     }
@@ -579,7 +603,6 @@ TEST(WriterRoundTrip, CompressionVariantsReadBackEqual) {
     EXPECT_EQ(read[i].systs, ref.systs);
   }
 }
-
 
 // Beta variations: [nbinsfull, nbins, nproc], destination rows in the masked channel, source columns
 // in the observed channel's bins, zero elsewhere; refused for unmasked destinations and sparse files.

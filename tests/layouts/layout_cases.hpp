@@ -32,11 +32,15 @@ inline std::vector<FitCase> fit_cases() {
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     const io::Json ref = io::Json::parse_file(f.string());
-    cases.push_back({f.stem().string(), reference / "tensors" / ref.at("tensor").string(), ref.at("args").strings()});
+    cases.push_back(
+        {f.stem().string(), reference / "tensors" / ref.at("tensor").string(), ref.at("args").strings()});
   }
-  cases.push_back({"example", source_dir() / "examples" / "example_tensor.hdf5",
-                   {"-t", "-1", "0", "--doImpacts", "--globalImpacts", "--saveHists", "--computeHistErrors"}});
-  cases.push_back({"scans_and_all_hists", dense,
+  cases.push_back(
+      {"example",
+       source_dir() / "examples" / "example_tensor.hdf5",
+       {"-t", "-1", "0", "--doImpacts", "--globalImpacts", "--saveHists", "--computeHistErrors"}});
+  cases.push_back({"scans_and_all_hists",
+                   dense,
                    {"-t", "0", "--unblind", "--scan", "sig", "--scanPoints", "3", "--contourScan", "sig",
                     "--contourLevels", "1", "--saveHists", "--saveHistsPerProcess", "--computeHistErrors",
                     "--computeHistErrorsPerProcess", "--computeHistCov", "--computeVariations", "--fullNll",
@@ -48,11 +52,12 @@ inline std::vector<FitCase> fit_cases() {
 
 /// rabbit_fit on one case, writing `out` (a file name) with the extra arguments; the command's
 /// output on failure.
-inline CommandResult run_fit_case(const FitCase& c, const std::filesystem::path& out, const std::string& extra = "") {
+inline CommandResult run_fit_case(const FitCase& c, const std::filesystem::path& out,
+                                  const std::string& extra = "") {
   std::vector<std::string> words = {(binary_dir() / "rabbit_fit").string(), c.tensor.string()};
   words.insert(words.end(), c.args.begin(), c.args.end());
-  for (const std::string& w : {std::string("-o"), out.parent_path().string(), std::string("--outname"),
-                               out.filename().string()})
+  for (const std::string& w :
+       {std::string("-o"), out.parent_path().string(), std::string("--outname"), out.filename().string()})
     words.push_back(w);
   std::string command;
   for (const std::string& w : words) {

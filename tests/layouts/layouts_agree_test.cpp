@@ -20,7 +20,9 @@ using rabbit::test::layouts::FitCase;
 
 namespace {
 
-bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+bool same(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
 
 bool same(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size()) return false;
@@ -58,7 +60,8 @@ void expect_same_members(const ResultReader& plain, const ResultReader& rabbit, 
   for (const auto& e : r) {
     // rabbit's layout has no attributes: the minimizer's name is an entry of `_cpp` there.
     if (e.key == "minimizer_method" && path.size() >= 5 && path.substr(path.size() - 5) == "/_cpp") {
-      EXPECT_EQ(rabbit.strings(e.path).at(0), plain.attr_str(path, "minimizer_method")) << name << " " << path;
+      EXPECT_EQ(rabbit.strings(e.path).at(0), plain.attr_str(path, "minimizer_method"))
+          << name << " " << path;
       continue;
     }
     rabbit_keys.push_back(e.key);
@@ -96,7 +99,9 @@ class LayoutsAgree : public ::testing::TestWithParam<FitCase> {};
 }  // namespace
 
 namespace rabbit::test::layouts {
-void PrintTo(const FitCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const FitCase& c, std::ostream* os) {
+  *os << c.name;
+}
 }  // namespace rabbit::test::layouts
 
 namespace {
@@ -116,7 +121,8 @@ TEST_P(LayoutsAgree, SameResultInBothLayouts) {
   ASSERT_EQ(plain.result_groups(), rabbit.result_groups()) << c.name;
   for (const auto& group : plain.result_groups()) expect_same_members(plain, rabbit, group, c.name);
   for (const char* names : {"procs", "pois", "nois"})
-    EXPECT_EQ(plain.strings(std::string("meta/") + names), rabbit.strings(std::string("meta/") + names)) << names;
+    EXPECT_EQ(plain.strings(std::string("meta/") + names), rabbit.strings(std::string("meta/") + names))
+        << names;
 }
 
 std::string case_name(const ::testing::TestParamInfo<FitCase>& info) {
@@ -126,6 +132,7 @@ std::string case_name(const ::testing::TestParamInfo<FitCase>& info) {
   return s;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, LayoutsAgree, ::testing::ValuesIn(rabbit::test::layouts::fit_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, LayoutsAgree, ::testing::ValuesIn(rabbit::test::layouts::fit_cases()),
+                         case_name);
 
 }  // namespace

@@ -39,7 +39,9 @@ double number(const Json& j) {
   return s == "nan" ? NAN : s == "inf" ? INFINITY : -INFINITY;
 }
 
-bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+bool same(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -52,14 +54,17 @@ std::string json_string(const std::string& s) {
 void our_entries(const ResultReader& r, const std::string& path, const std::string& prefix,
                  std::map<std::string, std::string>& out) {
   for (const auto& e : r.members(path)) {
-    if (e.container) our_entries(r, e.path, prefix + e.key + "/", out);
-    else out[prefix + e.key] = e.path;
+    if (e.container)
+      our_entries(r, e.path, prefix + e.key + "/", out);
+    else
+      out[prefix + e.key] = e.path;
     if (e.container && e.key == "_cpp" && !r.attr_str(e.path, "minimizer_method").empty())
       out[prefix + "_cpp/minimizer_method"] = e.path + "@minimizer_method";
   }
 }
 
-void check_entries(const ResultReader& r, const std::string& group, const Json& entries, const std::string& what) {
+void check_entries(const ResultReader& r, const std::string& group, const Json& entries,
+                   const std::string& what) {
   std::map<std::string, std::string> ours;
   our_entries(r, group, "", ours);
   std::vector<std::string> theirs;
@@ -78,8 +83,9 @@ void check_entries(const ResultReader& r, const std::string& group, const Json& 
       }
     } else if (const Json* t = value.find("text")) {
       const auto at = it->second.find('@');
-      EXPECT_EQ(t->string(), at == std::string::npos ? r.strings(it->second).at(0)
-                                                     : r.attr_str(it->second.substr(0, at), it->second.substr(at + 1)))
+      EXPECT_EQ(t->string(), at == std::string::npos
+                                 ? r.strings(it->second).at(0)
+                                 : r.attr_str(it->second.substr(0, at), it->second.substr(at + 1)))
           << w;
     } else {
       const Hist h = r.hist(it->second);
@@ -106,7 +112,8 @@ void check_entries(const ResultReader& r, const std::string& group, const Json& 
       if (!h.variances.empty()) {
         const auto& vars = value.at("variances").array();
         ASSERT_EQ(vars.size(), h.variances.size()) << w;
-        for (size_t i = 0; i < vars.size(); ++i) EXPECT_TRUE(same(number(vars[i]), h.variances[i])) << w << " var[" << i << "]";
+        for (size_t i = 0; i < vars.size(); ++i)
+          EXPECT_TRUE(same(number(vars[i]), h.variances[i])) << w << " var[" << i << "]";
       }
     }
   }
@@ -120,7 +127,8 @@ std::vector<std::string> words(const std::string& line) {
 }
 
 // rabbit_print_pulls_and_constraints.py: "label pull +/- constraint (pull prefit +/- constraint prefit)".
-void check_pulls(const ResultReader& r, const std::string& group, const std::string& stdout_text, const std::string& what) {
+void check_pulls(const ResultReader& r, const std::string& group, const std::string& stdout_text,
+                 const std::string& what) {
   const Hist parms = r.hist(group + "/parms"), prefit = r.hist(group + "/parms_prefit");
   std::istringstream in(stdout_text);
   std::string line;
@@ -182,7 +190,8 @@ void check_impacts(const ResultReader& r, const std::string& group, const std::s
 
 bool has_file(const Json& files, const std::string& suffix) {
   for (const auto& f : files.strings())
-    if (f.size() >= suffix.size() && f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0) return true;
+    if (f.size() >= suffix.size() && f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return true;
   return false;
 }
 
@@ -199,23 +208,27 @@ TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
     const fs::path file = dir / c.name / "fitresults.hdf5";
     const auto run = rabbit::test::layouts::run_fit_case(c, file);
     ASSERT_EQ(run.exit_code, 0) << run.output;
-    const auto plain = rabbit::test::layouts::run_fit_case(c, dir / c.name / "plain.hdf5", "--outputFormat plain");
+    const auto plain =
+        rabbit::test::layouts::run_fit_case(c, dir / c.name / "plain.hdf5", "--outputFormat plain");
     ASSERT_EQ(plain.exit_code, 0) << plain.output;
     files[c.name] = dir / c.name / "plain.hdf5";
     std::string results;
     for (const auto& g : ResultReader(file.string()).result_groups())
-      results += (results.empty() ? "" : ", ") + (g == "results" ? std::string("null") : json_string(g.substr(8)));
-    manifest += std::string(manifest.size() > 1 ? ", " : "") + "{\"name\": " + json_string(c.name) +
-                ", \"file\": " + json_string(file.string()) + ", \"results\": [" + results + "], \"plot_dir\": " +
-                (c.name == "example" ? json_string((dir / "plots").string()) + ", \"upstream_file\": " +
-                                            json_string((dir / "upstream.hdf5").string())
-                                      : "null") +
-                "}";
+      results +=
+          (results.empty() ? "" : ", ") + (g == "results" ? std::string("null") : json_string(g.substr(8)));
+    manifest +=
+        std::string(manifest.size() > 1 ? ", " : "") + "{\"name\": " + json_string(c.name) +
+        ", \"file\": " + json_string(file.string()) + ", \"results\": [" + results + "], \"plot_dir\": " +
+        (c.name == "example" ? json_string((dir / "plots").string()) +
+                                   ", \"upstream_file\": " + json_string((dir / "upstream.hdf5").string())
+                             : "null") +
+        "}";
   }
   std::ofstream(dir / "manifest.json") << manifest << "]";
   const auto run = rabbit::test::run_command(
       "MPLBACKEND=Agg " + rabbit::test::shell_quote(py.string()) + " " +
-      rabbit::test::shell_quote((rabbit::test::source_dir() / "tests" / "layouts" / "rabbit_tools.py").string()) +
+      rabbit::test::shell_quote(
+          (rabbit::test::source_dir() / "tests" / "layouts" / "rabbit_tools.py").string()) +
       " " + rabbit::test::shell_quote((dir / "manifest.json").string()) + " " +
       rabbit::test::shell_quote((dir / "report.json").string()));
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -262,8 +275,10 @@ TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
           ADD_FAILURE() << w << " failed:\n" << (out.find("error") ? out.at("error").string() : "");
           continue;
         }
-        if (script == "pulls") check_pulls(r, group, out.at("stdout").string(), w);
-        else check_impacts(r, group, script, out.at("stdout").string(), w);
+        if (script == "pulls")
+          check_pulls(r, group, out.at("stdout").string(), w);
+        else
+          check_impacts(r, group, script, out.at("stdout").string(), w);
       }
       if (r.exists(group + "/parms")) {
         EXPECT_TRUE(g.at("printed").find("pulls")) << what;
@@ -277,8 +292,10 @@ TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
     auto pois = r.strings("meta/pois");
     for (const auto& n : r.strings("meta/nois")) pois.push_back(n);
     for (const auto& poi : pois) {
-      EXPECT_TRUE(has_file(plots.at("pulls_and_impacts").at("files"), "pulls_and_impacts_" + poi + ".html")) << poi;
-      EXPECT_TRUE(has_file(plots.at("pulls_and_impacts").at("files"), "impacts_grouped_" + poi + ".html")) << poi;
+      EXPECT_TRUE(has_file(plots.at("pulls_and_impacts").at("files"), "pulls_and_impacts_" + poi + ".html"))
+          << poi;
+      EXPECT_TRUE(has_file(plots.at("pulls_and_impacts").at("files"), "impacts_grouped_" + poi + ".html"))
+          << poi;
     }
     for (const auto& e : r.members("results/mappings/BaseMapping/channels"))
       for (const char* ext : {".png", ".pdf"}) {
@@ -286,7 +303,8 @@ TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
         bool postfit = false, prefit = false;
         // Both runs write into one folder; the listing after the second holds both.
         for (const auto& f : plots.at("hists_prefit").at("files").strings()) {
-          const bool match = f.size() >= suffix.size() && f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0;
+          const bool match =
+              f.size() >= suffix.size() && f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0;
           postfit = postfit || (match && f.rfind("postfit_", 0) == 0);
           prefit = prefit || (match && f.rfind("prefit_", 0) == 0);
         }

@@ -39,9 +39,10 @@ void record(ResultWriter& w) {
   set_attr(g, "fit_index", int64_t{0});
   const std::vector<double> values = {10, 11, 20, 21, 30, 31, 40, 41};  // [x with flow][process]
   const std::vector<double> variances = {1, 2, 3, 4, 5, 6, 7, 8};
-  auto ch = create_group(create_group(create_group(create_group(g, "mappings", "dict"), "BaseMapping", "dict"),
-                                      "channels", "dict"),
-                         "ch0", "dict");
+  auto ch =
+      create_group(create_group(create_group(create_group(g, "mappings", "dict"), "BaseMapping", "dict"),
+                                "channels", "dict"),
+                   "ch0", "dict");
   write_hist(ch, "hist_postfit", {regular_x(), Axis::strcat("processes", {"a", "b"})}, values.data(),
              variances.data(), "postfit", true);
   write_hist(g, "scan", {Axis::floatcat("scan", {0.5, 1e-05})}, values.data(), nullptr);
@@ -99,7 +100,8 @@ TEST(ResultWriter, RabbitLayoutStorageAndReaders) {
     std::vector<std::string> keys;
     for (const auto& e : r.members("results")) keys.push_back(e.key);
     if (layout == Layout::rabbit) {
-      EXPECT_EQ(keys, (std::vector<std::string>{"mappings", "scan", "nllvalreduced", "postfit_profile", "only_rabbit"}));
+      EXPECT_EQ(keys, (std::vector<std::string>{"mappings", "scan", "nllvalreduced", "postfit_profile",
+                                                "only_rabbit"}));
       // rabbit-fit 0.2.5's names, the same objects, left out of the listing.
       EXPECT_TRUE(r.exists("results/physics_models/BaseMapping/channels/ch0/hist_postfit"));
       EXPECT_EQ(r.strings("meta/signals"), (std::vector<std::string>{"a"}));
@@ -165,11 +167,19 @@ TEST(ResultWriter, PickleStreamsUseVersionIndependentGlobals) {
       EXPECT_NE(stream.find("frombuffer"), std::string::npos) << "the variable axis' edges";
     }
   }
-  const std::set<std::string> expected = {
-      "numpy.array", "wums.ioutils.H5PickleProxy", "wums.ioutils.H5Path",
-      "wums.ioutils.H5Buffer", "wums.ioutils.make_Hist", "hist.axis.Regular", "hist.axis.StrCategory",
-      "hist.axis.Variable", "boost_histogram._core.axis.regular_uoflow", "boost_histogram._core.axis.category_str",
-      "boost_histogram._core.axis.variable_none", "boost_histogram.storage.Weight", "boost_histogram.storage.Double"};
+  const std::set<std::string> expected = {"numpy.array",
+                                          "wums.ioutils.H5PickleProxy",
+                                          "wums.ioutils.H5Path",
+                                          "wums.ioutils.H5Buffer",
+                                          "wums.ioutils.make_Hist",
+                                          "hist.axis.Regular",
+                                          "hist.axis.StrCategory",
+                                          "hist.axis.Variable",
+                                          "boost_histogram._core.axis.regular_uoflow",
+                                          "boost_histogram._core.axis.category_str",
+                                          "boost_histogram._core.axis.variable_none",
+                                          "boost_histogram.storage.Weight",
+                                          "boost_histogram.storage.Double"};
   EXPECT_EQ(globals, expected);
 }
 

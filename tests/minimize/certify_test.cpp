@@ -4,12 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <random>
 
-#include "support/analytic_objectives.hpp"
 #include "rabbit/minimize/minimizer.hpp"
+#include "support/analytic_objectives.hpp"
 
 using namespace rabbit;
 using rabbit::test::Quadratic;
@@ -57,7 +57,9 @@ class BrokenHvp : public WithDirectHessian<Rosenbrock> {
 class Saddle : public test::AnalyticObjective {
  public:
   int64_t size() const override { return 2; }
-  double f(const Eigen::VectorXd& x) const override { return x[0] * x[0] - x[1] * x[1] + 0.25 * std::pow(x[1], 4); }
+  double f(const Eigen::VectorXd& x) const override {
+    return x[0] * x[0] - x[1] * x[1] + 0.25 * std::pow(x[1], 4);
+  }
   Eigen::VectorXd gradient(const Eigen::VectorXd& x) const override {
     return Eigen::Vector2d(2 * x[0], -2 * x[1] + std::pow(x[1], 3));
   }
@@ -79,7 +81,7 @@ TEST(Certificate, SmallStepsAreJudgedOnTheGradientUpToTheNoiseFloor) {
     MinimizerOptions o;
     o.method = method;
     o.certify = MinimizerOptions::Certify::off;  // the trust-region loop alone...
-    o.stop_edm_fraction = 0.0;                     // ...run down to its rounding floor
+    o.stop_edm_fraction = 0.0;                   // ...run down to its rounding floor
     const MinimizerResult r = minimize(objective, Eigen::VectorXd::Zero(n), o);
     // The end is the rounding floor: a Newton-like step nothing can confirm (6), or a model that
     // predicts no decrease at a radius times |g| below f's rounding (2).
@@ -134,7 +136,8 @@ TEST(Certificate, ModelFailureIsRescuedByTheFallbackSolver) {
   o.certify = MinimizerOptions::Certify::dense;
   const MinimizerResult r = minimize(objective, Eigen::VectorXd::Zero(4), o);
   EXPECT_TRUE(r.converged) << r.stop_reason;
-  EXPECT_NE(r.stop_reason.find("trust-ncg: The subproblem could not predict descent"), std::string::npos) << r.stop_reason;
+  EXPECT_NE(r.stop_reason.find("trust-ncg: The subproblem could not predict descent"), std::string::npos)
+      << r.stop_reason;
   EXPECT_LT((r.x - Eigen::VectorXd::Ones(4)).norm(), 1e-8);
 }
 

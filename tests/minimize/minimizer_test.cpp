@@ -1,12 +1,13 @@
 // Outer loop and end-to-end minimisation on analytic objectives.
+#include "rabbit/minimize/minimizer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <stdexcept>
 
-#include "support/analytic_objectives.hpp"
 #include "rabbit/core/error.hpp"
-#include "rabbit/minimize/minimizer.hpp"
+#include "support/analytic_objectives.hpp"
 
 using namespace rabbit;
 using rabbit::test::Quadratic;
@@ -102,8 +103,9 @@ TEST(Minimizer, RosenbrockFiveFromTheSpecStarts) {
   Eigen::VectorXd start_a(5), start_b(5);
   start_a << -1.2, 1, -0.5, 2, 0.3;
   start_b << 1.3, 0.7, 0.8, 1.9, 1.2;
-  for (const auto& [method, start, tol] : {std::tuple{"trust-exact", start_a, 1e-6}, std::tuple{"trust-ncg", start_a, 1e-5},
-                                           std::tuple{"trust-krylov", start_b, 1e-5}}) {
+  for (const auto& [method, start, tol] :
+       {std::tuple{"trust-exact", start_a, 1e-6}, std::tuple{"trust-ncg", start_a, 1e-5},
+        std::tuple{"trust-krylov", start_b, 1e-5}}) {
     WithDirectHessian<Rosenbrock> objective(5);
     MinimizerOptions options;
     options.method = method;

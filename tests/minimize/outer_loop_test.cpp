@@ -3,17 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Eigenvalues>
-
 #include <cmath>
 #include <memory>
 #include <new>
 #include <stdexcept>
 
-#include "support/analytic_objectives.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/minimize/minimizer.hpp"
 #include "rabbit/minimize/preconditioner.hpp"
+#include "support/analytic_objectives.hpp"
 #include "support/finite_differences.hpp"
 #include "support/log_capture.hpp"
 
@@ -253,7 +252,7 @@ TEST(Preconditioner, PartialBlocksDoNotMixAndChainRuleHolds) {
   EXPECT_LT((Hy.block(0, 0, 7, 7) - Eigen::MatrixXd::Identity(7, 7)).cwiseAbs().maxCoeff(), 1e-8);
   EXPECT_LT((Hy.block(10, 10, 6, 6) - Eigen::MatrixXd::Identity(6, 6)).cwiseAbs().maxCoeff(), 1e-8);
   EXPECT_LT(Hy.block(0, 10, 7, 6).cwiseAbs().maxCoeff(), 1e-12);  // no cross-mixing
-  EXPECT_EQ(Hy(19, 19), H(19, 19));                                 // rest untouched
+  EXPECT_EQ(Hy(19, 19), H(19, 19));                               // rest untouched
   EXPECT_LT((Hy - Hy.transpose()).cwiseAbs().maxCoeff(), 1e-12);
 
   // Internal objective: gradient vs central differences, HVP vs dense transform.
@@ -346,7 +345,8 @@ TEST(DenseHessian, FromHvpsEqualsAnalyticAndHalvesOnAllocationFailure) {
     const double f = objective.value_grad_hess(x, g, H);
     EXPECT_DOUBLE_EQ(f, objective.f(x));
     EXPECT_LT((g - objective.gradient(x)).cwiseAbs().maxCoeff(), 1e-12 * (1 + g.cwiseAbs().maxCoeff()));
-    EXPECT_LT((H - expected).cwiseAbs().maxCoeff(), 1e-12 * expected.cwiseAbs().maxCoeff()) << "batch " << batch;
+    EXPECT_LT((H - expected).cwiseAbs().maxCoeff(), 1e-12 * expected.cwiseAbs().maxCoeff())
+        << "batch " << batch;
   }
   objective.set_hvp_batch(16);
   objective.fail_above = 5;
@@ -373,7 +373,8 @@ TEST(Preconditioner, SpectralEqualsRidgeOnAPositiveDefiniteBlock) {
   const Preconditioner b = Preconditioner::build(x_ref, H, spectral);
   ASSERT_EQ(a.blocks().size(), 1u);
   ASSERT_EQ(b.blocks().size(), 1u);
-  EXPECT_LT((a.blocks()[0].L - b.blocks()[0].L).cwiseAbs().maxCoeff(), 1e-8 * a.blocks()[0].L.cwiseAbs().maxCoeff());
+  EXPECT_LT((a.blocks()[0].L - b.blocks()[0].L).cwiseAbs().maxCoeff(),
+            1e-8 * a.blocks()[0].L.cwiseAbs().maxCoeff());
   // An indefinite block keeps |Λ|: whitened spectrum is ±1.
   Eigen::VectorXd w = Eigen::VectorXd::LinSpaced(n, 1.0, 50.0);
   w[0] = -2.0;

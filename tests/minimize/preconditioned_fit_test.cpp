@@ -83,8 +83,7 @@ class PreconditionedFit : public ::testing::Test {
   Eigen::MatrixXd gauss_newton_matrix(const Eigen::VectorXd& x) {
     Eigen::VectorXd xi, d1, d2, prediction, grad;
     model_->parameters.transform(x, xi, d1, d2);
-    fitter_->yield_model().expected_yields(xi, 0, input_->nbins, YieldModel::BetaMode::profiled,
-                                             &prediction);
+    fitter_->yield_model().expected_yields(xi, 0, input_->nbins, YieldModel::BetaMode::profiled, &prediction);
     const Eigen::VectorXd data = fitter_->observed();
     Eigen::MatrixXd hess;
     fitter_->set_observed(prediction, Eigen::VectorXd());

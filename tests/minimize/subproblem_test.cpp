@@ -1,17 +1,17 @@
 // Subproblem solvers against an exact eigendecomposition reference.
+#include "rabbit/minimize/subproblem.hpp"
+
 #include <gtest/gtest.h>
 
+#include <Eigen/Eigenvalues>
 #include <cmath>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <Eigen/Eigenvalues>
-
-#include "support/analytic_objectives.hpp"
 #include "rabbit/minimize/dense_linalg.hpp"
-#include "rabbit/minimize/subproblem.hpp"
+#include "support/analytic_objectives.hpp"
 
 using namespace rabbit;
 
@@ -79,10 +79,18 @@ std::vector<Case> make_cases(int n, std::mt19937& rng) {
     Eigen::VectorXd w(n);
     for (int i = 0; i < n; ++i) {
       switch (family) {
-        case 0: w[i] = 0.1 + 9.9 * uni(rng); break;                        // PD
-        case 1: w[i] = -5.0 + 15.0 * uni(rng); break;                      // indefinite
-        case 2: w[i] = std::pow(10.0, -3.0 + 6.0 * i / (n - 1)); break;   // PD, cond 1e6
-        default: w[i] = -2.0 + 12.0 * uni(rng); break;                     // hard case below
+        case 0:
+          w[i] = 0.1 + 9.9 * uni(rng);
+          break;  // PD
+        case 1:
+          w[i] = -5.0 + 15.0 * uni(rng);
+          break;  // indefinite
+        case 2:
+          w[i] = std::pow(10.0, -3.0 + 6.0 * i / (n - 1));
+          break;  // PD, cond 1e6
+        default:
+          w[i] = -2.0 + 12.0 * uni(rng);
+          break;  // hard case below
       }
     }
     if (family == 1) w[0] = -std::abs(w[0]) - 0.5;
@@ -94,7 +102,11 @@ std::vector<Case> make_cases(int n, std::mt19937& rng) {
     Eigen::VectorXd g(n);
     for (int i = 0; i < n; ++i) g[i] = normal(rng);
     if (family == 3) g -= Q.col(0) * Q.col(0).dot(g);  // no weight on the bottom eigenvector
-    cases.push_back({H, g, family == 0 ? "pd" : family == 1 ? "indefinite" : family == 2 ? "cond1e6" : "hard"});
+    cases.push_back({H, g,
+                     family == 0   ? "pd"
+                     : family == 1 ? "indefinite"
+                     : family == 2 ? "cond1e6"
+                                   : "hard"});
   }
   return cases;
 }
@@ -132,8 +144,9 @@ TEST(ExactSubproblem, ModelReductionAndFactorizationsOverManyCases) {
   const double per_solve = static_cast<double>(factorizations) / solves;
   RecordProperty("worst_ratio", std::to_string(worst));
   RecordProperty("factorizations_per_solve", std::to_string(per_solve));
-  std::printf("trust-exact: worst model reduction %.4f of exact, %.2f factorizations per solve (%lld solves)\n",
-              worst, per_solve, static_cast<long long>(solves));
+  std::printf(
+      "trust-exact: worst model reduction %.4f of exact, %.2f factorizations per solve (%lld solves)\n",
+      worst, per_solve, static_cast<long long>(solves));
   for (const auto& [label, counts] : by_family)
     std::printf("  %-22s %.2f factorizations per solve\n", label.c_str(),
                 static_cast<double>(counts.second) / counts.first);
@@ -151,7 +164,7 @@ TEST(ExactSubproblem, HardCaseSatisfiesKktConditions) {
   for (int n : {10, 40, 150}) {
     for (int variant = 0; variant < 3; ++variant) {
       Eigen::VectorXd w = Eigen::VectorXd::LinSpaced(n, -2.0, 8.0);
-      if (variant == 1) w[1] = w[0];  // double bottom eigenvalue
+      if (variant == 1) w[1] = w[0];                                     // double bottom eigenvalue
       if (variant == 2) w = Eigen::VectorXd::LinSpaced(n, -1e-3, 50.0);  // nearly singular bottom
       const Eigen::MatrixXd Q = test::random_orthogonal(n, rng);
       Eigen::MatrixXd H = Q * w.asDiagonal() * Q.transpose();
@@ -169,8 +182,8 @@ TEST(ExactSubproblem, HardCaseSatisfiesKktConditions) {
         const ExactSolution ref = exact_trust_region(H, g, radius);
         ASSERT_TRUE(ref.hard) << "n=" << n << " variant " << variant;
         const double lambda = sub.last_lambda();
-        SCOPED_TRACE(::testing::Message() << "n=" << n << " variant " << variant << " radius " << radius
-                                          << " lambda " << lambda);
+        SCOPED_TRACE(::testing::Message()
+                     << "n=" << n << " variant " << variant << " radius " << radius << " lambda " << lambda);
         EXPECT_TRUE(step.hits_boundary);
         // KKT: (H + λI)p = −g, λ ≥ 0, ‖p‖ = Δ, H + λI positive semidefinite (λ ≥ −λ_min).
         const Eigen::MatrixXd shifted = H + lambda * Eigen::MatrixXd::Identity(n, n);
@@ -319,7 +332,8 @@ TEST(GltrSubproblem, NearExactWhenTheKrylovSpaceIsExhausted) {
     for (const Case& c : make_cases(n, rng)) {
       if (c.label == "hard") continue;  // the Krylov space of g never sees the bottom eigenvector
       for (double radius : {0.01, 1.0, 100.0}) {
-        GltrSubproblem sub(0.0, c.g, [&](const Eigen::VectorXd& v, Eigen::VectorXd& Hv) { Hv = c.H * v; }, -1, 1e-10);
+        GltrSubproblem sub(
+            0.0, c.g, [&](const Eigen::VectorXd& v, Eigen::VectorXd& Hv) { Hv = c.H * v; }, -1, 1e-10);
         const SubproblemStep step = sub.solve(radius);
         const ExactSolution ref = exact_trust_region(c.H, c.g, radius);
         const double m = quadratic_model(c.H, c.g, step.p);

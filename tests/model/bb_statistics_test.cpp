@@ -1,16 +1,17 @@
 // BBStatistics (docs/likelihood.md "Per-entry BB statistics") equals the statistics the CPU shard
 // computes itself, entry by entry and bit for bit, over the BB matrix, legacy per-bin input and
 // --minBBKstat; its curvature is the constraint's second derivative per type.
+#include "rabbit/model/bb_statistics.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "support/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/error.hpp"
-#include "rabbit/model/bb_statistics.hpp"
 #include "support/model_fixtures.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit {
 namespace {

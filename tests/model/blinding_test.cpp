@@ -1,9 +1,9 @@
 // Blinding random numbers: SHA-256, numpy's SeedSequence/PCG64/ziggurat, docs/model.md "Blinding".
 #include "rabbit/model/blinding.hpp"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace rabbit {
 namespace {

@@ -1,14 +1,14 @@
 // build_model on an in-memory FitInputData: names, defaults, constraints, freezing, BB type,
-// blinding, option errors (docs/likelihood.md "Parameters and their layout", "Barlow–Beeston types and modes", docs/model.md "Entry point").
-#include "rabbit/model/model.hpp"
+// blinding, option errors (docs/likelihood.md "Parameters and their layout", "Barlow–Beeston types and
+// modes", docs/model.md "Entry point").
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-#include <gtest/gtest.h>
-
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/blinding.hpp"
+#include "rabbit/model/model.hpp"
 #include "rabbit/model/param_model.hpp"
 #include "support/small_input.hpp"
 
@@ -106,7 +106,8 @@ TEST(BuildModel, FreezeByNameAndRegex) {
   options.freeze_parameters = {"nothing.*"};
   EXPECT_EQ(build_model(test::small_input(), options)->parameters.frozen_indices().size(), 0u);
   options.freeze_parameters = {"(unclosed"};
-  EXPECT_NE(option_error(test::small_input(), options).find("--freezeParameters: '(unclosed'"), std::string::npos);
+  EXPECT_NE(option_error(test::small_input(), options).find("--freezeParameters: '(unclosed'"),
+            std::string::npos);
 }
 
 TEST(BuildModel, BinByBinTypeResolution) {
@@ -123,7 +124,8 @@ TEST(BuildModel, BinByBinTypeResolution) {
   EXPECT_EQ(build_model(in, options)->bb_type, BBType::normal_additive);
   options.bb_type = BBType::gamma;
   EXPECT_EQ(option_error(in, options),
-            "--covarianceFit with --binByBinStatType gamma: only normal-additive or normal-multiplicative are allowed "
+            "--covarianceFit with --binByBinStatType gamma: only normal-additive or normal-multiplicative "
+            "are allowed "
             "(or --noBinByBinStat)");
   options.bin_by_bin_stat = false;
   EXPECT_NO_THROW(build_model(in, options));
@@ -141,7 +143,8 @@ TEST(BuildModel, CovarianceFitFallsBackToInverseVariances) {
   EXPECT_FALSE(in->data_cov_inv.has_value());  // the caller's input is untouched
   in->data_var.reset();
   in->data_obs = Eigen::Vector3d(1.0, 0.0, 2.0);
-  EXPECT_NE(option_error(in, options).find("--covarianceFit: small.hdf5 has no hdata_cov_inv"), std::string::npos);
+  EXPECT_NE(option_error(in, options).find("--covarianceFit: small.hdf5 has no hdata_cov_inv"),
+            std::string::npos);
 }
 
 TEST(BuildModel, ChisqNeedsPositiveCounts) {
@@ -152,7 +155,8 @@ TEST(BuildModel, ChisqNeedsPositiveCounts) {
     check_observed(*model, model->input->data_obs, "data_obs");
     FAIL();
   } catch (const OptionError& e) {
-    EXPECT_EQ(std::string(e.what()), "--chisqFit requires all observed counts to be > 0, but data_obs has 0 in bin 1");
+    EXPECT_EQ(std::string(e.what()),
+              "--chisqFit requires all observed counts to be > 0, but data_obs has 0 in bin 1");
   }
   EXPECT_NO_THROW(check_observed(*model, Eigen::Vector3d(1, 2, 3), "toy 1"));
   EXPECT_THROW(check_observed(*model, Eigen::Vector2d(1, 2), "toy 1"), Error);
@@ -203,9 +207,10 @@ TEST(BuildModel, UnblindAndBlindingGroups) {
   const double shared = std::exp(blinding_value("sig.*_data"));
   EXPECT_EQ(model->parameters.poi_blinding_scale, Eigen::Vector2d(shared, shared));
   options.unblind = {"sig2"};
-  EXPECT_EQ(option_error(test::small_input(), options),
-            "--unblind and --blindingGroup both match: sig2 (group 'sig.*'); refusing an ambiguous (un)blinding, "
-            "tighten the expressions");
+  EXPECT_EQ(
+      option_error(test::small_input(), options),
+      "--unblind and --blindingGroup both match: sig2 (group 'sig.*'); refusing an ambiguous (un)blinding, "
+      "tighten the expressions");
   auto bad = test::small_input();
   bad->noiidxs = {5};
   options.unblind = {};
@@ -264,8 +269,9 @@ TEST(BuildModel, ParamModelPriorsBecomeConstraints) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   ModelOptions options;
   options.prefit_unconstrained_nuisance_uncertainty = 2.0;
-  auto model = build_model(test::small_input(), options,
-                           std::make_shared<PriorModel>(Eigen::Vector2d(nan, 0.5), Eigen::Vector2d(nan, 2.0), false));
+  auto model =
+      build_model(test::small_input(), options,
+                  std::make_shared<PriorModel>(Eigen::Vector2d(nan, 0.5), Eigen::Vector2d(nan, 2.0), false));
   const auto& ps = model->parameters;
   EXPECT_EQ(ps.names, (std::vector<std::string>{"p", "q", "a", "noi", "b"}));
   EXPECT_EQ(ps.npoi, 1);
@@ -276,7 +282,7 @@ TEST(BuildModel, ParamModelPriorsBecomeConstraints) {
   var << 4.0, 0.25, 1.0, 4.0, 1.0;
   EXPECT_EQ(ps.constraint_weights, cw);
   EXPECT_EQ(ps.constraint_centres_default, x0);
-  EXPECT_EQ(ps.x_default, x0);                                // start at the prior mean
+  EXPECT_EQ(ps.x_default, x0);                               // start at the prior mean
   EXPECT_EQ(ps.x_param_default, Eigen::Vector2d(2.0, 1.5));  // but ρ uses the stored defaults
   EXPECT_EQ(ps.prefit_variance, var);
   // The prior enters the constraint term: ½·4·(ξ_q − 2)².
@@ -293,8 +299,9 @@ TEST(BuildModel, ParamModelPriorsBecomeConstraints) {
     EXPECT_EQ(std::string(e.what()),
               "Gaussian prior on POI p requires --allowNegativeParam (the stored parameter is sqrt(mu))");
   }
-  auto linear = build_model(test::small_input(), options,
-                            std::make_shared<PriorModel>(Eigen::Vector2d(0.1, nan), Eigen::Vector2d(nan, nan), true));
+  auto linear =
+      build_model(test::small_input(), options,
+                  std::make_shared<PriorModel>(Eigen::Vector2d(0.1, nan), Eigen::Vector2d(nan, nan), true));
   EXPECT_DOUBLE_EQ(linear->parameters.constraint_weights[0], 100.0);
   EXPECT_EQ(linear->parameters.constraint_centres_default[0], 4.0);  // mean defaults to the stored default
 }

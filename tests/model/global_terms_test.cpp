@@ -1,23 +1,23 @@
-// Global terms (docs/likelihood.md "Constraint term", docs/model.md "Global terms") and the SVD regulariser (docs/model.md "The regularisation term") vs finite differences.
+// Global terms (docs/likelihood.md "Constraint term", docs/model.md "Global terms") and the SVD regulariser
+// (docs/model.md "The regularisation term") vs finite differences.
 #include "rabbit/model/global_terms.hpp"
-
-#include <cmath>
 
 #include <gtest/gtest.h>
 
 #include <Eigen/LU>
+#include <cmath>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/regularizer.hpp"
-#include "support/small_input.hpp"
 #include "support/finite_differences.hpp"
+#include "support/small_input.hpp"
 
 namespace rabbit {
 namespace {
 
-using Fn = std::function<double(const Eigen::VectorXd&, Eigen::VectorXd*, const Eigen::MatrixXd*, Eigen::MatrixXd*,
-                                Eigen::MatrixXd*)>;
+using Fn = std::function<double(const Eigen::VectorXd&, Eigen::VectorXd*, const Eigen::MatrixXd*,
+                                Eigen::MatrixXd*, Eigen::MatrixXd*)>;
 
 /// Value/grad/HVP/Hessian of an "adds to" evaluation against central finite differences.
 void check_term(const Fn& f, const Eigen::VectorXd& x) {
@@ -128,8 +128,8 @@ TEST(GlobalTerms, ExternalTermGaussianScalars) {
   const Eigen::Vector2d mu(0.5, -1.0);
   const double half_mu_h_mu = 0.5 * mu.dot(h * mu);
   Eigen::VectorXd at_mu = Eigen::VectorXd::Zero(5);
-  at_mu[2] = mu[0];  // a
-  at_mu[4] = mu[1];  // b
+  at_mu[2] = mu[0];    // a
+  at_mu[4] = mu[1];    // b
   ExternalTerm gauss;  // N(μ, H⁻¹) stored expanded: g = −Hμ
   gauss.name = "gauss";
   gauss.params = {"a", "b"};
@@ -342,7 +342,8 @@ TEST(GlobalTerms, ParameterOnlyRegularizerWithStrength) {
   check_term([&](auto&&... a) { return model->global_terms->xi_terms(a...); }, xi);
   // τ is read at every call (--lCurveOptimize changes it).
   model->options.regularization_strength = 0.0;
-  EXPECT_NEAR(model->global_terms->xi_terms(xi, nullptr, nullptr, nullptr, nullptr), constraint + penalty, 1e-12);
+  EXPECT_NEAR(model->global_terms->xi_terms(xi, nullptr, nullptr, nullptr, nullptr), constraint + penalty,
+              1e-12);
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/model_options.hpp"
 #include "rabbit/model/param_model.hpp"
-#include "support/small_input.hpp"
 #include "support/finite_differences.hpp"
+#include "support/small_input.hpp"
 
 namespace rabbit {
 namespace {

@@ -98,9 +98,9 @@ TEST(ParamModel, MixtureUsesProcessListOrder) {
 
 TEST(ParamModel, CompositeOfMuAndMixture) {
   auto in = test::small_input();
-  auto m = make_param_model(*in, {ParamModelSpec{"Mu", {}}, ParamModelSpec{"Ones", {}},
-                                  ParamModelSpec{"Mixture", {"sig", "bkg"}}},
-                            {}, true);
+  auto m = make_param_model(
+      *in, {ParamModelSpec{"Mu", {}}, ParamModelSpec{"Ones", {}}, ParamModelSpec{"Mixture", {"sig", "bkg"}}},
+      {}, true);
   EXPECT_EQ(m->names(), (std::vector<std::string>{"sig", "sig2", "sig_bkg_mixing"}));
   EXPECT_EQ(m->npoi(), 3);
   EXPECT_TRUE(m->allow_negative_param());
@@ -123,32 +123,46 @@ TEST(ParamModel, CompositeOfMuAndMixture) {
 
 TEST(ParamModel, ExpectSignalValidatedByEverySubModel) {
   auto in = test::small_input();
-  EXPECT_EQ(error_of([&] { make_param_model(*in, {}, {{"bkg", 2.0}}, false); }),
+  EXPECT_EQ(error_of([&] {
+              make_param_model(*in, {}, {{"bkg", 2.0}}, false);
+            }),
             "--expectSignal: 'bkg' is not a parameter of param model Mu (its parameters: [sig, sig2])");
   // In a composite the Mixture model rejects the Mu parameter (rabbit behaviour).
-  EXPECT_EQ(error_of([&] {
-              make_param_model(*in, {ParamModelSpec{"Mu", {}}, ParamModelSpec{"Mixture", {"sig", "bkg"}}},
-                               {{"sig", 2.0}}, false);
-            }),
-            "--expectSignal: 'sig' is not a parameter of param model Mixture (its parameters: [sig_bkg_mixing])");
+  EXPECT_EQ(
+      error_of([&] {
+        make_param_model(*in, {ParamModelSpec{"Mu", {}}, ParamModelSpec{"Mixture", {"sig", "bkg"}}},
+                         {{"sig", 2.0}}, false);
+      }),
+      "--expectSignal: 'sig' is not a parameter of param model Mixture (its parameters: [sig_bkg_mixing])");
 }
 
 TEST(ParamModel, BadSpecsAreOptionErrors) {
   auto in = test::small_input();
-  const std::string unknown = error_of([&] { make_param_model(*in, {ParamModelSpec{"ABCD", {}}}, {}, false); });
-  EXPECT_NE(unknown.find("unknown param model 'ABCD'; supported: Ones, Mu, Mixture"), std::string::npos) << unknown;
+  const std::string unknown = error_of([&] {
+    make_param_model(*in, {ParamModelSpec{"ABCD", {}}}, {}, false);
+  });
+  EXPECT_NE(unknown.find("unknown param model 'ABCD'; supported: Ones, Mu, Mixture"), std::string::npos)
+      << unknown;
   EXPECT_NE(unknown.find("not implemented"), std::string::npos);
-  EXPECT_NE(error_of([&] { make_param_model(*in, {ParamModelSpec{"Mixture", {"sig"}}}, {}, false); })
-                .find("expected exactly 2 arguments"),
+  EXPECT_NE(error_of([&] {
+              make_param_model(*in, {ParamModelSpec{"Mixture", {"sig"}}}, {}, false);
+            }).find("expected exactly 2 arguments"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { make_param_model(*in, {ParamModelSpec{"Mixture", {"sig,bkg", "sig2"}}}, {}, false); })
-                .find("same length, got 2 and 1"),
+  EXPECT_NE(error_of([&] {
+              make_param_model(*in, {ParamModelSpec{"Mixture", {"sig,bkg", "sig2"}}}, {}, false);
+            }).find("same length, got 2 and 1"),
             std::string::npos);
-  EXPECT_EQ(error_of([&] { make_param_model(*in, {ParamModelSpec{"Mixture", {"sig", "nope"}}}, {}, false); }),
+  EXPECT_EQ(error_of([&] {
+              make_param_model(*in, {ParamModelSpec{"Mixture", {"sig", "nope"}}}, {}, false);
+            }),
             "--paramModel Mixture: [nope] not found in processes [sig, sig2, bkg, bkg2]");
-  EXPECT_EQ(error_of([&] { make_param_model(*in, {ParamModelSpec{"Mixture", {"sig,bkg", "bkg,sig2"}}}, {}, false); }),
+  EXPECT_EQ(error_of([&] {
+              make_param_model(*in, {ParamModelSpec{"Mixture", {"sig,bkg", "bkg,sig2"}}}, {}, false);
+            }),
             "--paramModel Mixture: process 'bkg' is listed more than once");
-  EXPECT_NE(error_of([&] { make_param_model(*in, {ParamModelSpec{"Mu", {"x"}}}, {}, false); }).find("no arguments"),
+  EXPECT_NE(error_of([&] {
+              make_param_model(*in, {ParamModelSpec{"Mu", {"x"}}}, {}, false);
+            }).find("no arguments"),
             std::string::npos);
 }
 

@@ -1,9 +1,10 @@
-// ParameterSpace: ξ = T(x) and its derivatives (docs/likelihood.md "Effective parameters ξ = T(x)", "Frozen parameters"), name matching.
+// ParameterSpace: ξ = T(x) and its derivatives (docs/likelihood.md "Effective parameters ξ = T(x)", "Frozen
+// parameters"), name matching.
 #include "rabbit/model/parameter_space.hpp"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "rabbit/core/error.hpp"
 #include "support/finite_differences.hpp"

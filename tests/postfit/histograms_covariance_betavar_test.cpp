@@ -1,17 +1,16 @@
-// Postfit histogram variances of a covariance fit with beta variations (docs/likelihood.md "Beta variations"): the β
-// part is rabbit's pdexpdbeta H_ββ⁻¹ pdexpdbetaᵀ with the masked bins' rows carrying the cross terms
-// to the observed entries (CpuShardEvaluator::beta_yield_partials).
+// Postfit histogram variances of a covariance fit with beta variations (docs/likelihood.md "Beta
+// variations"): the β part is rabbit's pdexpdbeta H_ββ⁻¹ pdexpdbetaᵀ with the masked bins' rows carrying the
+// cross terms to the observed entries (CpuShardEvaluator::beta_yield_partials).
 #include <gtest/gtest.h>
 
+#include <Eigen/LU>
 #include <cmath>
 #include <random>
 
-#include <Eigen/LU>
-
-#include "support/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/postfit/histograms.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit::testing {
 namespace {

@@ -6,11 +6,11 @@
 
 #include <random>
 
-#include "support/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/postfit/histograms.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit::testing {
 namespace {

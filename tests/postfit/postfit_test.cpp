@@ -1,4 +1,6 @@
-// Postfit linear algebra (docs/output-format.md "EDM and covariance" to "Gaussian global impacts", docs/output-format.md "Hessian-free mode") and the plain result file (docs/output-format.md "The plain layout").
+// Postfit linear algebra (docs/output-format.md "EDM and covariance" to "Gaussian global impacts",
+// docs/output-format.md "Hessian-free mode") and the plain result file (docs/output-format.md "The plain
+// layout").
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -60,10 +62,12 @@ TEST(Covariance, NotPositiveDefiniteIsANumericalError) {
 TEST(Covariance, ConjugateGradientSolves) {
   Eigen::MatrixXd A = spd(6, 2);
   Eigen::VectorXd b = Eigen::VectorXd::LinSpaced(6, -1, 2);
-  auto x = conjugate_gradient([&](const Eigen::VectorXd& v) { return Eigen::VectorXd(A * v); }, b, 1e-12, 100, "test");
+  auto x = conjugate_gradient([&](const Eigen::VectorXd& v) { return Eigen::VectorXd(A * v); }, b, 1e-12, 100,
+                              "test");
   EXPECT_LT((A * x - b).norm(), 1e-10 * b.norm());
-  EXPECT_THROW(conjugate_gradient([&](const Eigen::VectorXd& v) { return Eigen::VectorXd(-v); }, b, 1e-12, 100, "neg"),
-               rabbit::NumericalError);
+  EXPECT_THROW(
+      conjugate_gradient([&](const Eigen::VectorXd& v) { return Eigen::VectorXd(-v); }, b, 1e-12, 100, "neg"),
+      rabbit::NumericalError);
 }
 
 TEST(Impacts, TraditionalAndGroupedOnAKnownMatrix) {
@@ -101,9 +105,9 @@ TEST(Impacts, GlobalPerSourceAndRemainder) {
   Eigen::VectorXd cw(3);
   cw << 0.0, 1.0, 4.0;
   auto per = global_impacts(C, cw, {false, false, true}, {0});
-  EXPECT_EQ(per(0, 0), 0.0);                     // unconstrained source
-  EXPECT_NEAR(per(0, 1), C(1, 0), 1e-15);        // sqrt(cw) C
-  EXPECT_EQ(per(0, 2), 0.0);                     // frozen source
+  EXPECT_EQ(per(0, 0), 0.0);               // unconstrained source
+  EXPECT_NEAR(per(0, 1), C(1, 0), 1e-15);  // sqrt(cw) C
+  EXPECT_EQ(per(0, 2), 0.0);               // frozen source
   ImpactLayout layout;
   layout.reported = {0};
   layout.groups = {{1, 2}};
@@ -112,8 +116,8 @@ TEST(Impacts, GlobalPerSourceAndRemainder) {
   bb << 1e-4;
   auto grouped = global_grouped_impacts(C, per, layout, &bb, nullptr, nullptr);
   ASSERT_EQ(grouped.cols(), 3);
-  EXPECT_NEAR(grouped(0, 0) * grouped(0, 0) + grouped(0, 1) * grouped(0, 1) + grouped(0, 2) * grouped(0, 2), C(0, 0),
-              1e-14);
+  EXPECT_NEAR(grouped(0, 0) * grouped(0, 0) + grouped(0, 1) * grouped(0, 1) + grouped(0, 2) * grouped(0, 2),
+              C(0, 0), 1e-14);
   // A negative remainder is clamped to 0 (upstream gives NaN).
   Eigen::VectorXd huge(1);
   huge << 10.0 * C(0, 0);

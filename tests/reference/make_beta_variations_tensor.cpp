@@ -4,7 +4,8 @@
 // Deterministic (no random numbers). Not part of the build; see tests/reference/README.md:
 //   g++ -std=c++20 -O1 -I include -I /usr/include/eigen3 -I /usr/include/hdf5/serial \
 //     tests/reference/make_beta_variations_tensor.cpp build-cpu/librabbit_io.a build-cpu/librabbit_core.a \
-//     -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lblosc -lz -lfmt -o /tmp/make_bv && /tmp/make_bv OUT.hdf5
+//     -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lblosc -lz -lfmt -o /tmp/make_bv && /tmp/make_bv
+//     OUT.hdf5
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -21,7 +22,7 @@ int main(int argc, char** argv) {
     const double x = -1.75 + 0.5 * i;
     sig[i] = 120.0 * std::exp(-0.5 * x * x);
     bkg[i] = 60.0 - 4.0 * i;
-    sig_w2[i] = sig[i] * (0.12 + 0.02 * i);   // MC weights ~0.1-0.3: visible BB effects
+    sig_w2[i] = sig[i] * (0.12 + 0.02 * i);  // MC weights ~0.1-0.3: visible BB effects
     bkg_w2[i] = bkg[i] * (0.25 - 0.015 * i);
     data[i] = std::round(1.08 * sig[i] + 0.97 * bkg[i] + 6.0 * std::sin(1.3 * i));
     masked[i] = 0.8 * sig[i] + 5.0;
@@ -51,8 +52,10 @@ int main(int argc, char** argv) {
   for (int d = 0; d < nb; ++d)
     for (int s = 0; s < nb; ++s) {
       const int dist = std::abs(d - s);
-      if (dist == 0) var[d * nb + s] = 0.05 * masked[d];
-      else if (dist == 1) var[d * nb + s] = 0.015 * masked[d];
+      if (dist == 0)
+        var[d * nb + s] = 0.05 * masked[d];
+      else if (dist == 1)
+        var[d * nb + s] = 0.015 * masked[d];
     }
   w.add_beta_variations("sig", "ch0", "ch0_masked", var);
   w.write(out);

@@ -1,11 +1,12 @@
 // Writes tests/reference/tensors/covariance_bb_masked.hdf5 with our TensorWriter: one channel with a
 // data covariance and a bin without MC statistics (BB-masked in lite mode), for --covarianceFit with
-// normal-multiplicative lite BB, where rabbit solves the masked bin as free (docs/likelihood.md "BB derivative corner cases" item 2).
-// Deterministic; built like make_beta_variations_tensor.cpp (see there).
+// normal-multiplicative lite BB, where rabbit solves the masked bin as free (docs/likelihood.md "BB
+// derivative corner cases" item 2). Deterministic; built like make_beta_variations_tensor.cpp (see there).
+#include <Eigen/Core>
 #include <cmath>
 #include <cstdio>
 #include <vector>
-#include <Eigen/Core>
+
 #include "rabbit/io/tensor_writer.hpp"
 int main(int argc, char** argv) {
   using namespace rabbit;
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
     bw2[i] = bkg[i] * (0.25 - 0.015 * i);
     data[i] = std::round(1.08 * sig[i] + 0.97 * bkg[i] + 6.0 * std::sin(1.3 * i));
   }
-  sw2[3] = 0.0; bw2[3] = 0.0;  // a bin without MC statistics: BB-masked
+  sw2[3] = 0.0;
+  bw2[3] = 0.0;  // a bin without MC statistics: BB-masked
   TensorWriter w;
   w.add_channel("ch0", {axis::regular(nb, -2, 2, "x")});
   w.add_data("ch0", data);
@@ -33,7 +35,11 @@ int main(int argc, char** argv) {
   w.add_process("ch0", "bkg", bkg, false, bw2);
   w.add_norm_systematic("norm", {"sig", "bkg"}, "ch0", {1.03});
   std::vector<double> up(nb), dn(nb);
-  for (int i = 0; i < nb; ++i) { const double s = 0.02 * (i - 3.5); up[i] = bkg[i] * (1 + s); dn[i] = bkg[i] * (1 - 0.8 * s); }
+  for (int i = 0; i < nb; ++i) {
+    const double s = 0.02 * (i - 3.5);
+    up[i] = bkg[i] * (1 + s);
+    dn[i] = bkg[i] * (1 - 0.8 * s);
+  }
   w.add_systematic("slope_bkg", "bkg", "ch0", up, dn);
   w.write(argv[1]);
 }

@@ -2,8 +2,9 @@
 // rabbit_fit.py (recorded commit) wrote for one run on a tensor of tests/reference/tensors/
 // (tools/make_reference.py made them; the tensors come from our rabbit_make_tensor). Each case runs
 // our rabbit_fit with the same arguments on the same tensor and compares with the shared engine of
-// tests/support/fit_comparison.hpp (what is compared and the tolerances of docs/validation.md "Tolerances" are listed there).
-// A new case is a new fits/CASE.json (and its tensor): the cases are the files of that directory.
+// tests/support/fit_comparison.hpp (what is compared and the tolerances of docs/validation.md "Tolerances"
+// are listed there). A new case is a new fits/CASE.json (and its tensor): the cases are the files of that
+// directory.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,7 +24,9 @@ using rabbit::io::Json;
 
 namespace {
 
-fs::path reference_dir() { return rabbit::test::source_dir() / "tests" / "reference"; }
+fs::path reference_dir() {
+  return rabbit::test::source_dir() / "tests" / "reference";
+}
 
 std::vector<std::string> case_names() {
   std::vector<std::string> out;
@@ -51,14 +54,14 @@ class ReferenceFit : public ::testing::TestWithParam<std::tuple<std::string, std
 TEST_P(ReferenceFit, AgreesWithUpstreamRabbit) {
   const auto& [name, method] = GetParam();
   const Json ref = Json::parse_file((reference_dir() / "fits" / (name + ".json")).string());
-  const auto run = rabbit::test::run_reference_case(ref, reference_dir() / "tensors",
-                                                    rabbit::test::scratch_dir("reference_" + name + "_" + method),
-                                                    "--minimizerMethod " + method);
+  const auto run = rabbit::test::run_reference_case(
+      ref, reference_dir() / "tensors", rabbit::test::scratch_dir("reference_" + name + "_" + method),
+      "--minimizerMethod " + method);
   ASSERT_EQ(run.exit_code, 0) << run.command << "\n" << run.output;
   ASSERT_TRUE(fs::exists(run.result_file)) << run.command << "\n" << run.output;
 
-  const auto summary =
-      rabbit::test::compare_fit_result(name, ref.at("results"), run.result_file.string(), reference_tolerances());
+  const auto summary = rabbit::test::compare_fit_result(name, ref.at("results"), run.result_file.string(),
+                                                        reference_tolerances());
   // Largest deviations per quantity (relative / absolute), for docs/validation.md.
   std::cout << "[ reference ] " << name << " " << method << rabbit::test::format_summary(summary) << "\n";
 

@@ -1,11 +1,10 @@
 #pragma once
 // Analytic test objectives with exact derivatives, counting their calls.
+#include <Eigen/Dense>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
-
-#include <Eigen/Dense>
 
 #include "rabbit/minimize/objective.hpp"
 

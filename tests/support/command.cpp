@@ -94,7 +94,8 @@ CommandResult run_rabbit_fit_captured(const std::string& args) {
   }
   std::rewind(file.get());
   std::array<char, 4096> buffer;
-  for (size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), file.get())) > 0;) result.output.append(buffer.data(), n);
+  for (size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), file.get())) > 0;)
+    result.output.append(buffer.data(), n);
   return result;
 }
 

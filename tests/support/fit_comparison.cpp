@@ -21,9 +21,9 @@ namespace rabbit::test {
 // to docs/validation.md "Tolerances". A new case with a known deviation adds one line here.
 std::vector<KnownDeviation> reference_known_deviations() {
   return {
-      {"no_bbb [results]", "global_impacts_grouped", "[slope_signal_ch0,stat]", 3e-5},             // 1.8e-5 measured
+      {"no_bbb [results]", "global_impacts_grouped", "[slope_signal_ch0,stat]", 3e-5},  // 1.8e-5 measured
       {"bb_lite_normal_add [results]", "global_impacts_grouped", "[slope_signal_ch0,stat]", 3e-5},  // 1.7e-5
-      {"no_bbb [results] BaseMapping", "chi2", "chi2", 3e-6},                                       // 1.4e-6 measured
+      {"no_bbb [results] BaseMapping", "chi2", "chi2", 3e-6},  // 1.4e-6 measured
   };
 }
 
@@ -46,7 +46,8 @@ std::vector<compare::EntryTolerance> entry_tolerances(const std::string& case_na
 std::string format_summary(const DeviationSummary& summary) {
   std::ostringstream line;
   line << std::setprecision(2);
-  for (const auto& [quantity, d] : summary) line << "; " << quantity << " " << d.relative << "/" << d.absolute;
+  for (const auto& [quantity, d] : summary)
+    line << "; " << quantity << " " << d.relative << "/" << d.absolute;
   return line.str();
 }
 
@@ -62,8 +63,7 @@ DeviationSummary compare_fit_result(const std::string& case_name, const Json& ex
   const auto ours = compare::open_result_file(our_result_file);
   const compare::Report report = compare::compare_results(*rabbit, *ours, options);
   for (const auto& r : report.results)
-    if (!r.ok())
-      ADD_FAILURE() << case_name << ": " << compare::format_result(r);
+    if (!r.ok()) ADD_FAILURE() << case_name << ": " << compare::format_result(r);
   return report.summary();
 }
 

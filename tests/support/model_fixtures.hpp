@@ -6,28 +6,28 @@
 // support/error_measures.hpp), data without empty bins, and the GPU-skip guard.
 #include <gtest/gtest.h>
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
-
-#include "support/shard_test_helpers.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
 #include "support/error_measures.hpp"
+#include "support/shard_test_helpers.hpp"
 
 /// Skips the test with a message when the build has no CUDA or no GPU is visible.
-#define RABBIT_REQUIRE_GPU()                                                                         \
-  do {                                                                                               \
-    if (!::rabbit::built_with_cuda()) GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)"; \
-    std::string rabbit_no_gpu_reason;                                                                \
-    if (::rabbit::visible_gpus(&rabbit_no_gpu_reason).empty())                                       \
-      GTEST_SKIP() << "no GPU visible: " << rabbit_no_gpu_reason;                                    \
+#define RABBIT_REQUIRE_GPU()                                                  \
+  do {                                                                        \
+    if (!::rabbit::built_with_cuda())                                         \
+      GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)"; \
+    std::string rabbit_no_gpu_reason;                                         \
+    if (::rabbit::visible_gpus(&rabbit_no_gpu_reason).empty())                \
+      GTEST_SKIP() << "no GPU visible: " << rabbit_no_gpu_reason;             \
   } while (0)
 
 namespace rabbit::fixtures {
@@ -65,9 +65,11 @@ inline std::unique_ptr<Fitter> single_cpu_fitter(std::shared_ptr<Model> model, i
 
 /// CPU shards over [edges[s], edges[s+1]) (edges from 0 to nbins; repeated edges give empty shards),
 /// always a MultiDeviceFitter.
-inline std::unique_ptr<Fitter> cpu_shards_at(std::shared_ptr<Model> model, const std::vector<int64_t>& edges) {
+inline std::unique_ptr<Fitter> cpu_shards_at(std::shared_ptr<Model> model,
+                                             const std::vector<int64_t>& edges) {
   std::vector<std::unique_ptr<ShardEvaluator>> shards;
-  for (size_t s = 0; s + 1 < edges.size(); ++s) shards.push_back(make_cpu_shard(model, edges[s], edges[s + 1], 1));
+  for (size_t s = 0; s + 1 < edges.size(); ++s)
+    shards.push_back(make_cpu_shard(model, edges[s], edges[s + 1], 1));
   return std::make_unique<MultiDeviceFitter>(std::move(model), std::move(shards));
 }
 
@@ -104,7 +106,9 @@ inline std::vector<NamedConfig> bb_mode_matrix(bool sparse) {
         d.bb_type = type;
         d.likelihood = lk;
         out.push_back({tag + (mode == BBMode::lite ? "_lite_" : "_full_") +
-                           (type == BBType::gamma ? "gamma" : type == BBType::normal_additive ? "nadd" : "nmult") +
+                           (type == BBType::gamma             ? "gamma"
+                            : type == BBType::normal_additive ? "nadd"
+                                                              : "nmult") +
                            (lk == DataLikelihood::chisq ? "_chisq" : ""),
                        d});
       }

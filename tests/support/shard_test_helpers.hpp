@@ -1,16 +1,15 @@
 #pragma once
 // Small in-memory fit inputs and models for the CPU shard tests.
+#include <Eigen/Core>
+#include <Eigen/LU>
 #include <cmath>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
-#include <Eigen/LU>
-
-#include "rabbit/backend/cpu/shared_likelihood.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "rabbit/backend/cpu/shared_likelihood.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/global_terms.hpp"
 #include "rabbit/model/model.hpp"
@@ -86,16 +85,16 @@ class TestGlobalTerms : public GlobalTerms {
  public:
   Eigen::VectorXd cw, x0, ext_g;
   Eigen::MatrixXd ext_h;  // n × n, may be non-symmetric; empty for none
-  double xi_terms(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V, Eigen::MatrixXd* HV,
-                  Eigen::MatrixXd* hess) const override {
+  double xi_terms(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
+                  Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const override {
     const Eigen::VectorXd d = xi - x0;
     if (grad) *grad += cw.cwiseProduct(d);
     if (V && HV) *HV += cw.asDiagonal() * (*V);
     if (hess) hess->diagonal() += cw;
     return 0.5 * d.dot(cw.cwiseProduct(d));
   }
-  double x_terms(const Eigen::VectorXd& x, Eigen::VectorXd* grad, const Eigen::MatrixXd* V, Eigen::MatrixXd* HV,
-                 Eigen::MatrixXd* hess) const override {
+  double x_terms(const Eigen::VectorXd& x, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
+                 Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const override {
     if (ext_h.size() == 0) return 0.0;
     const Eigen::MatrixXd hs = 0.5 * (ext_h + ext_h.transpose());
     if (grad) *grad += ext_g + hs * x;
@@ -188,7 +187,8 @@ inline std::shared_ptr<FitInputData> make_test_input(const ShardConfig& c) {
     for (int64_t p = 0; p < P; ++p) tot += norm[b * P + p];
     in->data_obs[b] = std::round(tot * (0.85 + 0.3 * uni(rng)));
   }
-  if (c.likelihood != DataLikelihood::chisq && c.likelihood != DataLikelihood::covariance) in->data_obs[3] = 0.0;
+  if (c.likelihood != DataLikelihood::chisq && c.likelihood != DataLikelihood::covariance)
+    in->data_obs[3] = 0.0;
   if (c.likelihood == DataLikelihood::covariance) {
     Eigen::MatrixXd L = Eigen::MatrixXd::Zero(B, B);
     for (int64_t i = 0; i < B; ++i) {

@@ -5,9 +5,15 @@
 #include <string>
 
 namespace rabbit::test {
-std::filesystem::path source_dir() { return RABBIT_SOURCE_DIR; }
-std::filesystem::path binary_dir() { return RABBIT_BINARY_DIR; }
-std::string example_tensor() { return (source_dir() / "examples" / "example_tensor.hdf5").string(); }
+std::filesystem::path source_dir() {
+  return RABBIT_SOURCE_DIR;
+}
+std::filesystem::path binary_dir() {
+  return RABBIT_BINARY_DIR;
+}
+std::string example_tensor() {
+  return (source_dir() / "examples" / "example_tensor.hdf5").string();
+}
 std::filesystem::path scratch_dir(const std::string& name) {
   // ctest -j runs every test case in its own process, several at once: the process id keeps two
   // cases that use the same name from deleting each other's files.

@@ -1,9 +1,8 @@
 #pragma once
-// The command line of rabbit_fit (docs/user-guide.md "Command-line rules"): every upstream option is parsed with
-// argparse's behaviour (negative numbers as values, repeated options, bare list options, unique
-// prefixes of long options); the typed result is FitOptions. Options that this release does not
-// implement are refused with "option --X is not implemented yet"; TensorFlow-only options are
-// accepted with a warning.
+// The command line of rabbit_fit (docs/user-guide.md "Command-line rules"): every upstream option is parsed
+// with argparse's behaviour (negative numbers as values, repeated options, bare list options, unique prefixes
+// of long options); the typed result is FitOptions. Options that this release does not implement are refused
+// with "option --X is not implemented yet"; TensorFlow-only options are accepted with a warning.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -94,21 +93,24 @@ struct FitOptions {
   int64_t hvp_batch = 256;
   // Internal-coordinate preconditioner (docs/minimizers.md "Preconditioner").
   bool precondition = false;
-  std::vector<std::string> precondition_params;  // names, full-match regexes or group names; empty: default scope
-  std::string precondition_blocks = "auto";      // auto | expressions | none
+  std::vector<std::string>
+      precondition_params;                   // names, full-match regexes or group names; empty: default scope
+  std::string precondition_blocks = "auto";  // auto | expressions | none
   double precondition_block_threshold = 0.1;
-  std::string precondition_from = "hessian";     // hessian | gaussnewton
+  std::string precondition_from = "hessian";  // hessian | gaussnewton
   double precondition_ridge = 1e-8;
   std::string precondition_transform = "ridge";  // ridge | spectral
 
   /// The command line as typed (arguments with special characters quoted).
   std::string command;
-  /// JSON object {destination name: value} for every option, defaults included (docs/output-format.md "File tree").
+  /// JSON object {destination name: value} for every option, defaults included (docs/output-format.md "File
+  /// tree").
   std::string args_json;
   /// One line per TensorFlow-only or ignored option that was given (logged as warnings).
   std::vector<std::string> warnings;
 
-  /// The result file path: outpath / outname with postfix and ".hdf5" rules applied (docs/user-guide.md "Options", output).
+  /// The result file path: outpath / outname with postfix and ".hdf5" rules applied (docs/user-guide.md
+  /// "Options", output).
   std::string output_file() const;
 };
 

@@ -8,11 +8,11 @@ namespace rabbit {
 
 enum class ExitCode : int {
   ok = 0,
-  failure = 1,        // anything unexpected
-  option = 2,         // bad command line
-  input = 3,          // bad or unreadable input file
-  resource = 4,       // device missing, out of memory
-  numerical = 5,      // the fit failed numerically (NaN loss, singular Hessian where one is needed)
+  failure = 1,    // anything unexpected
+  option = 2,     // bad command line
+  input = 3,      // bad or unreadable input file
+  resource = 4,   // device missing, out of memory
+  numerical = 5,  // the fit failed numerically (NaN loss, singular Hessian where one is needed)
 };
 
 class Error : public std::runtime_error {

@@ -55,10 +55,12 @@ struct GpuSelection {
 /// >= 0, and as many indices as devices when indices are given.
 void validate_device_options(int n_devices, const std::vector<int>& explicit_indices);
 
-/// The pure selection rule of docs/sharding-and-gpu.md "Device selection". `visible` in CUDA ordinal order; `occupancy` nullopt when
-/// the query failed (then `query_failure` says why). Explicit indices index `visible` sorted by
-/// PCI bus id; out of range → ResourceError. Returns at most n GPUs (all visible when fewer).
-GpuSelection choose_gpus(int n_devices, const std::vector<int>& explicit_indices, const std::vector<GpuInfo>& visible,
+/// The pure selection rule of docs/sharding-and-gpu.md "Device selection". `visible` in CUDA ordinal order;
+/// `occupancy` nullopt when the query failed (then `query_failure` says why). Explicit indices index
+/// `visible` sorted by PCI bus id; out of range → ResourceError. Returns at most n GPUs (all visible when
+/// fewer).
+GpuSelection choose_gpus(int n_devices, const std::vector<int>& explicit_indices,
+                         const std::vector<GpuInfo>& visible,
                          const std::optional<std::vector<GpuOccupancy>>& occupancy,
                          const std::string& query_failure = {});
 

@@ -28,8 +28,10 @@ class Fitter : public Objective {
                         Eigen::MatrixXd& HV) override;
   /// Direct dense Hessian: the shards' H_ξ summed, then the chain rule.
   double value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) override;
-  /// profile = false: β held at its profiled value (for impacts, docs/likelihood.md "BB derivative corner cases").
-  double value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess, bool profile);
+  /// profile = false: β held at its profiled value (for impacts, docs/likelihood.md "BB derivative corner
+  /// cases").
+  double value_grad_hess(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
+                         bool profile);
 
   /// New observed data over all nbins observed bins (variances may be empty: = nobs); reaches
   /// every shard.

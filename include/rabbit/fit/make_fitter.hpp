@@ -19,11 +19,11 @@ Backend parse_backend(const std::string& name);
 std::string backend_name(Backend backend);
 
 struct FitterOptions {
-  int n_devices = 1;              // --nDevices: number of bin shards
-  std::vector<int> devices;       // --devices: explicit GPU indices (count must equal n_devices)
+  int n_devices = 1;         // --nDevices: number of bin shards
+  std::vector<int> devices;  // --devices: explicit GPU indices (count must equal n_devices)
   Backend backend = Backend::automatic;
-  int threads = 0;                // CPU threads over all CPU shards together (0: all cores)
-  int64_t hvp_batch = 256;        // --hvpBatch: upper bound of the dense-Hessian HVP batch
+  int threads = 0;          // CPU threads over all CPU shards together (0: all cores)
+  int64_t hvp_batch = 256;  // --hvpBatch: upper bound of the dense-Hessian HVP batch
 };
 
 /// What a run asks for beyond the model options, for the up-front sharding check. The CLI fills

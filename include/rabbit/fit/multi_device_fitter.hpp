@@ -1,8 +1,8 @@
 #pragma once
 // MultiDeviceFitter: a Fitter over N shards that evaluates the shards concurrently, one host
-// thread per shard (docs/sharding-and-gpu.md "MultiDeviceFitter"). It owns no likelihood math: the base Fitter
-// sums the shards' ξ-space partials in shard order, adds the global terms once and applies the
-// chain rule once, so a sharded fit differs from a single-device one only in orchestration.
+// thread per shard (docs/sharding-and-gpu.md "MultiDeviceFitter"). It owns no likelihood math: the base
+// Fitter sums the shards' ξ-space partials in shard order, adds the global terms once and applies the chain
+// rule once, so a sharded fit differs from a single-device one only in orchestration.
 //
 // Threads: a small persistent pool; shard 0 runs on the calling thread, shard i > 0 always on
 // worker i (so a CUDA shard's device and a CPU shard's first-touched memory stay with one

@@ -15,10 +15,10 @@ namespace rabbit {
 namespace axis {
 AxisInfo regular(int64_t bins, double start, double stop, std::string name, bool underflow = true,
                  bool overflow = true, std::string label = "");
-AxisInfo variable(std::vector<double> edges, std::string name, bool underflow = true,
-                  bool overflow = true, std::string label = "");
-AxisInfo integer(int64_t start, int64_t stop, std::string name, bool underflow = true,
-                 bool overflow = true, std::string label = "");
+AxisInfo variable(std::vector<double> edges, std::string name, bool underflow = true, bool overflow = true,
+                  std::string label = "");
+AxisInfo integer(int64_t start, int64_t stop, std::string name, bool underflow = true, bool overflow = true,
+                 std::string label = "");
 AxisInfo str_category(std::vector<std::string> categories, std::string name, bool overflow = true,
                       std::string label = "");
 AxisInfo int_category(std::vector<int64_t> categories, std::string name, bool overflow = true,

@@ -1,8 +1,8 @@
 #pragma once
 // HDF5 filters 32001 (Blosc v1) and 32026 (Blosc2 contiguous frame, PyTables' hdf5-blosc2 layout),
 // implemented with the real libraries: Debian's c-blosc and C-Blosc2 (docs/input-reader.md
-// "Compression filters and HDF5_PLUGIN_PATH"). Registered in-process with H5Zregister unless a filter with that
-// id is already available (a dynamic plugin found through HDF5_PLUGIN_PATH / the default plugin
+// "Compression filters and HDF5_PLUGIN_PATH"). Registered in-process with H5Zregister unless a filter with
+// that id is already available (a dynamic plugin found through HDF5_PLUGIN_PATH / the default plugin
 // directory, or an earlier in-process registration), which then takes precedence.
 //
 // Environment switch RABBIT_BLOSC_FILTERS:
@@ -51,11 +51,10 @@ std::vector<uint8_t> blosc1_encode(const void* src, size_t src_bytes, size_t typ
 
 /// Decodes the payload of filter 32026: a Blosc2 contiguous frame holding one chunk (or a B2ND
 /// array). Throws InputError("Blosc2 frame: ...") on corrupt input.
-std::vector<uint8_t> blosc2_decode_frame(const void* src, size_t src_bytes,
-                                         int64_t expected_bytes = -1);
+std::vector<uint8_t> blosc2_decode_frame(const void* src, size_t src_bytes, int64_t expected_bytes = -1);
 /// Compresses like filter 32026 does for 1-D chunks: a super-chunk with one chunk, as a cframe.
-std::vector<uint8_t> blosc2_encode_frame(const void* src, size_t src_bytes, size_t typesize,
-                                         int clevel, int shuffle, int compcode);
+std::vector<uint8_t> blosc2_encode_frame(const void* src, size_t src_bytes, size_t typesize, int clevel,
+                                         int shuffle, int compcode);
 
 namespace detail {
 // Filter callbacks and set_local hooks (defined next to each codec).

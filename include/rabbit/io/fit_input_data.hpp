@@ -1,32 +1,32 @@
 #pragma once
 // FitInputData: everything a rabbit fit tensor holds, host-resident and immutable once read.
 // Layouts follow docs/input-reader.md "Datasets"; all numbers are promoted to double on load.
+#include <Eigen/Core>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
-
 namespace rabbit {
 
 enum class SystematicType { log_normal, normal };
 
-/// One axis of a channel, as decoded from the pickled hist/boost-histogram axis (docs/input-reader.md "Per axis").
+/// One axis of a channel, as decoded from the pickled hist/boost-histogram axis (docs/input-reader.md "Per
+/// axis").
 struct AxisInfo {
   /// "regular", "variable", "integer", "category_str", "category_int", "boolean", or "opaque"
   /// when the pickle held something the reader does not know (then only `size` is reliable).
   std::string kind;
-  std::string core_class;           // boost-histogram core class name, e.g. "regular_uoflow"
+  std::string core_class;  // boost-histogram core class name, e.g. "regular_uoflow"
   std::string name;
   std::string label;
-  int64_t size = 0;                 // number of regular bins
+  int64_t size = 0;  // number of regular bins
   bool underflow = false;
   bool overflow = false;
   bool growth = false;
   bool circular = false;
-  std::vector<double> edges;        // size+1 edges (regular, variable, integer, boolean)
+  std::vector<double> edges;  // size+1 edges (regular, variable, integer, boolean)
   std::vector<std::string> categories_str;
   std::vector<int64_t> categories_int;
 
@@ -44,8 +44,8 @@ struct ChannelInfo {
   int64_t nbins() const { return stop - start; }
 };
 
-/// One external likelihood term (docs/input-reader.md "External terms"): adds g·x_sub + ½ x_subᵀ H x_sub, plus the
-/// Gaussian scalars of rabbit PR #147 (docs/model.md "External terms"): `const_value` in every NLL,
+/// One external likelihood term (docs/input-reader.md "External terms"): adds g·x_sub + ½ x_subᵀ H x_sub,
+/// plus the Gaussian scalars of rabbit PR #147 (docs/model.md "External terms"): `const_value` in every NLL,
 /// `lognorm` in the full NLL only. Absent scalars are derived by the model where rabbit does.
 struct ExternalTerm {
   std::string name;
@@ -92,22 +92,22 @@ struct FitInputData {
   int64_t bin_end = 0;  // nbins for a full read
 
   // ---- names (docs/input-reader.md "Name and index lists") ----
-  std::vector<std::string> procs;               // signals first
+  std::vector<std::string> procs;  // signals first
   std::vector<std::string> signals;
   std::vector<std::string> systs;
   std::vector<std::string> systsnoconstraint;
   std::vector<std::string> systgroups;
   std::vector<std::vector<int64_t>> systgroupidxs;  // per group, indices into systs
-  std::vector<int64_t> noiidxs;                 // indices into systs
-  Eigen::VectorXd constraintweights;            // [nsyst]
+  std::vector<int64_t> noiidxs;                     // indices into systs
+  Eigen::VectorXd constraintweights;                // [nsyst]
 
   // ---- observations (docs/input-reader.md "Observations"), over the nbins observed bins ----
-  Eigen::VectorXd data_obs;                     // [nbins]
-  std::optional<Eigen::VectorXd> data_var;      // [nbins]
+  Eigen::VectorXd data_obs;                 // [nbins]
+  std::optional<Eigen::VectorXd> data_var;  // [nbins]
   std::vector<std::string> pseudodatanames;
-  Eigen::MatrixXd pseudodata;                   // [nbins, npseudo] (column per pseudodata set)
-  std::optional<Eigen::MatrixXd> pseudodatavar; // [nbins, npseudo]
-  std::optional<Eigen::MatrixXd> data_cov_inv;  // [nbins, nbins]
+  Eigen::MatrixXd pseudodata;                    // [nbins, npseudo] (column per pseudodata set)
+  std::optional<Eigen::MatrixXd> pseudodatavar;  // [nbins, npseudo]
+  std::optional<Eigen::MatrixXd> data_cov_inv;   // [nbins, nbins]
 
   // ---- model tensors (docs/input-reader.md "Dense model tensors", "Sparse model tensors") ----
   bool sparse = false;
@@ -135,7 +135,7 @@ struct FitInputData {
 
   // ---- meta (docs/input-reader.md "The meta pickle") ----
   bool has_meta = false;
-  std::vector<ChannelInfo> channels;            // in bin-layout order
+  std::vector<ChannelInfo> channels;  // in bin-layout order
   /// The raw pickled meta bytes (for passing provenance through to outputs), empty if absent.
   std::vector<uint8_t> meta_pickle;
 

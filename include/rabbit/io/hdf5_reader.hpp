@@ -1,7 +1,7 @@
 #pragma once
-// A thin, read-only layer over the HDF5 C API for the fit-tensor reader (docs/input-reader.md "File structure and storage conventions"):
-// logical shapes from `original_shape`, numeric reads promoted to double / int64 straight into
-// the caller's buffer (HDF5 converts chunk by chunk, no second full-size copy), vlen/fixed
+// A thin, read-only layer over the HDF5 C API for the fit-tensor reader (docs/input-reader.md "File structure
+// and storage conventions"): logical shapes from `original_shape`, numeric reads promoted to double / int64
+// straight into the caller's buffer (HDF5 converts chunk by chunk, no second full-size copy), vlen/fixed
 // strings, ragged int lists, attributes. HDF5's own error printing is silenced while a Reader
 // lives and every failure becomes an InputError "FILE: dataset 'NAME': what".
 #include <cstdint>
@@ -17,13 +17,13 @@ enum class TypeClass { floating, integer, string, vlen, other };
 /// What the reader needs to know about one dataset before reading it.
 struct DatasetInfo {
   std::string path;
-  std::vector<int64_t> shape;   // logical shape: `original_shape` if present, else the dataspace
-  int64_t size = 0;             // number of stored elements (= product of shape)
+  std::vector<int64_t> shape;  // logical shape: `original_shape` if present, else the dataspace
+  int64_t size = 0;            // number of stored elements (= product of shape)
   TypeClass type_class = TypeClass::other;
-  size_t type_size = 0;         // bytes per element (0 for variable-length types)
-  bool is_signed = true;        // integers only
+  size_t type_size = 0;   // bytes per element (0 for variable-length types)
+  bool is_signed = true;  // integers only
   bool has_original_shape = false;
-  int storage_rank = 0;         // rank of the dataset's own dataspace (1 for flat arrays)
+  int storage_rank = 0;  // rank of the dataset's own dataspace (1 for flat arrays)
 
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   /// e.g. "float 4 bytes", "integer 8 bytes", "string", for messages.
@@ -55,7 +55,8 @@ class Reader {
   /// Names of the links in a group, in HDF5's name-index (byte-wise sorted) order.
   std::vector<std::string> children(const std::string& group) const;
 
-  /// Type and logical shape of a dataset; validates `original_shape` (docs/input-reader.md "Validation checklist" item 7).
+  /// Type and logical shape of a dataset; validates `original_shape` (docs/input-reader.md "Validation
+  /// checklist" item 7).
   DatasetInfo info(const std::string& path) const;
 
   /// Reads a floating-point dataset (float32 promoted, with a warning) into dst[info.size].
@@ -98,13 +99,15 @@ class Reader {
 
  private:
   Handle open_dataset(const std::string& path) const;
-  /// Every filter of the dataset must be available (docs/input-reader.md "Validation checklist" item 5), checked before reading.
+  /// Every filter of the dataset must be available (docs/input-reader.md "Validation checklist" item 5),
+  /// checked before reading.
   void check_filters(hid_t dataset, const std::string& path) const;
-  void read_numeric(const DatasetInfo& info, hid_t mem_type, void* dst, int64_t offset,
-                    int64_t count) const;
-  void read_slab(const DatasetInfo& info, hid_t mem_type, void* dst, int axis, int64_t begin, int64_t end) const;
+  void read_numeric(const DatasetInfo& info, hid_t mem_type, void* dst, int64_t offset, int64_t count) const;
+  void read_slab(const DatasetInfo& info, hid_t mem_type, void* dst, int axis, int64_t begin,
+                 int64_t end) const;
   /// H5Dread with the filter check and the one-line error (selections as in read_numeric).
-  void read_selection(const DatasetInfo& info, hid_t mem_type, hid_t mem_space, hid_t file_space, void* dst) const;
+  void read_selection(const DatasetInfo& info, hid_t mem_type, hid_t mem_space, hid_t file_space,
+                      void* dst) const;
 
   std::string filename_;
   // Saved HDF5 automatic error printer, restored on destruction (declared before file_ so that

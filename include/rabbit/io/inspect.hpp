@@ -11,11 +11,11 @@
 namespace rabbit::inspect {
 
 struct DiagnoseOptions {
-  double low_data_threshold = 10.0;     // observed count below which a bin is reported
-  double low_yield_threshold = 1.0;     // total expected yield below which a bin is reported
-  double rel_stat_threshold = 1.0;      // sqrt(sumw2)/sumw above which a bin is reported
-  double extreme_ratio = 2.0;           // variation/nominal above this or below 1/this
-  size_t max_listed = 10;               // details printed per check
+  double low_data_threshold = 10.0;  // observed count below which a bin is reported
+  double low_yield_threshold = 1.0;  // total expected yield below which a bin is reported
+  double rel_stat_threshold = 1.0;   // sqrt(sumw2)/sumw above which a bin is reported
+  double extreme_ratio = 2.0;        // variation/nominal above this or below 1/this
+  size_t max_listed = 10;            // details printed per check
 };
 
 /// One check: `ok` when nothing was found; otherwise `count` findings and up to max_listed lines.

@@ -1,6 +1,6 @@
 #pragma once
-// Interpretation of rabbit's unpickled `meta` dict (docs/input-reader.md "The meta pickle", "Per axis" to "Defaults without meta"):
-// channels with their hist/boost-histogram axes, symmetric_tensor, systematic_type.
+// Interpretation of rabbit's unpickled `meta` dict (docs/input-reader.md "The meta pickle", "Per axis" to
+// "Defaults without meta"): channels with their hist/boost-histogram axes, symmetric_tensor, systematic_type.
 #include <cstdint>
 #include <vector>
 
@@ -23,8 +23,9 @@ MetaInfo interpret_meta(const pickle::Value& root);
 /// One axis (wrapper object with state {"_ax": core object}). Throws pickle::DecodeError.
 AxisInfo interpret_axis(const pickle::Value& axis);
 
-/// rabbit's defaults without meta (docs/input-reader.md "Defaults without meta"): "ch0" = Integer(0, nbins, name "obs"), and, if there
-/// are masked bins, "ch1_masked" = Integer(0, nbinsmasked, name "masked") with masked = true.
+/// rabbit's defaults without meta (docs/input-reader.md "Defaults without meta"): "ch0" = Integer(0, nbins,
+/// name "obs"), and, if there are masked bins, "ch1_masked" = Integer(0, nbinsmasked, name "masked") with
+/// masked = true.
 std::vector<ChannelInfo> default_channels(int64_t nbins, int64_t nbinsmasked);
 
 /// Bins of a channel: product over axes of (flow ? extent : size).

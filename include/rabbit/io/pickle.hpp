@@ -27,13 +27,22 @@ class DecodeError : public InputError {
 };
 
 enum class Kind {
-  none, boolean, integer, floating, string, bytes,
-  list, tuple, dict, set,
+  none,
+  boolean,
+  integer,
+  floating,
+  string,
+  bytes,
+  list,
+  tuple,
+  dict,
+  set,
   global,          // module + name (a class or function reference)
   object,          // result of NEWOBJ / REDUCE of an unknown callable, with BUILD state
   persistent_ref,  // BINPERSID
-  ndarray, dtype,
-  mark_sentinel    // internal
+  ndarray,
+  dtype,
+  mark_sentinel  // internal
 };
 
 struct Value;
@@ -49,21 +58,21 @@ struct Value {
   Kind kind = Kind::none;
   bool boolean = false;
   int64_t integer = 0;
-  bool big_integer = false;          // LONG1/LONG4 value outside int64: `text` holds the LE bytes
+  bool big_integer = false;  // LONG1/LONG4 value outside int64: `text` holds the LE bytes
   double floating = 0.0;
-  std::string text;                  // string (UTF-8 bytes as stored), bytes; global: module;
-                                     // dtype: typestr ("f8"); ndarray: raw data bytes
-  std::string name;                  // global: qualified name; object: "newobj" or "reduce"
-  std::vector<ValuePtr> items;       // list, tuple, set; object: list items (APPEND on objects)
+  std::string text;             // string (UTF-8 bytes as stored), bytes; global: module;
+                                // dtype: typestr ("f8"); ndarray: raw data bytes
+  std::string name;             // global: qualified name; object: "newobj" or "reduce"
+  std::vector<ValuePtr> items;  // list, tuple, set; object: list items (APPEND on objects)
   std::vector<std::pair<ValuePtr, ValuePtr>> dict_items;  // dict; object: SETITEM on objects
-  ValuePtr cls;                      // object: the class / callable (usually a global)
-  ValuePtr args;                     // object: constructor args; persistent_ref: pid
-  ValuePtr state;                    // object: BUILD state (nullptr if none)
+  ValuePtr cls;                                           // object: the class / callable (usually a global)
+  ValuePtr args;                                          // object: constructor args; persistent_ref: pid
+  ValuePtr state;                                         // object: BUILD state (nullptr if none)
   // ndarray / dtype
-  char byteorder = '=';              // dtype: '<', '>', '|', '='
-  ValuePtr dtype;                    // ndarray: its dtype value
-  std::vector<int64_t> shape;        // ndarray
-  bool fortran_order = false;        // ndarray
+  char byteorder = '=';        // dtype: '<', '>', '|', '='
+  ValuePtr dtype;              // ndarray: its dtype value
+  std::vector<int64_t> shape;  // ndarray
+  bool fortran_order = false;  // ndarray
 
   bool is(Kind k) const { return kind == k; }
   /// For globals: "module.name".

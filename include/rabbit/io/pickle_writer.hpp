@@ -1,8 +1,9 @@
 #pragma once
-// A small Python pickle *writer* for the `meta` group of rabbit fit tensors (docs/input-reader.md "The meta pickle",
-// docs/tensor-writer.md "The meta pickle bytes"): emits a protocol-5 stream (no frames, no memo) that CPython's unpickler loads into the
-// same objects rabbit's TensorWriter pickles — plain containers plus hist.axis.* wrappers around
-// boost_histogram._core.axis cores with the docs/input-reader.md "Per axis" state tuples, numpy arrays in the
+// A small Python pickle *writer* for the `meta` group of rabbit fit tensors (docs/input-reader.md "The meta
+// pickle", docs/tensor-writer.md "The meta pickle bytes"): emits a protocol-5 stream (no frames, no memo)
+// that CPython's unpickler loads into the same objects rabbit's TensorWriter pickles — plain containers plus
+// hist.axis.* wrappers around boost_histogram._core.axis cores with the docs/input-reader.md "Per axis" state
+// tuples, numpy arrays in the
 // `_frombuffer` form.
 #include <cstdint>
 #include <string>
@@ -75,7 +76,8 @@ enum class ArrayEncoding {
   numpy_frombuffer,       // numpy.frombuffer: result files, read by numpy 1 and 2
 };
 
-/// Pickles one axis as hist.axis.<Type>(…) with its boost_histogram._core.axis core (docs/input-reader.md "Per axis").
+/// Pickles one axis as hist.axis.<Type>(…) with its boost_histogram._core.axis core (docs/input-reader.md
+/// "Per axis").
 void write_axis(PickleWriter& writer, const AxisInfo& axis,
                 ArrayEncoding arrays = ArrayEncoding::numpy_core_frombuffer);
 
@@ -98,8 +100,8 @@ std::vector<uint8_t> input_meta_for_output(const FitInputData& input);
 
 /// The whole meta dict of a tensor file: {"channel_info": {name: {"axes": [...], "masked": b,
 /// "flow": b}}, "symmetric_tensor": b, "systematic_type": s, "meta_info": {key: str}}.
-std::vector<uint8_t> make_meta_pickle(const std::vector<ChannelInfo>& channels,
-                                      bool symmetric_tensor, SystematicType systematic_type,
+std::vector<uint8_t> make_meta_pickle(const std::vector<ChannelInfo>& channels, bool symmetric_tensor,
+                                      SystematicType systematic_type,
                                       const std::vector<std::pair<std::string, std::string>>& meta_info);
 
 }  // namespace rabbit::pickle

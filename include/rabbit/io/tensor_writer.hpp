@@ -5,6 +5,7 @@
 // Conventions follow upstream: processes signals-first, each block sorted; nuisances
 // natural_sort(unconstrained) + natural_sort(constrained); logk zeroed where the nominal is 0;
 // masked channels after all observed channels. See docs/tensor-writer.md.
+#include <Eigen/Core>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -12,8 +13,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "rabbit/io/axis_factories.hpp"
 #include "rabbit/io/fit_input_data.hpp"
@@ -103,8 +102,8 @@ class TensorWriter {
   void add_beta_variations(const std::string& process, const std::string& source_channel,
                            const std::string& dest_channel, std::vector<double> variation);
 
-  /// External likelihood term (docs/input-reader.md "External terms"): g·x_sub + ½ x_subᵀ H x_sub, with rabbit's
-  /// optional scalars `const` and `lognorm` (PR #147, docs/tensor-writer.md); left out, the fit
+  /// External likelihood term (docs/input-reader.md "External terms"): g·x_sub + ½ x_subᵀ H x_sub, with
+  /// rabbit's optional scalars `const` and `lognorm` (PR #147, docs/tensor-writer.md); left out, the fit
   /// derives them from a dense Hessian.
   void add_external_term(const std::string& name, std::vector<std::string> params,
                          std::optional<Eigen::VectorXd> grad, std::optional<Eigen::MatrixXd> hess,

@@ -3,10 +3,9 @@
 // device implementation (cuSOLVER/cuBLAS) can replace the host one without touching the
 // algorithms. Matrices are column-major Eigen objects; a device implementation would keep its
 // own copies keyed by the same calls.
+#include <Eigen/Core>
 #include <cstdint>
 #include <memory>
-
-#include <Eigen/Core>
 
 namespace rabbit {
 
@@ -30,7 +29,8 @@ class DenseLinalg {
 
   /// Y ← A·X for a symmetric A and a block of vectors X (n × m); the trust-exact solver's Lanczos
   /// start uses it (one call per Lanczos step for both of its runs).
-  virtual void symmetric_multiply(const Eigen::MatrixXd& A, const Eigen::MatrixXd& X, Eigen::MatrixXd& Y) const;
+  virtual void symmetric_multiply(const Eigen::MatrixXd& A, const Eigen::MatrixXd& X,
+                                  Eigen::MatrixXd& Y) const;
 
   /// Max absolute row sum.
   virtual double norm_inf(const Eigen::MatrixXd& A) const;

@@ -3,14 +3,13 @@
 // scipy's constants driving a More–Sorensen (trust-exact), Steihaug-CG (trust-ncg) or GLTR
 // (trust-krylov) subproblem, optional internal-coordinate preconditioning, early stopping and
 // restarts.
+#include <Eigen/Core>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "rabbit/minimize/dense_linalg.hpp"
 #include "rabbit/minimize/objective.hpp"
@@ -28,14 +27,14 @@ std::string method_name(MinimizerMethod method);
 
 /// What the callback sees once per outer iteration, after accepted and rejected proposals.
 struct IterationInfo {
-  int64_t iteration = 0;       ///< outer iterations so far in this minimize() call (all rounds)
-  int round = 0;               ///< restart round (0 = first run)
+  int64_t iteration = 0;               ///< outer iterations so far in this minimize() call (all rounds)
+  int round = 0;                       ///< restart round (0 = first run)
   const Eigen::VectorXd* x = nullptr;  ///< current accepted iterate, physical coordinates
-  double f = 0.0;              ///< its value (never the proposal's)
-  double delta_f = 0.0;        ///< f − f of the previous callback (0 after a rejection)
-  double radius = 0.0;         ///< trust radius after the update
-  double grad_norm = 0.0;      ///< ‖g‖₂ in internal coordinates
-  double elapsed_s = 0.0;      ///< seconds since minimize() started
+  double f = 0.0;                      ///< its value (never the proposal's)
+  double delta_f = 0.0;                ///< f − f of the previous callback (0 after a rejection)
+  double radius = 0.0;                 ///< trust radius after the update
+  double grad_norm = 0.0;              ///< ‖g‖₂ in internal coordinates
+  double elapsed_s = 0.0;              ///< seconds since minimize() started
   bool accepted = false;
 };
 
@@ -50,9 +49,9 @@ struct MinimizerOptions {
   double initial_trust_radius = 1.0;
   double max_trust_radius = 1000.0;
   double eta = 0.15;
-  int64_t cg_maxiter = -1;              ///< internal: CG cap (n) / GLTR basis cap (min(n, 1000))
-  int64_t hvp_batch = -1;               ///< --hvpBatch for dense Hessians; ≤ 0 keeps the objective's
-  PreconditionerOptions precondition;   ///< --precondition*
+  int64_t cg_maxiter = -1;             ///< internal: CG cap (n) / GLTR basis cap (min(n, 1000))
+  int64_t hvp_batch = -1;              ///< --hvpBatch for dense Hessians; ≤ 0 keeps the objective's
+  PreconditionerOptions precondition;  ///< --precondition*
   /// Dense factorizations of trust-exact (cuSOLVER for CUDA fits); null: default_linalg(). Not owned.
   const DenseLinalg* linalg = nullptr;
   /// Called once per outer iteration; an exception thrown here propagates out of minimize().
@@ -93,34 +92,34 @@ enum MinimizerStatus : int {
 const char* status_message(int status);
 
 struct MinimizerResult {
-  Eigen::VectorXd x;     ///< physical coordinates
+  Eigen::VectorXd x;  ///< physical coordinates
   double f = 0.0;
   Eigen::VectorXd grad;  ///< physical gradient at x
   int status = status_maxiter;
   std::string message;
   bool success = false;  ///< status 0 or 6 (whether the point is a minimum: `converged`)
   std::string method;
-  int64_t iterations = 0;  ///< outer iterations, accepted or rejected, all rounds
-  int64_t nfev = 0;        ///< objective evaluations (value or value+grad)
-  int64_t ngev = 0;        ///< gradient evaluations
-  int64_t nhvp = 0;        ///< Hessian-vector products spent by the subproblems
-  int64_t nhess = 0;       ///< dense Hessians
+  int64_t iterations = 0;      ///< outer iterations, accepted or rejected, all rounds
+  int64_t nfev = 0;            ///< objective evaluations (value or value+grad)
+  int64_t ngev = 0;            ///< gradient evaluations
+  int64_t nhvp = 0;            ///< Hessian-vector products spent by the subproblems
+  int64_t nhess = 0;           ///< dense Hessians
   int64_t factorizations = 0;  ///< Cholesky factorisations in the subproblems
   int64_t subproblem_solves = 0;
-  double trust_radius = 0.0;   ///< final radius (to resume with)
+  double trust_radius = 0.0;  ///< final radius (to resume with)
   bool stopped_early = false;
   int restarts = 0;
   std::vector<double> loss_history;  ///< f per callback, all rounds
   std::vector<double> time_history;  ///< seconds since start per callback
 
   // ---- convergence certificate (docs/minimizers.md "Convergence")
-  bool converged = false;     ///< EDM ≤ edm_tol·max(1,|f|) at x with a positive-definite Hessian
+  bool converged = false;  ///< EDM ≤ edm_tol·max(1,|f|) at x with a positive-definite Hessian
   double edm = std::numeric_limits<double>::quiet_NaN();  ///< ½ gᵀH⁻¹g at x (NaN if not certified)
   /// max_i |g_i| / sqrt(H_ii) at x (dense certificate only; NaN otherwise)
   double max_scaled_grad = std::numeric_limits<double>::quiet_NaN();
-  int polish_steps = 0;       ///< Newton steps taken after the trust region
-  std::string certified_by;   ///< "dense Hessian", "conjugate gradients on HVPs" or "" (not certified)
-  std::string stop_reason;    ///< why the minimizer stopped, in one line (trust region, polish, certificate)
+  int polish_steps = 0;      ///< Newton steps taken after the trust region
+  std::string certified_by;  ///< "dense Hessian", "conjugate gradients on HVPs" or "" (not certified)
+  std::string stop_reason;   ///< why the minimizer stopped, in one line (trust region, polish, certificate)
 };
 
 /// Minimises objective from x0 (physical coordinates), then certifies the end point (EDM with the
@@ -132,10 +131,11 @@ MinimizerResult minimize(Objective& objective, const Eigen::VectorXd& x0, const 
 /// One trust-region run (no preconditioner, no early stopping or restarts) in the objective's own
 /// coordinates; `iteration_hook(x, f, radius, grad_norm, accepted)` is called per iteration and
 /// may throw. Exposed for tests and for callers that manage their own coordinates.
-using TrustRegionHook = std::function<void(const Eigen::VectorXd& x, double f, double radius, double grad_norm,
-                                           bool accepted)>;
+using TrustRegionHook =
+    std::function<void(const Eigen::VectorXd& x, double f, double radius, double grad_norm, bool accepted)>;
 MinimizerResult trust_region_minimize(Objective& objective, const Eigen::VectorXd& x0, MinimizerMethod method,
-                                      const MinimizerOptions& options, const TrustRegionHook& iteration_hook = {});
+                                      const MinimizerOptions& options,
+                                      const TrustRegionHook& iteration_hook = {});
 
 /// The certificate and Newton polish of minimize() on their own: evaluates the curvature at
 /// result.x, takes Newton steps (backtracking, judged on f and on the gradient) while the EDM is

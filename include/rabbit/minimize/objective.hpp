@@ -3,9 +3,8 @@
 // its gradient, Hessian-vector products and (directly or assembled from HVPs) dense Hessian.
 // Every call takes its point explicitly, so an HVP is always taken at the caller's own point
 // (docs/minimizers.md "Entry point"); implementations may cache per-point state keyed by x.
-#include <cstdint>
-
 #include <Eigen/Core>
+#include <cstdint>
 
 namespace rabbit {
 
@@ -22,8 +21,8 @@ class Objective {
   virtual double value_grad(const Eigen::VectorXd& x, Eigen::VectorXd& grad) = 0;
 
   /// Returns f(x), writes ∇f(x) into grad and H(x)·V into HV, column by column (V is n × k).
-  virtual double value_grad_hvp(const Eigen::VectorXd& x, const Eigen::MatrixXd& V,
-                                Eigen::VectorXd& grad, Eigen::MatrixXd& HV) = 0;
+  virtual double value_grad_hvp(const Eigen::VectorXd& x, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
+                                Eigen::MatrixXd& HV) = 0;
 
   /// H(x)·V without the value and gradient. The default calls value_grad_hvp; backends that can
   /// skip the gradient override it (the Krylov solvers call this once per inner step).

@@ -2,20 +2,19 @@
 // Internal-coordinate preconditioner (docs/minimizers.md "Preconditioner"): x = x_ref + T y with
 // T = L⁻ᵀ on selected index blocks (L Lᵀ ≈ the block of a reference Hessian) and the identity
 // elsewhere. It is a change of variables only; every solver sees it through an Objective.
+#include <Eigen/Core>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
-
 #include "rabbit/minimize/objective.hpp"
 
 namespace rabbit {
 
 struct PreconditionerOptions {
-  bool enabled = false;                       ///< --precondition
+  bool enabled = false;  ///< --precondition
   /// Index sets selected by --preconditionParams (one per expression; the caller resolves names,
   /// regexes and groups and removes frozen parameters). Empty = a single set of all coordinates.
   std::vector<std::vector<int64_t>> index_sets;
@@ -46,8 +45,8 @@ class Preconditioner {
   /// Identity about x_ref (y = x − x_ref).
   explicit Preconditioner(Eigen::VectorXd x_ref) : x_ref_(std::move(x_ref)) {}
 
-  /// Builds the blocks from the reference matrix at x_ref (docs/minimizers.md "Preconditioner", steps 2 and 4–6). Never throws
-  /// on numerical trouble: blocks that cannot be used are skipped with a warning.
+  /// Builds the blocks from the reference matrix at x_ref (docs/minimizers.md "Preconditioner", steps 2 and
+  /// 4–6). Never throws on numerical trouble: blocks that cannot be used are skipped with a warning.
   static Preconditioner build(const Eigen::VectorXd& x_ref, const Eigen::MatrixXd& reference,
                               const PreconditionerOptions& options);
 
@@ -61,8 +60,8 @@ class Preconditioner {
   void apply_Tt(Eigen::Ref<Eigen::VectorXd> v) const;             ///< v ← Tᵀ v
   void apply_T(Eigen::MatrixXd& V) const;                         ///< columnwise
   void apply_Tt(Eigen::MatrixXd& V) const;
-  void hess_to_internal(Eigen::MatrixXd& H) const;                ///< H ← Tᵀ H T
-  void grad_to_physical(Eigen::Ref<Eigen::VectorXd> g) const;     ///< g ← T⁻ᵀ g (inverse of Tᵀ)
+  void hess_to_internal(Eigen::MatrixXd& H) const;             ///< H ← Tᵀ H T
+  void grad_to_physical(Eigen::Ref<Eigen::VectorXd> g) const;  ///< g ← T⁻ᵀ g (inverse of Tᵀ)
 
  private:
   Eigen::VectorXd x_ref_;

@@ -3,11 +3,10 @@
 //   m(p) = f + gᵀp + ½ pᵀHp   subject to ‖p‖ ≤ Δ
 // at one linearisation point. A subproblem is built once per accepted iterate and may be solved
 // again at a smaller radius after a rejected proposal (same point, same data).
+#include <Eigen/Core>
 #include <cstdint>
 #include <functional>
 #include <memory>
-
-#include <Eigen/Core>
 
 #include "rabbit/minimize/dense_linalg.hpp"
 
@@ -28,8 +27,8 @@ struct SubproblemStep {
 /// Work counters of one subproblem (accumulated over all its solves).
 struct SubproblemStats {
   int64_t solves = 0;
-  int64_t hvps = 0;            ///< Hessian-vector products spent by the subproblem
-  int64_t factorizations = 0;  ///< Cholesky factorisations (trust-exact)
+  int64_t hvps = 0;              ///< Hessian-vector products spent by the subproblem
+  int64_t factorizations = 0;    ///< Cholesky factorisations (trust-exact)
   int64_t inner_iterations = 0;  ///< λ trials (exact), CG steps (Steihaug), Lanczos steps (GLTR)
 };
 
@@ -68,7 +67,8 @@ class TrustRegionSubproblem {
 /// docs/minimizers.md. Lanczos products are counted in stats().hvps, never as factorisations.
 class ExactSubproblem : public TrustRegionSubproblem {
  public:
-  ExactSubproblem(double f, Eigen::VectorXd g, Eigen::MatrixXd H, const DenseLinalg& linalg = default_linalg());
+  ExactSubproblem(double f, Eigen::VectorXd g, Eigen::MatrixXd H,
+                  const DenseLinalg& linalg = default_linalg());
   SubproblemStep solve(double radius) override;
   double model_value(const Eigen::VectorXd& p) override;
 
@@ -103,7 +103,8 @@ class ExactSubproblem : public TrustRegionSubproblem {
   SubproblemStep finish(Eigen::VectorXd p, bool hits, double lambda);
   void lanczos_start(double radius);
   double krylov_lambda(double radius) const;
-  bool refine_hard_case(double lambda, double s_min_sq, double radius, Eigen::VectorXd& p_out, double& lambda_out);
+  bool refine_hard_case(double lambda, double s_min_sq, double radius, Eigen::VectorXd& p_out,
+                        double& lambda_out);
 
   Eigen::MatrixXd H_;
   const DenseLinalg& linalg_;
@@ -115,8 +116,8 @@ class ExactSubproblem : public TrustRegionSubproblem {
   // Lanczos start, computed at the first solve and kept for re-solves at smaller radii.
   bool have_start_ = false;
   Eigen::VectorXd krylov_diag_, krylov_offdiag_;  // tridiagonal T of the run from g
-  double ritz_min_ = 0.0;       // smallest Ritz value of both runs (≥ λ_min(H))
-  double ritz_residual_ = 0.0;  // its residual bound β_k|s_k|
+  double ritz_min_ = 0.0;                         // smallest Ritz value of both runs (≥ λ_min(H))
+  double ritz_residual_ = 0.0;                    // its residual bound β_k|s_k|
 };
 
 /// Truncated conjugate gradients (Steihaug, trust-ncg, docs/minimizers.md "Subproblems").
@@ -137,8 +138,8 @@ class SteihaugSubproblem : public TrustRegionSubproblem {
   bool have_last_ = false;
 };
 
-/// Generalized Lanczos trust region (trust-krylov, docs/minimizers.md "Subproblems"), fully reorthogonalised Lanczos whose
-/// basis survives re-solves at smaller radii.
+/// Generalized Lanczos trust region (trust-krylov, docs/minimizers.md "Subproblems"), fully reorthogonalised
+/// Lanczos whose basis survives re-solves at smaller radii.
 class GltrSubproblem : public TrustRegionSubproblem {
  public:
   /// kmax ≤ 0 means min(n, 1000); tol < 0 means the forcing sequence.
@@ -151,8 +152,9 @@ class GltrSubproblem : public TrustRegionSubproblem {
 
   /// Solution of the projected problem min ‖g‖h₀ + ½hᵀTh, ‖h‖ ≤ Δ for tridiagonal T (diagonal
   /// d, off-diagonal e); returns h, λ and whether it lies on the boundary. Exposed for tests.
-  static void tridiagonal_solve(const Eigen::VectorXd& d, const Eigen::VectorXd& e, double gnorm, double radius,
-                                const DenseLinalg& linalg, Eigen::VectorXd& h, double& lambda, bool& boundary);
+  static void tridiagonal_solve(const Eigen::VectorXd& d, const Eigen::VectorXd& e, double gnorm,
+                                double radius, const DenseLinalg& linalg, Eigen::VectorXd& h, double& lambda,
+                                bool& boundary);
 
  private:
   bool lanczos_step();
@@ -161,8 +163,8 @@ class GltrSubproblem : public TrustRegionSubproblem {
   HessianVectorProduct hvp_;
   int64_t kmax_;
   double tol_;
-  Eigen::MatrixXd Q_;         // n × capacity, columns are the Lanczos vectors
-  Eigen::VectorXd q_next_;    // the next (normalised) Lanczos vector
+  Eigen::MatrixXd Q_;       // n × capacity, columns are the Lanczos vectors
+  Eigen::VectorXd q_next_;  // the next (normalised) Lanczos vector
   std::vector<double> diag_, offdiag_;
   bool can_extend_ = true;
   Eigen::VectorXd last_p_;
@@ -171,6 +173,7 @@ class GltrSubproblem : public TrustRegionSubproblem {
 };
 
 /// Roots t_lo ≤ t_hi of ‖z + t d‖ = Δ, computed without cancellation.
-void boundary_roots(const Eigen::VectorXd& z, const Eigen::VectorXd& d, double radius, double& t_lo, double& t_hi);
+void boundary_roots(const Eigen::VectorXd& z, const Eigen::VectorXd& d, double radius, double& t_lo,
+                    double& t_hi);
 
 }  // namespace rabbit

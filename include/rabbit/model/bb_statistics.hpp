@@ -3,10 +3,9 @@
 // computed once from the input for every backend and for the postfit code: the resolved BB kind and
 // mode, σ², √σ², k, the mask and the zero-variance flags, the default centres β⁰ and the constraint
 // curvature of an entry. The centres themselves are state (toys) and stay with the shards.
+#include <Eigen/Core>
 #include <cstdint>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "rabbit/likelihood/bb_constraint.hpp"
 #include "rabbit/model/model.hpp"
@@ -27,8 +26,8 @@ class BBStatistics {
   /// Entries over all B_f bins: one per bin (lite) or per (bin, process) (full); 0 without BB.
   int64_t entries() const { return kstat_.size(); }
 
-  const Eigen::VectorXd& kstat() const { return kstat_; }        ///< k_e = w̄²/σ² (1 where masked)
-  const Eigen::VectorXd& sigma2() const { return sigma2_; }      ///< σ²_e
+  const Eigen::VectorXd& kstat() const { return kstat_; }              ///< k_e = w̄²/σ² (1 where masked)
+  const Eigen::VectorXd& sigma2() const { return sigma2_; }            ///< σ²_e
   const Eigen::VectorXd& sqrt_sigma2() const { return sqrt_sigma2_; }  ///< s_e = √σ²_e
   const std::vector<uint8_t>& mask() const { return mask_; }
   /// Per (bin, process) over B_f bins when BB is on: sumw2 = 0 (lite, per-process input); else 0.

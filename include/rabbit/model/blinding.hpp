@@ -35,7 +35,8 @@ class Pcg64 {
 /// numpy's Generator.standard_normal (ziggurat, A.5).
 double numpy_standard_normal(Pcg64& rng);
 
-/// V(seed) = 5 · Z with Z the first standard-normal deviate seeded from SHA-256(seed) (docs/model.md "Blinding").
+/// V(seed) = 5 · Z with Z the first standard-normal deviate seeded from SHA-256(seed) (docs/model.md
+/// "Blinding").
 double blinding_value(std::string_view seed_bytes);
 
 }  // namespace rabbit

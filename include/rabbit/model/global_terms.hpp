@@ -1,9 +1,8 @@
 #pragma once
 // GlobalTerms: what depends on the parameters only (constraints, parameter-only regulariser
 // penalties, external likelihood terms). Evaluated once per call on the host, never per shard.
-#include <memory>
-
 #include <Eigen/Core>
+#include <memory>
 
 namespace rabbit {
 
@@ -28,7 +27,8 @@ class GlobalTerms {
 struct Model;
 class ParameterSpace;
 
-/// The global terms of a Model (docs/likelihood.md "Constraint term", docs/model.md "Global terms", "The regularisation term" parameter-only part):
+/// The global terms of a Model (docs/likelihood.md "Constraint term", docs/model.md "Global terms", "The
+/// regularisation term" parameter-only part):
 ///  * ξ-space: ½ Σ cw_i (ξ_i − x0_i)² with the model's *current* constraint centres (toys change
 ///    them), plus exp(2τ)·penalty of the parameter-only regularisers (τ read at each call);
 ///  * x-space: Σ_t g_tᵀ x[P_t] + ½ x[P_t]ᵀ H_t x[P_t] + const_t of the input's external terms, names

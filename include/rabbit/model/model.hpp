@@ -51,8 +51,8 @@ void check_observed(const Model& model, const Eigen::VectorXd& nobs, const std::
 void check_start_point(const Model& model, const Eigen::VectorXd& nobs, const Eigen::VectorXd& xi,
                        const std::function<Eigen::VectorXd()>& expected_at_start);
 
-/// Prefit quantities (docs/likelihood.md "Defaults, constraints and prefit variances"): the stored start values x0default, var_prefit, and
-/// its square root; the prefit covariance is diag(var_prefit).
+/// Prefit quantities (docs/likelihood.md "Defaults, constraints and prefit variances"): the stored start
+/// values x0default, var_prefit, and its square root; the prefit covariance is diag(var_prefit).
 Eigen::VectorXd prefit_values(const Model& model);
 Eigen::VectorXd prefit_variances(const Model& model);
 Eigen::VectorXd prefit_uncertainties(const Model& model);

@@ -25,11 +25,11 @@ struct RegularizationSpec {
 };
 
 struct ModelOptions {
-  std::vector<ParamModelSpec> param_models;             // empty means {Mu}
+  std::vector<ParamModelSpec> param_models;  // empty means {Mu}
   std::vector<std::pair<std::string, double>> expect_signal;
   bool allow_negative_param = false;
   std::vector<std::pair<std::string, double>> set_constraint_minimum;
-  std::vector<std::string> freeze_parameters;           // exact names or full-match regexes
+  std::vector<std::string> freeze_parameters;  // exact names or full-match regexes
   double prefit_unconstrained_nuisance_uncertainty = 0.0;
 
   DataLikelihood likelihood = DataLikelihood::poisson;
@@ -39,7 +39,7 @@ struct ModelOptions {
   double min_bb_kstat = 0.0;
 
   std::vector<RegularizationSpec> regularization;
-  double regularization_strength = 0.0;                 // tau
+  double regularization_strength = 0.0;  // tau
 
   /// Blinding (docs/model.md "Blinding"): whether any fit of the run is blinded, what to unblind and
   /// which groups share offsets. Offsets are only switched on for blinded fits.

@@ -5,13 +5,12 @@
 // bins, given by rates()/rate_curvature(). The bin-range methods express any model, bin-dependent ones
 // (rabbit's ABCD) included, as contractions over a range of bins [b0, b1) × processes, so that a shard
 // evaluates only its own bins; their defaults derive them from the per-process rates.
+#include <Eigen/Core>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <Eigen/Core>
 
 namespace rabbit {
 
@@ -54,8 +53,9 @@ class ParamModel {
   virtual bool allow_negative_param() const { return false; }
   /// Whether r is linear in π (rabbit's is_linear of the param model).
   virtual bool is_linear() const { return nparams() == 0; }
-  /// Optional Gaussian priors (docs/likelihood.md "Defaults, constraints and prefit variances"), length nparams() or empty: entries finite and > 0 constrain
-  /// the parameter at that width; prior means default to the stored defaults when empty.
+  /// Optional Gaussian priors (docs/likelihood.md "Defaults, constraints and prefit variances"), length
+  /// nparams() or empty: entries finite and > 0 constrain the parameter at that width; prior means default to
+  /// the stored defaults when empty.
   virtual Eigen::VectorXd prior_sigmas() const { return {}; }
   virtual Eigen::VectorXd prior_means() const { return {}; }
 };
@@ -65,9 +65,9 @@ struct ParamModelSpec;
 
 /// The registered param models (supported_param_models()); several specs make a composite (docs/model.md
 /// "Param models"). Unknown names, bad arguments and unknown --expectSignal names throw OptionError.
-std::shared_ptr<const ParamModel> make_param_model(const FitInputData& input, const std::vector<ParamModelSpec>& specs,
-                                                   const std::vector<std::pair<std::string, double>>& expect_signal,
-                                                   bool allow_negative_param);
+std::shared_ptr<const ParamModel> make_param_model(
+    const FitInputData& input, const std::vector<ParamModelSpec>& specs,
+    const std::vector<std::pair<std::string, double>>& expect_signal, bool allow_negative_param);
 
 /// Names accepted by make_param_model, in registry order.
 const std::vector<std::string>& supported_param_models();

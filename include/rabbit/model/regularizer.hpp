@@ -1,13 +1,15 @@
 #pragma once
-// Regularisers (-r/--regularization, docs/model.md "The regularisation term"; docs/sharding-and-gpu.md "Regularisers and shards").
+// Regularisers (-r/--regularization, docs/model.md "The regularisation term"; docs/sharding-and-gpu.md
+// "Regularisers and shards").
 //
 // A regulariser adds exp(2 τ) · penalty to the NLL, τ = --regularizationStrength (Model::options).
 // Two kinds:
 //  * needs_observables() == false: a penalty on the effective parameters ξ only. Evaluated once
 //    per call inside GlobalTerms::xi_terms (single device and sharded alike).
 //  * needs_observables() == true (the SVD regulariser): a penalty on the *full* predicted yields
-//    ν_full (all B_f bins, masked channels included, after BB, docs/likelihood.md "Masked channels and full evaluation"). GlobalTerms cannot see the
-//    yields, so the backend that computes ν_full adds it, exactly like a data term on ν_full:
+//    ν_full (all B_f bins, masked channels included, after BB, docs/likelihood.md "Masked channels and full
+//    evaluation"). GlobalTerms cannot see the yields, so the backend that computes ν_full adds it, exactly
+//    like a data term on ν_full:
 //      value   += observable_penalty(model, ν_full, &g)        (g = ∂/∂ν_full, weight included)
 //      ∇_ξ     += 𝒥ᵀ g                                           (𝒥 = ∂ν_full/∂ξ)
 //      H_ξ V   += 𝒥ᵀ observable_penalty_hessian_product(model, ν_full, 𝒥 V) + 𝒞(g) V
@@ -15,11 +17,10 @@
 //    Sharded fits refuse such regularisers up front.
 // Every regulariser must be armed (set_expectations) at the start of each fit before it is
 // evaluated; evaluating an un-armed one throws.
+#include <Eigen/Core>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 namespace rabbit {
 
@@ -43,7 +44,8 @@ class Regularizer {
   /// when non-null.
   virtual double penalty_observables(const Eigen::VectorXd& nu_full, Eigen::VectorXd* grad) const;
   /// (∂²penalty/∂ν_full²) · U for U of shape B_f × k.
-  virtual Eigen::MatrixXd hessian_product_observables(const Eigen::VectorXd& nu_full, const Eigen::MatrixXd& U) const;
+  virtual Eigen::MatrixXd hessian_product_observables(const Eigen::VectorXd& nu_full,
+                                                      const Eigen::MatrixXd& U) const;
   /// Which bins of ν_full the penalty reads: per full bin (length B_f) the summed weight of the
   /// mapping onto it, non-zero where read; empty when the regulariser cannot say (then no
   /// bin-by-bin check of the shards applies to it).
@@ -51,12 +53,13 @@ class Regularizer {
 
   /// Unweighted penalty of a parameter-only regulariser at ξ; adds to grad, HV (= H·V) and hess
   /// when non-null.
-  virtual double penalty_parameters(const Eigen::VectorXd& xi, Eigen::VectorXd* grad, const Eigen::MatrixXd* V,
-                                    Eigen::MatrixXd* HV, Eigen::MatrixXd* hess) const;
+  virtual double penalty_parameters(const Eigen::VectorXd& xi, Eigen::VectorXd* grad,
+                                    const Eigen::MatrixXd* V, Eigen::MatrixXd* HV,
+                                    Eigen::MatrixXd* hess) const;
 };
 
-/// The SVD regulariser (docs/model.md "The regularisation term"): L = Σ_cells (Lap d)², d = y / y⁰ (1 where y⁰ = 0), y = 𝓜 ν_full.
-/// The mapping 𝓜 is "Select <channel>" (the channel's bins in its axes' shape) or
+/// The SVD regulariser (docs/model.md "The regularisation term"): L = Σ_cells (Lap d)², d = y / y⁰ (1 where
+/// y⁰ = 0), y = 𝓜 ν_full. The mapping 𝓜 is "Select <channel>" (the channel's bins in its axes' shape) or
 /// "Project <channel> <axis>..." (sum over the other axes); other mappings and mapping options
 /// throw OptionError. Lap is the discrete Laplacian with edge-repeating padding (sum of the 1-D
 /// operators along every axis).
@@ -68,7 +71,8 @@ class SvdRegularizer final : public Regularizer {
   void set_expectations(const Eigen::VectorXd& xi_init, const Eigen::VectorXd* observables) override;
   bool armed() const override { return armed_; }
   double penalty_observables(const Eigen::VectorXd& nu_full, Eigen::VectorXd* grad) const override;
-  Eigen::MatrixXd hessian_product_observables(const Eigen::VectorXd& nu_full, const Eigen::MatrixXd& U) const override;
+  Eigen::MatrixXd hessian_product_observables(const Eigen::VectorXd& nu_full,
+                                              const Eigen::MatrixXd& U) const override;
   /// 𝓜ᵀ applied to ones over the cells.
   Eigen::VectorXd observable_footprint() const override;
 
@@ -85,8 +89,8 @@ class SvdRegularizer final : public Regularizer {
   std::vector<int64_t> shape_;        // output histogram shape
   std::vector<int64_t> cell_of_bin_;  // per channel bin (in channel order): output cell
   int64_t channel_start_ = 0;
-  Eigen::VectorXd inv_y0_;            // 1/y⁰, 0 where y⁰ = 0
-  Eigen::VectorXd d_fixed_;           // 1 where y⁰ = 0 (d is constant there), else 0
+  Eigen::VectorXd inv_y0_;   // 1/y⁰, 0 where y⁰ = 0
+  Eigen::VectorXd d_fixed_;  // 1 where y⁰ = 0 (d is constant there), else 0
   bool armed_ = false;
 };
 

@@ -3,14 +3,14 @@
 // bins on one device. Everything that scales with the number of bins lives behind this interface;
 // there is one implementation per backend (backend/cpu, backend/cuda).
 //
-// All derivatives are with respect to the *effective* parameters ξ = T(x) (docs/likelihood.md "Effective parameters ξ = T(x)",
-// docs/likelihood.md "Derivative structure"). The fitter applies the chain rule of T once, for all shards together, so the shard math
-// never sees POI transforms, blinding or frozen parameters.
-#include <cstdint>
-#include <string>
+// All derivatives are with respect to the *effective* parameters ξ = T(x) (docs/likelihood.md "Effective
+// parameters ξ = T(x)", docs/likelihood.md "Derivative structure"). The fitter applies the chain rule of T
+// once, for all shards together, so the shard math never sees POI transforms, blinding or frozen parameters.
+#include <fmt/format.h>
 
 #include <Eigen/Core>
-#include <fmt/format.h>
+#include <cstdint>
+#include <string>
 
 #include "rabbit/core/error.hpp"
 
@@ -60,9 +60,10 @@ class ShardEvaluator {
   /// New BB centres β⁰ over all B_f entries (YieldModel's layout); the shard keeps its observed
   /// slice. Shards that cannot take them refuse with an OptionError naming the device.
   virtual void set_beta_centres(const Eigen::VectorXd& /*beta0*/) {
-    throw OptionError(fmt::format("BB centres (toys with --toysSystRandomize frequentist) cannot be set on the shard "
-                                  "on {}; use --backend cpu",
-                                  device()));
+    throw OptionError(
+        fmt::format("BB centres (toys with --toysSystRandomize frequentist) cannot be set on the shard "
+                    "on {}; use --backend cpu",
+                    device()));
   }
 };
 

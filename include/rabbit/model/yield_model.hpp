@@ -8,10 +8,9 @@
 //
 // BB entries are laid out over all B_f bins: one per bin in lite mode, one per (bin, process)
 // (index b·P + p) in full mode.
+#include <Eigen/Core>
 #include <cstdint>
 #include <vector>
-
-#include <Eigen/Core>
 
 namespace rabbit {
 
@@ -53,7 +52,8 @@ class YieldModel {
   /// Dense Jacobian ∂ν_b/∂ξ [nb × n] of the per-bin yields of [first, last). With profiled β the
   /// derivative goes through β̂(ξ) (as rabbit's autodiff does, covariance fits included); other
   /// modes hold β fixed.
-  virtual Eigen::MatrixXd yield_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode) = 0;
+  virtual Eigen::MatrixXd yield_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last,
+                                         BetaMode mode) = 0;
   /// Dense Jacobian ∂Ñ_bp/∂ξ [(nb·nproc) × n] of the per-process yields (row b·nproc + p), β held
   /// fixed at the value of `mode`.
   virtual Eigen::MatrixXd process_yield_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last,

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "rabbit/model/yield_model.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/model/model.hpp"
+#include "rabbit/model/yield_model.hpp"
 
 namespace rabbit::postfit {
 

@@ -1,24 +1,24 @@
 #pragma once
-// Expected-yield histograms of a mapping with their uncertainties (docs/output-format.md "Histogram uncertainties")
-// and the linear chi2 (docs/output-format.md "Chi-square values"), from the CPU shard's yields and Jacobians.
+// Expected-yield histograms of a mapping with their uncertainties (docs/output-format.md "Histogram
+// uncertainties") and the linear chi2 (docs/output-format.md "Chi-square values"), from the CPU shard's
+// yields and Jacobians.
+#include <Eigen/Core>
 #include <cstdint>
 
-#include <Eigen/Core>
-
-#include "rabbit/model/yield_model.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/model/model.hpp"
+#include "rabbit/model/yield_model.hpp"
 #include "rabbit/postfit/mapping.hpp"
 
 namespace rabbit::postfit {
 
 struct HistogramRequest {
-  bool prefit = false;             // β at its stored value, J at fixed β; else β̂ and total J
-  bool errors = false;             // inclusive variances
-  bool covariance = false;         // inclusive covariance over all bins
+  bool prefit = false;      // β at its stored value, J at fixed β; else β̂ and total J
+  bool errors = false;      // inclusive variances
+  bool covariance = false;  // inclusive covariance over all bins
   bool per_process = false;
   bool errors_per_process = false;
-  bool chi2 = false;               // linear chi2 over the unmasked bins
+  bool chi2 = false;  // linear chi2 over the unmasked bins
 };
 
 /// Sizes are the mapping's: ny = Mapping::size() (nbinsfull for BaseMapping).
@@ -28,18 +28,20 @@ struct HistogramResult {
   Eigen::MatrixXd inclusive_cov;    // [ny, ny]
   Eigen::MatrixXd per_process;      // [ny, nproc]
   Eigen::MatrixXd per_process_var;  // [ny, nproc]
-  double chi2 = 0.0;  // +inf when a bin of zero variance has a nonzero residual
-  int64_t ndf = 0;     // observed outputs less those of zero variance and zero residual, less ndf_reduction
+  double chi2 = 0.0;                // +inf when a bin of zero variance has a nonzero residual
+  int64_t ndf = 0;  // observed outputs less those of zero variance and zero residual, less ndf_reduction
 };
 
 /// y = f(ν) of `mapping` and Cov(y) = A (J C Jᵀ + J_β H_ββ⁻¹ J_βᵀ) Aᵀ with A = ∂y/∂ν (the second term
 /// with MC stat on; H_ββ of L_β alone prefit, of the full L at fixed x postfit), computed as (A J) C (A J)ᵀ
 /// so that no bins × bins matrix is built for a mapping; `cov` is the parameter covariance to propagate.
 /// The chi2 covers the mapping's observed outputs.
-HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter, const Mapping& mapping,
-                                   const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, const HistogramRequest& request);
+HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter,
+                                   const Mapping& mapping, const Eigen::VectorXd& x,
+                                   const Eigen::MatrixXd& cov, const HistogramRequest& request);
 /// The same for BaseMapping.
 HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter,
-                                   const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, const HistogramRequest& request);
+                                   const Eigen::VectorXd& x, const Eigen::MatrixXd& cov,
+                                   const HistogramRequest& request);
 
 }  // namespace rabbit::postfit

@@ -77,9 +77,9 @@ class ResultReader {
  public:
   /// One member of a group or dictionary.
   struct Entry {
-    std::string key;   // the rabbit key (unescaped)
-    std::string path;  // its path for the reading functions
-    std::string type;  // "hist", "dict", "float", "int", "bool", "str", "strings", ...; "" if unknown
+    std::string key;         // the rabbit key (unescaped)
+    std::string path;        // its path for the reading functions
+    std::string type;        // "hist", "dict", "float", "int", "bool", "str", "strings", ...; "" if unknown
     bool container = false;  // a dictionary to descend into
   };
 
@@ -92,7 +92,8 @@ class ResultReader {
   /// Names (keys) of the result groups in run order (creation order; name order for files that do
   /// not track it).
   std::vector<std::string> result_groups() const;
-  /// docs/user-guide.md "Choosing a result": KEY -> "results_KEY"; none -> "results", else "results_asimov". Unknown: InputError listing groups.
+  /// docs/user-guide.md "Choosing a result": KEY -> "results_KEY"; none -> "results", else "results_asimov".
+  /// Unknown: InputError listing groups.
   std::string pick_result(const std::optional<std::string>& key) const;
   bool exists(const std::string& path) const;
   /// A histogram's bins in C order: without flow bins, or with `flow_bins` including the flow bins

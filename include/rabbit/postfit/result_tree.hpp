@@ -15,7 +15,8 @@ namespace rabbit::result {
 /// One histogram axis (output-format.md "Conventions"). Set `shared_id` to refer to /axes/<id> by
 /// soft link in the plain layout; the rabbit layout always writes the axis into the histogram.
 struct Axis {
-  std::string type = "strcategory";  // regular, variable, integer, strcategory, intcategory, boolean, floatcategory
+  std::string type =
+      "strcategory";  // regular, variable, integer, strcategory, intcategory, boolean, floatcategory
   std::string name;
   std::string label;
   std::vector<std::string> labels;   // strcategory
@@ -52,9 +53,12 @@ struct Attribute {
 
 struct Node {
   enum class Kind {
-    dict,      // an HDF5 group (plain) / a Python dict (rabbit)
-    hist,      // a histogram
-    real, integer, boolean, text,  // scalars: Python float, int, bool, str
+    dict,  // an HDF5 group (plain) / a Python dict (rabbit)
+    hist,  // a histogram
+    real,
+    integer,
+    boolean,
+    text,      // scalars: Python float, int, bool, str
     strings,   // a list of names
     integers,  // a list of int64
     axis,      // an axis group of the plain meta (channel axes)

@@ -1,12 +1,12 @@
 #pragma once
-// Profile-likelihood scans and contours (docs/output-format.md "Likelihood scans and contours"), and the restricted objective
-// they (and the main fit) minimise: the floating coordinates only, the others held fixed.
+// Profile-likelihood scans and contours (docs/output-format.md "Likelihood scans and contours"), and the
+// restricted objective they (and the main fit) minimise: the floating coordinates only, the others held
+// fixed.
+#include <Eigen/Core>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "rabbit/minimize/objective.hpp"
 
@@ -41,16 +41,17 @@ class RestrictedObjective : public Objective {
 
 /// Minimises `objective` over the coordinates `floating` starting from x; returns the full vector.
 /// Supplied by the caller (the CLI wires the native minimizer with its options).
-using ProfileMinimizer =
-    std::function<Eigen::VectorXd(Objective& objective, const std::vector<int64_t>& floating, const Eigen::VectorXd& x)>;
+using ProfileMinimizer = std::function<Eigen::VectorXd(
+    Objective& objective, const std::vector<int64_t>& floating, const Eigen::VectorXd& x)>;
 
 struct Scan1D {
   std::vector<double> points;  // ascending x values, 2·floor(P/2)+1
   std::vector<double> dnll;    // L − L_best (ΔNLL); 0 at the centre
 };
 
-/// docs/output-format.md "Likelihood scans and contours" 1D scan of parameter p around xhat: offsets linspace(0, range, floor(P/2)+1)·sigma,
-/// walked outwards on each side from the previous point; p fixed, the other floating ones profiled.
+/// docs/output-format.md "Likelihood scans and contours" 1D scan of parameter p around xhat: offsets
+/// linspace(0, range, floor(P/2)+1)·sigma, walked outwards on each side from the previous point; p fixed, the
+/// other floating ones profiled.
 Scan1D scan_1d(Objective& objective, const ProfileMinimizer& minimizer, const std::vector<int64_t>& floating,
                const Eigen::VectorXd& xhat, int64_t p, double sigma, double range, int64_t points);
 
@@ -59,12 +60,12 @@ struct ContourPoint {
   bool success = false;
 };
 
-/// docs/output-format.md "Likelihood scans and contours" contour at level c (Δ(2NLL) = c²) on side s = ±1: the point that extremises x_p on the
-/// contour is where the profile likelihood in x_p reaches L_min + c²/2; found by a safeguarded
-/// secant/bisection search on x_p, each step a profile fit. cov_column = C[:, p] gives the
-/// Gaussian start x_hat + s·c·C[:,p]/sqrt(C_pp).
+/// docs/output-format.md "Likelihood scans and contours" contour at level c (Δ(2NLL) = c²) on side s = ±1:
+/// the point that extremises x_p on the contour is where the profile likelihood in x_p reaches L_min + c²/2;
+/// found by a safeguarded secant/bisection search on x_p, each step a profile fit. cov_column = C[:, p] gives
+/// the Gaussian start x_hat + s·c·C[:,p]/sqrt(C_pp).
 ContourPoint contour_point(Objective& objective, const ProfileMinimizer& minimizer,
-                           const std::vector<int64_t>& floating, const Eigen::VectorXd& xhat, double lmin, int64_t p,
-                           const Eigen::VectorXd& cov_column, double level, int side);
+                           const std::vector<int64_t>& floating, const Eigen::VectorXd& xhat, double lmin,
+                           int64_t p, const Eigen::VectorXd& cov_column, double level, int side);
 
 }  // namespace rabbit::postfit

@@ -1,7 +1,6 @@
 // Device memory bandwidth by a plain copy kernel: the roofline the shard's loss+grad is compared
 // with in bench/sharding_bench and scripts/gpu-check.
 #include <cuda_runtime.h>
-
 #include <fmt/format.h>
 
 #include "rabbit/backend/cuda/cuda_shard.hpp"
@@ -18,7 +17,8 @@ __global__ void copy_kernel(const double* __restrict__ in, double* __restrict__ 
 void check(cudaError_t e, int ordinal, const char* what) {
   if (e == cudaSuccess) return;
   cudaGetLastError();
-  throw ResourceError(fmt::format("CUDA error on cuda:{} during {}: {}", ordinal, what, cudaGetErrorString(e)));
+  throw ResourceError(
+      fmt::format("CUDA error on cuda:{} during {}: {}", ordinal, what, cudaGetErrorString(e)));
 }
 
 }  // namespace

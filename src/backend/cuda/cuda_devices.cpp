@@ -1,10 +1,9 @@
 // Enumerates the visible CUDA devices without creating a context: cudaGetDeviceCount,
 // cudaDeviceGetPCIBusId and cudaGetDeviceProperties only initialise the runtime.
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 
 #include <array>
-
-#include <fmt/format.h>
 
 #include "rabbit/backend/cuda/cuda_shard.hpp"
 
@@ -22,7 +21,8 @@ std::vector<CudaDeviceEntry> cuda_visible_devices(std::string* failure) {
     CudaDeviceEntry d;
     d.ordinal = i;
     std::array<char, 64> bus{};
-    if (cudaDeviceGetPCIBusId(bus.data(), static_cast<int>(bus.size()), i) == cudaSuccess) d.pci_bus_id = bus.data();
+    if (cudaDeviceGetPCIBusId(bus.data(), static_cast<int>(bus.size()), i) == cudaSuccess)
+      d.pci_bus_id = bus.data();
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) {
       d.name = prop.name;

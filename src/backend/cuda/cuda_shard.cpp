@@ -2,14 +2,14 @@
 // copies on one stream per shard, cuBLAS GEMV/GEMM for the dense tensor products and the kernels of
 // kernels.cu. Every CUDA / cuBLAS failure becomes a one-line ResourceError naming the device and the
 // step.
+#include "rabbit/backend/cuda/cuda_shard.hpp"
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-
 #include <fmt/format.h>
 
 #include "cuda_check.hpp"
 #include "kernels.hpp"
-#include "rabbit/backend/cuda/cuda_shard.hpp"
 #include "rabbit/core/error.hpp"
 #include "shard_pipeline.hpp"
 
@@ -19,8 +19,12 @@ namespace {
 namespace ck = cuda_kernels;
 
 // Every CUDA / cuBLAS failure becomes one ResourceError line (cuda_check.hpp).
-void check_cuda(cudaError_t e, int ordinal, const char* what) { cuda_check::cuda(e, ordinal, what); }
-void check_cublas(cublasStatus_t s, int ordinal, const char* what) { cuda_check::cublas(s, ordinal, what); }
+void check_cuda(cudaError_t e, int ordinal, const char* what) {
+  cuda_check::cuda(e, ordinal, what);
+}
+void check_cublas(cublasStatus_t s, int ordinal, const char* what) {
+  cuda_check::cublas(s, ordinal, what);
+}
 
 class CudaOps {
  public:
@@ -61,54 +65,59 @@ class CudaOps {
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), ordinal_, what);
     check_cuda(cudaStreamSynchronize(stream_), ordinal_, what);
   }
-  void zero(void* p, size_t bytes) { check_cuda(cudaMemsetAsync(p, 0, bytes, stream_), ordinal_, "clearing a buffer"); }
+  void zero(void* p, size_t bytes) {
+    check_cuda(cudaMemsetAsync(p, 0, bytes, stream_), ordinal_, "clearing a buffer");
+  }
   void check(const char* what) { check_cuda(cudaGetLastError(), ordinal_, what); }
 
   // The row-major [E × W] tensor is a column-major [W × E] matrix with leading dimension W.
-  void k2_dense(bool transpose, const double* K2, int64_t E64, int64_t W64, const double* X, double* Y, int k) {
+  void k2_dense(bool transpose, const double* K2, int64_t E64, int64_t W64, const double* X, double* Y,
+                int k) {
     const double one = 1.0, zero = 0.0;
     const int E = static_cast<int>(E64), W = static_cast<int>(W64);
     if (k == 1)
-      check_cublas(cublasDgemv(blas_, transpose ? CUBLAS_OP_N : CUBLAS_OP_T, W, E, &one, K2, W, X, 1, &zero, Y, 1),
-                   ordinal_, "GEMV");
+      check_cublas(
+          cublasDgemv(blas_, transpose ? CUBLAS_OP_N : CUBLAS_OP_T, W, E, &one, K2, W, X, 1, &zero, Y, 1),
+          ordinal_, "GEMV");
     else if (transpose)
-      check_cublas(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, W, k, E, &one, K2, W, X, E, &zero, Y, W), ordinal_,
-                   "GEMM");
+      check_cublas(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, W, k, E, &one, K2, W, X, E, &zero, Y, W),
+                   ordinal_, "GEMM");
     else
-      check_cublas(cublasDgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, E, k, W, &one, K2, W, X, W, &zero, Y, E), ordinal_,
-                   "GEMM");
+      check_cublas(cublasDgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, E, k, W, &one, K2, W, X, W, &zero, Y, E),
+                   ordinal_, "GEMM");
   }
 
   void entry_yields(const pipeline::EntryArrays& e, bool ln, const double* lambda, const double* rates,
                     const double* rho, double* q, double* N, double* Nbp, int nproc) {
     ck::entry_yields(e, ln, lambda, rates, rho, q, N, Nbp, nproc, stream_);
   }
-  void profile_bins(const bin_math::BinConfig& cfg, const pipeline::BinArrays& b, const double* Nbp, double* beta,
-                    double* phi, double* u1, double* u2, double* d, double* m, double* value) {
+  void profile_bins(const bin_math::BinConfig& cfg, const pipeline::BinArrays& b, const double* Nbp,
+                    double* beta, double* phi, double* u1, double* u2, double* d, double* m, double* value) {
     ck::profile_bins(cfg, b, Nbp, beta, phi, u1, u2, d, m, value, stream_);
   }
-  void gradient_weights(const pipeline::EntryArrays& e, bool ln, const double* phi, const double* q, const double* N,
-                        const double* rho, double* gw, double* pw, int nproc) {
+  void gradient_weights(const pipeline::EntryArrays& e, bool ln, const double* phi, const double* q,
+                        const double* N, const double* rho, double* gw, double* pw, int nproc) {
     ck::gradient_weights(e, ln, phi, q, N, rho, gw, pw, nproc, stream_);
   }
-  void delta_yields(const pipeline::EntryArrays& e, bool ln, const double* q, const double* N, const double* rho,
-                    const double* dl, const double* dr, double* dN, int64_t nbp, int nproc, int k) {
+  void delta_yields(const pipeline::EntryArrays& e, bool ln, const double* q, const double* N,
+                    const double* rho, const double* dl, const double* dr, double* dN, int64_t nbp, int nproc,
+                    int k) {
     ck::delta_yields(e, ln, q, N, rho, dl, dr, dN, nbp, nproc, k, stream_);
   }
   void apply_psi(int64_t nbins, int nproc, int k, const double* u1, const double* u2, const double* d,
                  const double* m, const double* dN, double* z) {
     ck::apply_psi(nbins, nproc, k, u1, u2, d, m, dN, z, stream_);
   }
-  void hvp_weights(const pipeline::EntryArrays& e, bool ln, const double* z, const double* phi, const double* q,
-                   const double* N, const double* rho, const double* dl, const double* dr, double* omega, double* t,
-                   int64_t nbp, int nproc, int k) {
+  void hvp_weights(const pipeline::EntryArrays& e, bool ln, const double* z, const double* phi,
+                   const double* q, const double* N, const double* rho, const double* dl, const double* dr,
+                   double* omega, double* t, int64_t nbp, int nproc, int k) {
     ck::hvp_weights(e, ln, z, phi, q, N, rho, dl, dr, omega, t, nbp, nproc, k, stream_);
   }
   void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k, double* out) {
     ck::sum_over_bins(in, nbins, nproc, ld, k, out, stream_);
   }
-  void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols, const double* vals,
-                    const double* x, double* y, int k) {
+  void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
+                    const double* vals, const double* x, double* y, int k) {
     ck::csr_multiply(rows, width, rowptr, cols, vals, x, y, k, stream_);
   }
   void fill(double* x, int64_t n, double value) { ck::fill(x, n, value, stream_); }

@@ -3,12 +3,12 @@
 // are reused between calls; a mutex serialises callers (one handle, one stream).
 #include "rabbit/backend/cuda/cusolver_linalg.hpp"
 
-#include <cmath>
-#include <mutex>
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
+
+#include <cmath>
+#include <mutex>
 
 #include "cuda_check.hpp"
 
@@ -43,14 +43,14 @@ struct CusolverLinalg::Device {
 
   void upload(double* dst, const double* src, size_t count, const char* what) {
     if (count == 0) return;
-    cuda_check::cuda(cudaMemcpyAsync(dst, src, count * sizeof(double), cudaMemcpyHostToDevice, stream), ordinal,
-                     what);
+    cuda_check::cuda(cudaMemcpyAsync(dst, src, count * sizeof(double), cudaMemcpyHostToDevice, stream),
+                     ordinal, what);
   }
 
   void download(double* dst, const double* src, size_t count, const char* what) {
     if (count == 0) return;
-    cuda_check::cuda(cudaMemcpyAsync(dst, src, count * sizeof(double), cudaMemcpyDeviceToHost, stream), ordinal,
-                     what);
+    cuda_check::cuda(cudaMemcpyAsync(dst, src, count * sizeof(double), cudaMemcpyDeviceToHost, stream),
+                     ordinal, what);
     cuda_check::cuda(cudaStreamSynchronize(stream), ordinal, what);
   }
 
@@ -74,8 +74,8 @@ struct CusolverLinalg::Device {
   // potrf on the leading m×m block of the loaded matrix (lda = n); returns devInfo.
   int potrf(int m, int lda) {
     int lwork = 0;
-    cuda_check::cusolver(cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_LOWER, m, a, lda, &lwork), ordinal,
-                         "sizing the potrf workspace");
+    cuda_check::cusolver(cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_LOWER, m, a, lda, &lwork),
+                         ordinal, "sizing the potrf workspace");
     reserve(work, work_capacity, static_cast<size_t>(std::max(lwork, 1)), "allocating the potrf workspace");
     cuda_check::cusolver(cusolverDnDpotrf(solver, CUBLAS_FILL_MODE_LOWER, m, a, lda, work,
                                           static_cast<int>(work_capacity), info),
@@ -107,7 +107,8 @@ CusolverLinalg::CusolverLinalg(int ordinal) : ordinal_(ordinal), dev_(std::make_
   cuda_check::cusolver(cusolverDnSetStream(d.solver, d.stream), ordinal, "binding the cuSOLVER stream");
   cuda_check::cublas(cublasCreate(&d.blas), ordinal, "creating the cuBLAS handle");
   cuda_check::cublas(cublasSetStream(d.blas, d.stream), ordinal, "binding the cuBLAS stream");
-  cuda_check::cuda(cudaMalloc(reinterpret_cast<void**>(&d.info), sizeof(int)), ordinal, "allocating potrf's info");
+  cuda_check::cuda(cudaMalloc(reinterpret_cast<void**>(&d.info), sizeof(int)), ordinal,
+                   "allocating potrf's info");
 }
 
 CusolverLinalg::~CusolverLinalg() = default;
@@ -133,7 +134,8 @@ int64_t CusolverLinalg::factor(const Eigen::MatrixXd& A, double shift, Eigen::Ma
     // does not document the partial state, so that block is factorised again (it is positive
     // definite by definition of info).
     d.load(A, shift);
-    if (d.potrf(info - 1, ni) != 0) throw NumericalError("cuSOLVER potrf: the leading block before a failed pivot did not factorise");
+    if (d.potrf(info - 1, ni) != 0)
+      throw NumericalError("cuSOLVER potrf: the leading block before a failed pivot did not factorise");
   }
   if (L) {
     L->resize(n, n);
@@ -173,6 +175,8 @@ int64_t CusolverLinalg::cholesky_solve(const Eigen::MatrixXd& A, Eigen::MatrixXd
   return factor(A, 0.0, nullptr, &X);
 }
 
-std::shared_ptr<CusolverLinalg> make_cusolver_linalg(int ordinal) { return std::make_shared<CusolverLinalg>(ordinal); }
+std::shared_ptr<CusolverLinalg> make_cusolver_linalg(int ordinal) {
+  return std::make_shared<CusolverLinalg>(ordinal);
+}
 
 }  // namespace rabbit

@@ -14,14 +14,14 @@
 // free_memory(&total); name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers
 // entry_yields, profile_bins, gradient_weights, delta_yields, apply_psi, hvp_weights, sum_over_bins,
 // csr_multiply, fill with the signatures of kernels.hpp minus the stream.
+#include <fmt/format.h>
+
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
-#include <fmt/format.h>
 
 #include "rabbit/backend/cuda/bin_math.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
@@ -48,22 +48,24 @@ inline uint64_t shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_e
   if (!in.sparse) {
     tensor = E * W * 8;
   } else {
-    const auto lo = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), bin_begin * static_cast<int64_t>(P));
-    const auto hi = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), bin_end * static_cast<int64_t>(P));
+    const auto lo =
+        std::lower_bound(in.norm_index.begin(), in.norm_index.end(), bin_begin * static_cast<int64_t>(P));
+    const auto hi =
+        std::lower_bound(in.norm_index.begin(), in.norm_index.end(), bin_end * static_cast<int64_t>(P));
     E = hi - lo;
     const int64_t i0 = lo - in.norm_index.begin(), i1 = hi - in.norm_index.begin();
-    const uint64_t nnz = in.logk_sparse.rowptr.empty() ? 0 : in.logk_sparse.rowptr[i1] - in.logk_sparse.rowptr[i0];
+    const uint64_t nnz =
+        in.logk_sparse.rowptr.empty() ? 0 : in.logk_sparse.rowptr[i1] - in.logk_sparse.rowptr[i0];
     tensor = 2 * nnz * 12 + (E + 1 + W + 1) * 8;
   }
   const uint64_t k = std::min<uint64_t>(std::max<uint64_t>(npar, 1), 256);
-  const uint64_t entries = E * (4 + 4 + 8 * 5);             // bin, proc, norm, Λ, q, N, gw
-  const uint64_t per_bp = B * P * (8 * 10 + 2);              // N, φ, u1, u2, d, pw, β, stats, flags
+  const uint64_t entries = E * (4 + 4 + 8 * 5);               // bin, proc, norm, Λ, q, N, gw
+  const uint64_t per_bp = B * P * (8 * 10 + 2);               // N, φ, u1, u2, d, pw, β, stats, flags
   const uint64_t per_bin = B * (8 * 12);                      // nobs, var, log, m, value, stats
   const uint64_t batch = k * (E * 16 + B * P * 24 + W * 16);  // δΛ, ω, δN, z, t, O, directions
   const uint64_t slack = 64ull << 20;                         // cuBLAS workspace and alignment
   return tensor + entries + per_bp + per_bin + batch + slack;
 }
-
 
 struct HostShardData {
   int64_t nbins = 0, nentries = 0;
@@ -78,7 +80,6 @@ struct HostShardData {
   std::vector<double> kstat, beta0, sigma2;
   std::vector<unsigned char> masked, zero_var;
 };
-
 
 /// A device buffer owned through the Ops policy.
 template <class Ops, class T>
@@ -131,9 +132,11 @@ class ShardPipeline : public ShardEvaluator {
     // The SVD regulariser reads the predicted yields of all bins (masked channels included), which
     // only the CPU shard evaluates; silently dropping its penalty would change the fit.
     if (!model_->regularizers.empty() && needs_observables(*model_))
-      throw OptionError("-r/--regularization on predicted yields is not supported by the CUDA backend; use --backend cpu");
+      throw OptionError(
+          "-r/--regularization on predicted yields is not supported by the CUDA backend; use --backend cpu");
     if (begin < 0 || end < begin || end > in.nbins)
-      throw Error(fmt::format("CUDA shard range [{}, {}) outside the {} observed bins", begin, end, in.nbins));
+      throw Error(
+          fmt::format("CUDA shard range [{}, {}) outside the {} observed bins", begin, end, in.nbins));
     nproc_ = static_cast<int>(in.nproc);
     nsyst_ = in.nsyst;
     width_ = in.logk_width();
@@ -165,10 +168,12 @@ class ShardPipeline : public ShardEvaluator {
     uint64_t total_bytes = 0;
     const uint64_t free_bytes = ops_->free_memory(&total_bytes);
     if (need > free_bytes)
-      throw ResourceError(fmt::format(
-          "{}: the shard over bins [{}, {}) needs {:.2f} GiB of device memory, {:.2f} GiB of {:.2f} GiB are free; "
-          "use more shards (--nDevices) or --backend cpu",
-          ops_->name(), begin, end, need / 1073741824.0, free_bytes / 1073741824.0, total_bytes / 1073741824.0));
+      throw ResourceError(
+          fmt::format("{}: the shard over bins [{}, {}) needs {:.2f} GiB of device memory, {:.2f} GiB of "
+                      "{:.2f} GiB are free; "
+                      "use more shards (--nDevices) or --backend cpu",
+                      ops_->name(), begin, end, need / 1073741824.0, free_bytes / 1073741824.0,
+                      total_bytes / 1073741824.0));
 
     bin_.upload(h.bin, "copying the shard");
     proc_.upload(h.proc, "copying the shard");
@@ -225,10 +230,12 @@ class ShardPipeline : public ShardEvaluator {
     const FitInputData& in = *model_->input;
     const int64_t per_bin = full() ? nproc_ : 1;
     if (beta0.size() != in.nbinsfull * per_bin)
-      throw Error(fmt::format("BB centres have {} entries, expected {}", beta0.size(), in.nbinsfull * per_bin));
+      throw Error(
+          fmt::format("BB centres have {} entries, expected {}", beta0.size(), in.nbinsfull * per_bin));
     std::vector<double> slice(beta0.data() + begin_ * per_bin, beta0.data() + end_ * per_bin);
-    // docs/likelihood.md "BB derivative corner cases" item 3: on masked full-mode entries rabbit's closed forms use β⁰ N where
-    // the yields use N; the CPU backend differentiates that composite, this pipeline does not.
+    // docs/likelihood.md "BB derivative corner cases" item 3: on masked full-mode entries rabbit's closed
+    // forms use β⁰ N where the yields use N; the CPU backend differentiates that composite, this pipeline
+    // does not.
     if (full() && cfg_.bb != BBKind::normal_additive)
       for (size_t i = 0; i < slice.size(); ++i)
         if (masked_host_[i] && slice[i] != 1.0)
@@ -422,12 +429,12 @@ class ShardPipeline : public ShardEvaluator {
     rates_d_.upload(rates_.data(), nproc_, "copying the parameters");
     k2_multiply(false, m_vec_.get(), lambda_.get(), 1);
     if (sparse_) Nbp_.zero();
-    ops_->entry_yields(entries(), log_normal_, lambda_.get(), rates_d_.get(), rho_d_.get(), q_.get(), N_.get(),
-                       Nbp_.get(), nproc_);
+    ops_->entry_yields(entries(), log_normal_, lambda_.get(), rates_d_.get(), rho_d_.get(), q_.get(),
+                       N_.get(), Nbp_.get(), nproc_);
     bm::BinConfig cfg = cfg_;
     cfg.profile = profile;
-    ops_->profile_bins(cfg, bins(), Nbp_.get(), beta_.get(), phi_.get(), u1_.get(), u2_.get(), d_.get(), m_.get(),
-                       binval_.get());
+    ops_->profile_bins(cfg, bins(), Nbp_.get(), beta_.get(), phi_.get(), u1_.get(), u2_.get(), d_.get(),
+                       m_.get(), binval_.get());
     ops_->check("the yield kernels");
   }
 
@@ -446,8 +453,8 @@ class ShardPipeline : public ShardEvaluator {
     wproc_ = Eigen::VectorXd::Zero(nproc_);
     if (nbins_ == 0) return;
     if (sparse_) pw_.zero();
-    ops_->gradient_weights(entries(), log_normal_, phi_.get(), q_.get(), N_.get(), rho_d_.get(), gw_.get(), pw_.get(),
-                           nproc_);
+    ops_->gradient_weights(entries(), log_normal_, phi_.get(), q_.get(), N_.get(), rho_d_.get(), gw_.get(),
+                           pw_.get(), nproc_);
     k2_multiply(true, gw_.get(), y_.get(), 1);
     ops_->sum_over_bins(pw_.get(), nbins_, nproc_, 0, 1, small_.get());
     ops_->check("the gradient kernels");
@@ -488,8 +495,8 @@ class ShardPipeline : public ShardEvaluator {
     ops_->delta_yields(entries(), log_normal_, q_.get(), N_.get(), rho_d_.get(), dlambda_.get(), dr_d_.get(),
                        dN_.get(), nbp, nproc_, k);
     ops_->apply_psi(nbins_, nproc_, k, u1_.get(), u2_.get(), d_.get(), m_.get(), dN_.get(), z_.get());
-    ops_->hvp_weights(entries(), log_normal_, z_.get(), phi_.get(), q_.get(), N_.get(), rho_d_.get(), dlambda_.get(),
-                      dr_d_.get(), omega_.get(), t_.get(), nbp, nproc_, k);
+    ops_->hvp_weights(entries(), log_normal_, z_.get(), phi_.get(), q_.get(), N_.get(), rho_d_.get(),
+                      dlambda_.get(), dr_d_.get(), omega_.get(), t_.get(), nbp, nproc_, k);
     k2_multiply(true, omega_.get(), O_.get(), k);
     ops_->sum_over_bins(t_.get(), nbins_, nproc_, nbp, k, tproc_.get());
     ops_->check("the HVP kernels");
@@ -529,9 +536,10 @@ class ShardPipeline : public ShardEvaluator {
   Buf<double> kstat_{o()}, beta0_{o()}, sigma2_{o()};
   Buf<unsigned char> masked_{o()}, zero_var_{o()};
   Buf<double> nobs_{o()}, varnobs_{o()}, lognobs_{o()}, rho_d_{o()}, rates_d_{o()}, m_vec_{o()};
-  Buf<double> lambda_{o()}, q_{o()}, N_{o()}, gw_{o()}, Nbp_{o()}, phi_{o()}, u1_{o()}, u2_{o()}, d_{o()}, pw_{o()},
-      m_{o()}, binval_{o()}, beta_{o()}, y_{o()}, small_{o()};
-  Buf<double> cols_d_{o()}, dr_d_{o()}, dlambda_{o()}, omega_{o()}, dN_{o()}, z_{o()}, t_{o()}, O_{o()}, tproc_{o()};
+  Buf<double> lambda_{o()}, q_{o()}, N_{o()}, gw_{o()}, Nbp_{o()}, phi_{o()}, u1_{o()}, u2_{o()}, d_{o()},
+      pw_{o()}, m_{o()}, binval_{o()}, beta_{o()}, y_{o()}, small_{o()};
+  Buf<double> cols_d_{o()}, dr_d_{o()}, dlambda_{o()}, omega_{o()}, dN_{o()}, z_{o()}, t_{o()}, O_{o()},
+      tproc_{o()};
 };
 
 }  // namespace rabbit::pipeline

@@ -21,8 +21,8 @@ void expect_beta_jacobian_matches_fd(const ShardConfig& c) {
   CpuShardEvaluator shard(model, 0, in->nbins, 1);
   const VectorXd xi = test_point(*model);
   const MatrixXd J = shard.profiled_beta_jacobian(xi, 0, in->nbins);
-  const MatrixXd fd = test::central_jacobian([&](const VectorXd& x) { return shard.profiled_beta(x); }, xi, 1e-5,
-                                             test::FdStep::relative);
+  const MatrixXd fd = test::central_jacobian([&](const VectorXd& x) { return shard.profiled_beta(x); }, xi,
+                                             1e-5, test::FdStep::relative);
   ASSERT_EQ(J.rows(), fd.rows());
   ASSERT_EQ(J.cols(), fd.cols());
   EXPECT_GT(J.cwiseAbs().maxCoeff(), 1e-3);  // β̂ does move with ξ
@@ -41,8 +41,8 @@ TEST(ProfiledBetaJacobian, MatchesCentralDifferences) {
   for (BBMode mode : {BBMode::lite, BBMode::full})
     for (BBType type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive})
       for (bool sparse : {false, true}) {
-        SCOPED_TRACE(std::string(mode == BBMode::lite ? "lite " : "full ") + std::to_string(static_cast<int>(type)) +
-                     (sparse ? " sparse" : " dense"));
+        SCOPED_TRACE(std::string(mode == BBMode::lite ? "lite " : "full ") +
+                     std::to_string(static_cast<int>(type)) + (sparse ? " sparse" : " dense"));
         ShardConfig c;
         c.bb_mode = mode;
         c.bb_type = type;

@@ -1,13 +1,13 @@
-// Beta variations (docs/likelihood.md "Beta variations"): masked-channel yields of the full (postfit) evaluations
-// follow the observed BB parameters through hbetavariations; their Jacobian goes through β̂.
+// Beta variations (docs/likelihood.md "Beta variations"): masked-channel yields of the full (postfit)
+// evaluations follow the observed BB parameters through hbetavariations; their Jacobian goes through β̂.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
 #include "rabbit/core/error.hpp"
-#include "support/shard_test_helpers.hpp"
 #include "support/finite_differences.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -59,7 +59,8 @@ VectorXd masked_yields_by_definition(const FitInputData& in, CpuShardEvaluator& 
       for (int64_t j = 0; j < B; ++j) {
         const int64_t f = j * P + p;
         if (shard.bb_mask()[f]) continue;
-        var += (*in.betavariations)[(b * B + j) * P + p] * std::sqrt(shard.bb_kstat()[f]) * (beta_all[f] - 1.0);
+        var +=
+            (*in.betavariations)[(b * B + j) * P + p] * std::sqrt(shard.bb_kstat()[f]) * (beta_all[f] - 1.0);
       }
       const double n0 = in.norm[b * P + p];
       const double factor = n0 > 0.0 ? 1.0 + var / n0 : 1.0;
@@ -87,7 +88,8 @@ TEST(BetaVariations, MaskedYieldsFollowTheObservedBeta) {
     VectorXd nu, nu_ref;
     shard.expected_yields(xi, 0, Bf, Mode::profiled, &nu);
     reference.expected_yields(xi, 0, Bf, Mode::profiled, &nu_ref);
-    EXPECT_LT((nu.head(B) - nu_ref.head(B)).cwiseAbs().maxCoeff(), 1e-12 * nu_ref.head(B).cwiseAbs().maxCoeff());
+    EXPECT_LT((nu.head(B) - nu_ref.head(B)).cwiseAbs().maxCoeff(),
+              1e-12 * nu_ref.head(B).cwiseAbs().maxCoeff());
     VectorXd beta_all = shard.beta_centres();
     beta_all.head(B * P) = shard.profiled_beta(xi);
     const VectorXd expected = masked_yields_by_definition(*in, shard, xi, beta_all, shard.beta_centres());
@@ -104,7 +106,8 @@ TEST(BetaVariations, MaskedYieldsFollowTheObservedBeta) {
     for (int64_t i = 0; i < mu.size(); ++i)
       if (shard.bb_mask()[i]) mu[i] = 1.0;
     const VectorXd expected_stored = masked_yields_by_definition(*in, shard, xi, stored, mu);
-    EXPECT_LT((nu.tail(Bf - B) - expected_stored).cwiseAbs().maxCoeff(), 1e-11 * expected_stored.cwiseAbs().maxCoeff());
+    EXPECT_LT((nu.tail(Bf - B) - expected_stored).cwiseAbs().maxCoeff(),
+              1e-11 * expected_stored.cwiseAbs().maxCoeff());
     // per-process yields sum to the per-bin ones
     MatrixXd per_process;
     shard.expected_yields(xi, 0, Bf, Mode::stored, &nu, &per_process);
@@ -192,9 +195,10 @@ TEST(BetaVariations, ObservedDestinationRowsAreRefused) {
     CpuShardEvaluator shard(make_test_model(in, c), 0, in->nbins, 1);
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(),
-                 "in-memory: hbetavariations has a non-zero entry for observed bin 2 (only masked channels may "
-                 "receive beta variations)");
+    EXPECT_STREQ(
+        e.what(),
+        "in-memory: hbetavariations has a non-zero entry for observed bin 2 (only masked channels may "
+        "receive beta variations)");
   }
   // lite mode and normal-additive ignore them (rabbit applies them only in full mode, gamma/normal-mult.)
   ShardConfig lite = c;

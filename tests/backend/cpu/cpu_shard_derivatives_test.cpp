@@ -1,15 +1,14 @@
 // Gradient, HVP and Hessian of the CPU shard against finite differences in many configurations
 // (docs/likelihood.md "Tests"), plus dense/sparse and thread-count agreement.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model_options.hpp"
 #include "rabbit/model/regularizer.hpp"
-#include "support/shard_test_helpers.hpp"
 #include "support/finite_differences.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -22,8 +21,10 @@ std::string describe(const ShardConfig& c) {
   const char* type[] = {"auto", "gamma", "nadd", "nmult"};
   return fmt::format("{}_{}_{}_{}_{}_{}_{}{}{}", c.sparse ? "sparse" : "dense", c.symmetric ? "sym" : "asym",
                      c.lognormal ? "lognormal" : "normal", lik[static_cast<int>(c.likelihood)],
-                     c.bb ? type[static_cast<int>(c.bb_type)] : "noBB", c.bb_mode == BBMode::full ? "full" : "lite",
-                     c.legacy_kstat ? "legacy" : (c.zero_variance_process ? "zv" : "nozv"), c.mixture ? "_mixture" : "", c.square_poi ? "_sq" : "");
+                     c.bb ? type[static_cast<int>(c.bb_type)] : "noBB",
+                     c.bb_mode == BBMode::full ? "full" : "lite",
+                     c.legacy_kstat ? "legacy" : (c.zero_variance_process ? "zv" : "nozv"),
+                     c.mixture ? "_mixture" : "", c.square_poi ? "_sq" : "");
 }
 
 VectorXd point_for(const Model& m, const ShardConfig& c) {
@@ -32,7 +33,9 @@ VectorXd point_for(const Model& m, const ShardConfig& c) {
   return xi;
 }
 
-double rel_err(double a, double b, double scale) { return std::abs(a - b) / std::max({std::abs(b), scale, 1e-3}); }
+double rel_err(double a, double b, double scale) {
+  return std::abs(a - b) / std::max({std::abs(b), scale, 1e-3});
+}
 
 void check_model(std::shared_ptr<Model> model, const VectorXd& xi);
 
@@ -86,8 +89,8 @@ void check_model(std::shared_ptr<Model> model, const VectorXd& xi) {
   for (int64_t i = 0; i < n; ++i) {
     const VectorXd fd = test::central_partial(grad, xi, i, 1e-5, test::FdStep::relative);
     for (int64_t j = 0; j < n; ++j)
-      EXPECT_LT(rel_err(H(j, i), fd[j], 1e-3 * hscale), 2e-6) << "hess " << j << "," << i << " analytic " << H(j, i)
-                                                              << " fd " << fd[j];
+      EXPECT_LT(rel_err(H(j, i), fd[j], 1e-3 * hscale), 2e-6)
+          << "hess " << j << "," << i << " analytic " << H(j, i) << " fd " << fd[j];
   }
 
   // profile = false: β held at β̂ — the Hessian of the NLL with β fixed. Check symmetric and that its
@@ -149,7 +152,8 @@ std::vector<ShardConfig> all_configs() {
     out.push_back(c);
     c.sparse = true;
     out.push_back(c);
-    // lite with a BB-masked bin: rabbit's solve treats it as free (docs/likelihood.md "BB derivative corner cases" item 2), differentiated literally
+    // lite with a BB-masked bin: rabbit's solve treats it as free (docs/likelihood.md "BB derivative corner
+    // cases" item 2), differentiated literally
     c.bb_masked_bin = true;
     out.push_back(c);
     c.sparse = false;
@@ -205,14 +209,17 @@ std::vector<ShardConfig> all_configs() {
 
 class ShardDerivatives : public ::testing::TestWithParam<ShardConfig> {};
 
-TEST_P(ShardDerivatives, MatchFiniteDifferences) { check_derivatives(GetParam()); }
+TEST_P(ShardDerivatives, MatchFiniteDifferences) {
+  check_derivatives(GetParam());
+}
 
 INSTANTIATE_TEST_SUITE_P(AllConfigurations, ShardDerivatives, ::testing::ValuesIn(all_configs()),
                          [](const ::testing::TestParamInfo<ShardConfig>& info) {
                            return fmt::format("{}_{}", info.index, describe(info.param));
                          });
 
-// SVD regulariser (docs/model.md "The regularisation term") on the masked channel (with BB) and on the observed channel (no BB).
+// SVD regulariser (docs/model.md "The regularisation term") on the masked channel (with BB) and on the
+// observed channel (no BB).
 TEST(CpuShard, SvdRegularizerDerivatives) {
   for (bool bb : {true, false}) {
     for (auto mode : {BBMode::lite, BBMode::full}) {
@@ -321,9 +328,9 @@ TEST(CpuShard, CovarianceFitCannotBeSharded) {
 namespace rabbit::testing {
 namespace {
 // Covariance fit, lite, at a negative signal strength: bin 2 has only the signal as active process
-// (bkg1 absent, bkg2 without MC statistics), so A_2 < 0 and rabbit uses A' = 1 (docs/likelihood.md "BB derivative corner cases" items 1, 2):
-// normal-multiplicative and normal-additive (ν_2 = ν⁰_2 + s β̂ A_2); the derivatives are those of the
-// literal closed forms.
+// (bkg1 absent, bkg2 without MC statistics), so A_2 < 0 and rabbit uses A' = 1 (docs/likelihood.md "BB
+// derivative corner cases" items 1, 2): normal-multiplicative and normal-additive (ν_2 = ν⁰_2 + s β̂ A_2); the
+// derivatives are those of the literal closed forms.
 TEST(CpuShard, CovarianceLiteWithNegativeActiveSum) {
   for (BBType type : {BBType::normal_multiplicative, BBType::normal_additive}) {
     SCOPED_TRACE(::testing::Message() << "bb type " << int(type));
@@ -377,7 +384,8 @@ TEST(CpuShard, EmptyDataBinAtTheLiteDoubleRoot) {
       const auto value = [&](const VectorXd& x) { return shard.value(x); };
       for (int64_t i = 0; i < x0.size(); ++i) {
         const double fd = test::central_partial(value, x0, i, 1e-6);
-        EXPECT_LT(rel_err(g[i], fd, 1e-3 * gscale), 1e-5) << "grad " << i << " analytic " << g[i] << " fd " << fd;
+        EXPECT_LT(rel_err(g[i], fd, 1e-3 * gscale), 1e-5)
+            << "grad " << i << " analytic " << g[i] << " fd " << fd;
       }
       // Either side of the double root (ν⁰ < σ² and ν⁰ > σ² in bin 3): derivatives vs differences,
       // and in lite mode β̂ of bin 3 is rabbit's "+" root.
@@ -392,7 +400,8 @@ TEST(CpuShard, EmptyDataBinAtTheLiteDoubleRoot) {
         check_model(model, xi);
         if (mode == BBMode::full) continue;
         const double n0 = nu0[3], k = shard.bb_kstat()[3], b0 = shard.beta_centres()[3], s = std::sqrt(42.0);
-        double rabbit = 0.0;  // rabbit's literal closed form (bbstat.py, lite, Poisson, nobs = 0, n_zero_var = 0)
+        double rabbit =
+            0.0;  // rabbit's literal closed form (bbstat.py, lite, Poisson, nobs = 0, n_zero_var = 0)
         if (type == BBType::normal_additive)
           rabbit = cpu::plus_root(s, 42.0 + n0 - s * b0, s * n0 - n0 * b0);
         else if (type == BBType::normal_multiplicative)

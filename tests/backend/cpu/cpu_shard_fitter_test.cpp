@@ -5,8 +5,8 @@
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/model/model.hpp"
-#include "support/shard_test_helpers.hpp"
 #include "support/finite_differences.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -93,7 +93,8 @@ TEST(FitterIntegration, SquaredPoiFrozenAndExternal) {
   for (auto mode : {BBMode::lite, BBMode::full})
     for (bool freeze : {false, true})
       for (bool external : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << "mode " << int(mode) << " freeze " << freeze << " ext " << external);
+        SCOPED_TRACE(::testing::Message()
+                     << "mode " << int(mode) << " freeze " << freeze << " ext " << external);
         ShardConfig c;
         c.bb_mode = mode;
         c.bb_type = mode == BBMode::full ? BBType::normal_multiplicative : BBType::gamma;

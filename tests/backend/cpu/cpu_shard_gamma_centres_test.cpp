@@ -1,15 +1,15 @@
 // gamma + BB full with masked entries whose centre β⁰ ≠ 1 (frequentist toys randomise all β⁰):
 // rabbit's Newton objective carries β⁰N for those entries while the bin's yield uses N, so its β̂ is
 // not the profile; rabbit's derivatives are those of its composite (one differentiable Newton step
-// from the converged point, docs/likelihood.md "BB derivative corner cases" item 3). The shard's gradient is checked against
-// finite differences of its value; the composite's exact derivatives (what the Hessian is made of)
-// against finite differences of the composite at a fixed Newton point.
+// from the converged point, docs/likelihood.md "BB derivative corner cases" item 3). The shard's gradient is
+// checked against finite differences of its value; the composite's exact derivatives (what the Hessian is
+// made of) against finite differences of the composite at a fixed Newton point.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "support/shard_test_helpers.hpp"
 #include "support/finite_differences.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -17,7 +17,9 @@ namespace {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-double rel(double a, double b, double scale) { return std::abs(a - b) / std::max({std::abs(b), scale, 1e-3}); }
+double rel(double a, double b, double scale) {
+  return std::abs(a - b) / std::max({std::abs(b), scale, 1e-3});
+}
 
 TEST(GammaFullMaskedCentres, DerivativesOfRabbitsCompositeMatchFiniteDifferences) {
   for (auto lik : {DataLikelihood::poisson, DataLikelihood::chisq})
@@ -70,9 +72,10 @@ TEST(GammaFullMaskedCentres, DerivativesOfRabbitsCompositeMatchFiniteDifferences
 
 TEST(GammaFullMaskedCentres, CompositeDerivativesAtFixedNewtonPoint) {
   using cpu::DynHyperDual;
-  const std::vector<cpu::GammaFullEntry> entries = {
-      {40.0, 1.1, std::log(1.1), false}, {1.0, 0.8, std::log(0.8), true}, {15.0, 0.95, std::log(0.95), false},
-      {1.0, 1.3, std::log(1.3), true}};
+  const std::vector<cpu::GammaFullEntry> entries = {{40.0, 1.1, std::log(1.1), false},
+                                                    {1.0, 0.8, std::log(0.8), true},
+                                                    {15.0, 0.95, std::log(0.95), false},
+                                                    {1.0, 1.3, std::log(1.3), true}};
   const std::vector<double> N0 = {30.0, 12.0, 22.0, 7.0};
   const int K = 4;
   for (auto lik : {DataLikelihood::poisson, DataLikelihood::chisq})

@@ -1,13 +1,14 @@
-// Postfit yield Jacobians through the profiled β̂ in the corner cases of docs/likelihood.md "BB derivative corner cases"
-// (covariance fits, lite bins with A ≤ 0, gamma full with masked β⁰ ≠ 1), and ∂ν/∂β per BetaMode.
+// Postfit yield Jacobians through the profiled β̂ in the corner cases of docs/likelihood.md "BB derivative
+// corner cases" (covariance fits, lite bins with A ≤ 0, gamma full with masked β⁰ ≠ 1), and ∂ν/∂β per
+// BetaMode.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
 #include "rabbit/core/error.hpp"
-#include "support/shard_test_helpers.hpp"
 #include "support/finite_differences.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -63,7 +64,8 @@ TEST(PostfitJacobian, CovarianceAdditiveLiteWithNegativeActiveSum) {
   expect_profiled_jacobian_matches_fd(shard, xi, in->nbinsfull);
 }
 
-// Uncoupled lite bins with A_2 < 0 (A' = 1, docs/likelihood.md "BB derivative corner cases" item 1): hyper-duals of the closed forms.
+// Uncoupled lite bins with A_2 < 0 (A' = 1, docs/likelihood.md "BB derivative corner cases" item 1):
+// hyper-duals of the closed forms.
 TEST(PostfitJacobian, LiteWithNegativeActiveSum) {
   for (auto type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive})
     for (auto lik : {DataLikelihood::poisson, DataLikelihood::chisq}) {

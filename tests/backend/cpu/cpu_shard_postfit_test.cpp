@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "rabbit/backend/cpu/cpu_shard.hpp"
-#include "support/shard_test_helpers.hpp"
 #include "support/finite_differences.hpp"
+#include "support/shard_test_helpers.hpp"
 
 namespace rabbit::testing {
 namespace {

@@ -63,7 +63,8 @@ void expect_close(const MatrixXd& a, const MatrixXd& b, double rel) {
   ASSERT_EQ(a.rows(), b.rows());
   ASSERT_EQ(a.cols(), b.cols());
   for (int i = 0; i < a.rows(); ++i)
-    for (int j = 0; j < a.cols(); ++j) EXPECT_NEAR(a(i, j), b(i, j), rel * std::abs(b(i, j))) << i << "," << j;
+    for (int j = 0; j < a.cols(); ++j)
+      EXPECT_NEAR(a(i, j), b(i, j), rel * std::abs(b(i, j))) << i << "," << j;
 }
 
 TEST(WorkedExample, NoBB) {

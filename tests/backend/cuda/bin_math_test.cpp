@@ -2,13 +2,14 @@
 // without a GPU: φ must be the derivative of the profiled bin value with respect to the process
 // yields N, and the U M Uᵀ + diag(d) form must be the derivative of φ (the Schur-complement Ψ),
 // for every data likelihood × BB mode × BB type.
+#include "rabbit/backend/cuda/bin_math.hpp"
+
 #include <gtest/gtest.h>
 
 #include <array>
 #include <random>
 #include <vector>
 
-#include "rabbit/backend/cuda/bin_math.hpp"
 #include "support/finite_differences.hpp"
 
 namespace rabbit::bin_math {
@@ -57,7 +58,7 @@ struct Fixture {
   BinConfig config() const {
     BinConfig cfg;
     cfg.likelihood = c.likelihood == kChisq ? DataLikelihood::chisq : DataLikelihood::poisson;
-    cfg.bb = c.bb == kNoBB            ? BBKind::none
+    cfg.bb = c.bb == kNoBB           ? BBKind::none
              : c.type == kGamma      ? BBKind::gamma
              : c.type == kNormalMult ? BBKind::normal_multiplicative
                                      : BBKind::normal_additive;
@@ -66,12 +67,14 @@ struct Fixture {
     return cfg;
   }
   // Lite stats live in element 0 (one value per bin).
-  double eval(const std::array<double, P>& N, std::array<double, P>* phi = nullptr, std::array<double, P>* u1 = nullptr,
-              std::array<double, P>* u2 = nullptr, std::array<double, P>* d = nullptr, BinResult* res = nullptr) const {
+  double eval(const std::array<double, P>& N, std::array<double, P>* phi = nullptr,
+              std::array<double, P>* u1 = nullptr, std::array<double, P>* u2 = nullptr,
+              std::array<double, P>* d = nullptr, BinResult* res = nullptr) const {
     std::array<double, P> beta{}, ph{}, a{}, b{}, dd{};
     BinResult r;
     const double lognobs = c.n > 0 ? std::log(c.n) : 0.0;
-    profile_bin(config(), c.n, v, lognobs, N.data(), stats(), beta.data(), ph.data(), a.data(), b.data(), dd.data(), r);
+    profile_bin(config(), c.n, v, lognobs, N.data(), stats(), beta.data(), ph.data(), a.data(), b.data(),
+                dd.data(), r);
     if (phi) *phi = ph;
     if (u1) *u1 = a;
     if (u2) *u2 = b;
@@ -123,7 +126,9 @@ void check_phi_and_psi(const Fixture& fx, const std::array<double, P>& N = {4.0,
   }
 }
 
-TEST_P(BinMathTest, PhiAndPsiAreDerivativesOfTheProfiledValue) { check_phi_and_psi(Fixture(GetParam())); }
+TEST_P(BinMathTest, PhiAndPsiAreDerivativesOfTheProfiledValue) {
+  check_phi_and_psi(Fixture(GetParam()));
+}
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
@@ -149,9 +154,11 @@ INSTANTIATE_TEST_SUITE_P(AllModes, BinMathTest, ::testing::ValuesIn(all_cases())
                            const Case& c = info.param;
                            const char* lk = c.likelihood == kPoisson ? "poisson" : "chisq";
                            const char* bb = c.bb == kNoBB ? "nobb" : (c.bb == kLite ? "lite" : "full");
-                           const char* ty = c.type == kGamma ? "gamma" : (c.type == kNormalMult ? "nmult" : "nadd");
-                           return std::string(lk) + "_" + bb + "_" + ty + (c.zero_var ? "_zerovar" : "") + "_n" +
-                                  std::to_string(static_cast<int>(c.n)) + "_" + std::to_string(info.index);
+                           const char* ty =
+                               c.type == kGamma ? "gamma" : (c.type == kNormalMult ? "nmult" : "nadd");
+                           return std::string(lk) + "_" + bb + "_" + ty + (c.zero_var ? "_zerovar" : "") +
+                                  "_n" + std::to_string(static_cast<int>(c.n)) + "_" +
+                                  std::to_string(info.index);
                          });
 
 TEST(BinMath, QuadRootIsThePlusRoot) {
@@ -199,14 +206,15 @@ TEST(BinMath, LitePoissonEmptyBinOnEitherRoot) {
         check_phi_and_psi(fx, N);
         std::array<double, P> beta{}, phi{}, u1{}, u2{}, d{};
         BinResult r;
-        profile_bin(fx.config(), 0.0, fx.v, 0.0, N.data(), fx.stats(), beta.data(), phi.data(), u1.data(), u2.data(),
-                    d.data(), r);
+        profile_bin(fx.config(), 0.0, fx.v, 0.0, N.data(), fx.stats(), beta.data(), phi.data(), u1.data(),
+                    u2.data(), d.data(), r);
         const double A = N[0] + N[1] + (zv ? 0.0 : N[2]), Z = zv ? N[2] : 0.0, k = fx.k[0], b0 = fx.beta0[0];
         const double s = std::sqrt(fx.sigma2[0]);
         using likelihood::plus_root;
-        const double rabbit = type == kNormalAdd ? plus_root(s, s * s + A + Z - s * b0, s * (A + Z) - (A + Z) * b0)
-                              : type == kNormalMult ? plus_root(k * A, A * A - k * b0 * A + k * Z, A * Z - k * b0 * Z)
-                                                    : plus_root(A * (A + k), A * (Z - b0 * k) + k * Z, -b0 * k * Z);
+        const double rabbit =
+            type == kNormalAdd    ? plus_root(s, s * s + A + Z - s * b0, s * (A + Z) - (A + Z) * b0)
+            : type == kNormalMult ? plus_root(k * A, A * A - k * b0 * A + k * Z, A * Z - k * b0 * Z)
+                                  : plus_root(A * (A + k), A * (Z - b0 * k) + k * Z, -b0 * k * Z);
         EXPECT_NEAR(beta[0], rabbit, 1e-12 * std::max(1.0, std::abs(rabbit)));
         if (edge)
           EXPECT_NEAR(r.nu, 0.0, 1e-12);
@@ -228,8 +236,8 @@ TEST(BinMath, LitePoissonEmptyBinAtTheDoubleRoot) {
     const std::array<double, P> N = {4.0, 2.5, 1.5};
     std::array<double, P> beta{}, phi{}, u1{}, u2{}, d{};
     BinResult r;
-    profile_bin(fx.config(), 0.0, fx.v, 0.0, N.data(), fx.stats(), beta.data(), phi.data(), u1.data(), u2.data(),
-                d.data(), r);
+    profile_bin(fx.config(), 0.0, fx.v, 0.0, N.data(), fx.stats(), beta.data(), phi.data(), u1.data(),
+                u2.data(), d.data(), r);
     EXPECT_NEAR(beta[0], type == kNormalAdd ? -std::sqrt(8.0) : 0.0, 1e-12);
     EXPECT_NEAR(r.nu, 0.0, 1e-12);
     EXPECT_NEAR(r.value, type == kGamma ? 0.0 : 4.0, 1e-12);

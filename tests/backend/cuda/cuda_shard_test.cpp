@@ -1,11 +1,12 @@
 // CUDA shard vs CPU shard on the CPU shard's in-memory test models: loss, gradient, HVP and Hessian
 // to 1e-10 relative, profiled β, 1/2/3 CUDA shards on one GPU, and a full fit to 1e-8 in NLL.
 // Compiled in every build; skips with a message when the build has no CUDA or no GPU is visible.
+#include "rabbit/backend/cuda/cuda_shard.hpp"
+
 #include <gtest/gtest.h>
 
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
-#include "rabbit/backend/cuda/cuda_shard.hpp"
 #include "rabbit/backend/cuda/cusolver_linalg.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/fit/devices.hpp"
@@ -17,12 +18,12 @@
 namespace rabbit {
 namespace {
 
-using testing::make_test_input;
-using testing::make_test_model;
-using testing::ShardConfig;
 using fixtures::regular_model;
 using fixtures::scaled_max_error;
 using fixtures::single_cpu_fitter;
+using testing::make_test_input;
+using testing::make_test_model;
+using testing::ShardConfig;
 
 struct Case {
   std::string name;

@@ -4,16 +4,15 @@
 // the error path for a device that is not there runs in every CUDA build.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include <Eigen/Cholesky>
 #include <Eigen/QR>
+#include <random>
 
 #include "rabbit/core/error.hpp"
-#include "support/model_fixtures.hpp"
 #include "rabbit/fit/devices.hpp"
 #include "rabbit/minimize/dense_linalg.hpp"
 #include "rabbit/minimize/subproblem.hpp"
+#include "support/model_fixtures.hpp"
 
 #ifdef RABBIT_HAVE_CUDA
 #include "rabbit/backend/cuda/cusolver_linalg.hpp"
@@ -21,7 +20,6 @@
 
 namespace rabbit {
 namespace {
-
 
 #ifdef RABBIT_HAVE_CUDA
 
@@ -42,7 +40,9 @@ double rel(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
   return (a - b).norm() / std::max(b.norm(), 1e-300);
 }
 
-int first_gpu() { return visible_gpus(nullptr).front().ordinal; }
+int first_gpu() {
+  return visible_gpus(nullptr).front().ordinal;
+}
 
 TEST(CusolverLinalg, FactorMatchesEigen) {
   RABBIT_REQUIRE_GPU();
@@ -158,7 +158,9 @@ TEST(CusolverLinalg, MissingDeviceIsOneLineResourceError) {
 
 #else
 
-TEST(CusolverLinalg, FactorMatchesEigen) { GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)"; }
+TEST(CusolverLinalg, FactorMatchesEigen) {
+  GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)";
+}
 
 #endif
 

@@ -9,22 +9,22 @@
 #include <cstring>
 
 #include "../../../src/backend/cuda/shard_pipeline.hpp"
-#include "support/model_fixtures.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
 #include "rabbit/model/regularizer.hpp"
+#include "support/model_fixtures.hpp"
 
 namespace rabbit {
 namespace {
 
+using fixtures::scaled_max_error;
 using pipeline::BinArrays;
 using pipeline::EntryArrays;
 using testing::make_test_input;
 using testing::make_test_model;
 using testing::ShardConfig;
-using fixtures::scaled_max_error;
 
 struct HostOps {
   int64_t live_buffers = 0;
@@ -57,29 +57,33 @@ struct HostOps {
     else
       Ym = K * Xm;
   }
-  void entry_yields(const EntryArrays& e, bool ln, const double* lambda, const double* rates, const double* rho,
-                    double* q, double* N, double* Nbp, int nproc) {
-    for (int64_t i = 0; i < e.nentries; ++i) pipeline::entry_yields(i, e, ln, lambda, rates, rho, q, N, Nbp, nproc);
+  void entry_yields(const EntryArrays& e, bool ln, const double* lambda, const double* rates,
+                    const double* rho, double* q, double* N, double* Nbp, int nproc) {
+    for (int64_t i = 0; i < e.nentries; ++i)
+      pipeline::entry_yields(i, e, ln, lambda, rates, rho, q, N, Nbp, nproc);
   }
-  void profile_bins(const bin_math::BinConfig& cfg, const BinArrays& b, const double* Nbp, double* beta, double* phi,
-                    double* u1, double* u2, double* d, double* m, double* value) {
-    for (int64_t i = 0; i < b.nbins; ++i) pipeline::profile_bin_at(i, cfg, b, Nbp, beta, phi, u1, u2, d, m, value);
+  void profile_bins(const bin_math::BinConfig& cfg, const BinArrays& b, const double* Nbp, double* beta,
+                    double* phi, double* u1, double* u2, double* d, double* m, double* value) {
+    for (int64_t i = 0; i < b.nbins; ++i)
+      pipeline::profile_bin_at(i, cfg, b, Nbp, beta, phi, u1, u2, d, m, value);
   }
   void gradient_weights(const EntryArrays& e, bool ln, const double* phi, const double* q, const double* N,
                         const double* rho, double* gw, double* pw, int nproc) {
-    for (int64_t i = 0; i < e.nentries; ++i) pipeline::gradient_weights(i, e, ln, phi, q, N, rho, gw, pw, nproc);
+    for (int64_t i = 0; i < e.nentries; ++i)
+      pipeline::gradient_weights(i, e, ln, phi, q, N, rho, gw, pw, nproc);
   }
   void delta_yields(const EntryArrays& e, bool ln, const double* q, const double* N, const double* rho,
                     const double* dl, const double* dr, double* dN, int64_t nbp, int nproc, int k) {
-    for (int64_t t = 0; t < e.nentries * k; ++t) pipeline::delta_yields(t, e, ln, q, N, rho, dl, dr, dN, nbp, nproc);
+    for (int64_t t = 0; t < e.nentries * k; ++t)
+      pipeline::delta_yields(t, e, ln, q, N, rho, dl, dr, dN, nbp, nproc);
   }
   void apply_psi(int64_t nbins, int nproc, int k, const double* u1, const double* u2, const double* d,
                  const double* m, const double* dN, double* z) {
     for (int64_t t = 0; t < nbins * k; ++t) pipeline::apply_psi(t, nbins, nproc, u1, u2, d, m, dN, z);
   }
   void hvp_weights(const EntryArrays& e, bool ln, const double* z, const double* phi, const double* q,
-                   const double* N, const double* rho, const double* dl, const double* dr, double* omega, double* t,
-                   int64_t nbp, int nproc, int k) {
+                   const double* N, const double* rho, const double* dl, const double* dr, double* omega,
+                   double* t, int64_t nbp, int nproc, int k) {
     for (int64_t i = 0; i < e.nentries * k; ++i)
       pipeline::hvp_weights(i, e, ln, z, phi, q, N, rho, dl, dr, omega, t, nbp, nproc);
   }
@@ -91,15 +95,16 @@ struct HostOps {
         out[p + nproc * j] = acc;
       }
   }
-  void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols, const double* vals,
-                    const double* x, double* y, int k) {
+  void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
+                    const double* vals, const double* x, double* y, int k) {
     for (int64_t t = 0; t < rows * k; ++t) pipeline::csr_row(t, rows, width, rowptr, cols, vals, x, y);
   }
   void fill(double* x, int64_t n, double value) { std::fill(x, x + n, value); }
 };
 
 std::unique_ptr<ShardEvaluator> host_shard(std::shared_ptr<const Model> model, int64_t a, int64_t b) {
-  return std::make_unique<pipeline::ShardPipeline<HostOps>>(std::move(model), a, b, std::make_unique<HostOps>());
+  return std::make_unique<pipeline::ShardPipeline<HostOps>>(std::move(model), a, b,
+                                                            std::make_unique<HostOps>());
 }
 
 struct Case {
@@ -134,7 +139,6 @@ std::vector<Case> cases() {
   return out;
 }
 
-
 class PipelineHostTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PipelineHostTest, AgreesWithCpuShard) {
@@ -155,12 +159,14 @@ TEST_P(PipelineHostTest, AgreesWithCpuShard) {
   Eigen::MatrixXd hv1, hv2, h1, h2;
   const double f1 = cpu.value_grad_hvp(x, V, g1, hv1);
   ASSERT_TRUE(std::isfinite(f1));
-  for (const std::vector<int64_t>& edges : {std::vector<int64_t>{0, B}, std::vector<int64_t>{0, 2, 2, 5, B}}) {
+  for (const std::vector<int64_t>& edges :
+       {std::vector<int64_t>{0, B}, std::vector<int64_t>{0, 2, 2, 5, B}}) {
     SCOPED_TRACE(std::to_string(edges.size() - 1) + " emulated shard(s)");
     std::vector<std::unique_ptr<ShardEvaluator>> shards;
     for (size_t s = 0; s + 1 < edges.size(); ++s) shards.push_back(host_shard(model, edges[s], edges[s + 1]));
-    std::unique_ptr<Fitter> emu = shards.size() == 1 ? std::make_unique<Fitter>(model, std::move(shards))
-                                                      : std::make_unique<MultiDeviceFitter>(model, std::move(shards));
+    std::unique_ptr<Fitter> emu = shards.size() == 1
+                                      ? std::make_unique<Fitter>(model, std::move(shards))
+                                      : std::make_unique<MultiDeviceFitter>(model, std::move(shards));
     const double f2 = emu->value_grad_hvp(x, V, g2, hv2);
     EXPECT_NEAR(f2, f1, 1e-10 * std::max(1.0, std::abs(f1)));
     EXPECT_LE(scaled_max_error(g2, g1), 1e-10);
@@ -217,7 +223,9 @@ TEST(PipelineHost, PostfitShardOfANonCpuFitMatchesTheCpuFit) {
     post.expected_yields(xi, 0, nbf, mode, &y2, &p2);
     EXPECT_LE(scaled_max_error(y2, y1), 1e-12);
     EXPECT_LE(scaled_max_error(p2, p1), 1e-12);
-    EXPECT_LE(scaled_max_error(post.yield_jacobian(xi, 0, nbf, mode), cpu.yield_model().yield_jacobian(xi, 0, nbf, mode)), 1e-12);
+    EXPECT_LE(scaled_max_error(post.yield_jacobian(xi, 0, nbf, mode),
+                               cpu.yield_model().yield_jacobian(xi, 0, nbf, mode)),
+              1e-12);
   }
   EXPECT_LE(scaled_max_error(post.profiled_beta(xi), emu.profiled_beta(x)), 1e-10);
 }
@@ -228,7 +236,8 @@ TEST(PipelineHost, PostfitShardOfANonCpuFitMatchesTheCpuFit) {
 TEST(PipelineHost, NewBetaCentresAgreeWithCpuShard) {
   for (BBMode mode : {BBMode::lite, BBMode::full})
     for (BBType type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive}) {
-      SCOPED_TRACE(std::string(mode == BBMode::lite ? "lite " : "full ") + std::to_string(static_cast<int>(type)));
+      SCOPED_TRACE(std::string(mode == BBMode::lite ? "lite " : "full ") +
+                   std::to_string(static_cast<int>(type)));
       ShardConfig cfg;
       cfg.bb_mode = mode;
       cfg.bb_type = type;
@@ -247,7 +256,8 @@ TEST(PipelineHost, NewBetaCentresAgreeWithCpuShard) {
       auto& c = static_cast<CpuShardEvaluator&>(*cpu.shards().front());
       Eigen::VectorXd beta0 = c.default_beta_centres();
       for (int64_t i = 0; i < beta0.size(); ++i)
-        if (!c.bb_mask()[i]) beta0[i] += (type == BBType::normal_additive ? 0.4 : 0.25) * std::sin(1.0 + 0.7 * i);
+        if (!c.bb_mask()[i])
+          beta0[i] += (type == BBType::normal_additive ? 0.4 : 0.25) * std::sin(1.0 + 0.7 * i);
       const double f_default = emu.value(x);
       cpu.set_beta_centres(beta0);
       emu.set_beta_centres(beta0);
@@ -311,8 +321,8 @@ TEST(PipelineHost, LiteEmptyBinOnBothRootsAgreesWithCpuShard) {
   }
 }
 
-// docs/likelihood.md "BB derivative corner cases" item 3: β⁰ ≠ 1 on a masked full-mode entry is where the CPU backend follows
-// rabbit's closed form and the pipeline would not; it is refused before the fit.
+// docs/likelihood.md "BB derivative corner cases" item 3: β⁰ ≠ 1 on a masked full-mode entry is where the CPU
+// backend follows rabbit's closed form and the pipeline would not; it is refused before the fit.
 TEST(PipelineHost, RefusesBetaCentresOnMaskedFullEntries) {
   ShardConfig cfg;
   cfg.bb_mode = BBMode::full;

@@ -4,12 +4,11 @@
 // YieldModel over all B_f bins (masked channels included): the postfit yields, their Jacobians,
 // the BB state and the full NLL constants. Its parts are private to src/backend/cpu
 // (docs/architecture.md "The CPU backend").
+#include <Eigen/Core>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/shard_evaluator.hpp"
@@ -56,10 +55,12 @@ class CpuShardEvaluator : public ShardEvaluator, public YieldModel {
   bool beta_variations_active() const override;
   void expected_yields(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
                        Eigen::VectorXd* per_bin, Eigen::MatrixXd* per_process = nullptr) override;
-  Eigen::MatrixXd yield_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode) override;
+  Eigen::MatrixXd yield_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last,
+                                 BetaMode mode) override;
   Eigen::MatrixXd process_yield_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last,
                                          BetaMode mode) override;
-  Eigen::MatrixXd beta_yield_partials(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode) override;
+  Eigen::MatrixXd beta_yield_partials(const Eigen::VectorXd& xi, int64_t first, int64_t last,
+                                      BetaMode mode) override;
   Eigen::MatrixXd profiled_beta_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last) override;
   /// The constants of the shard's observed bins; the last shard also carries the masked-channel BB
   /// constants.

@@ -7,5 +7,6 @@
 #include "rabbit/likelihood/interpolation.hpp"
 
 namespace rabbit::cpu {
-using namespace rabbit::likelihood;  // NOLINT(google-build-using-namespace): the backend's view of the shared code
+using namespace rabbit::likelihood;  // NOLINT(google-build-using-namespace): the backend's view of the shared
+                                     // code
 }  // namespace rabbit::cpu

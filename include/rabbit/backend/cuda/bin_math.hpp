@@ -40,7 +40,7 @@ struct BinStats {
   const double* kstat = nullptr;
   const double* beta0 = nullptr;
   const unsigned char* masked = nullptr;
-  const double* sigma2 = nullptr;   // σ²_β (s = √σ²)
+  const double* sigma2 = nullptr;  // σ²_β (s = √σ²)
   const unsigned char* zero_var = nullptr;
 };
 
@@ -51,7 +51,9 @@ struct BinResult {
 };
 
 /// ln β⁰ as the CPU backend keeps it (0 for β⁰ ≤ 0, where the gamma constraint drops the logarithm).
-RABBIT_HD inline double log_centre(double beta0) { return beta0 > 0.0 ? log(beta0) : 0.0; }
+RABBIT_HD inline double log_centre(double beta0) {
+  return beta0 > 0.0 ? log(beta0) : 0.0;
+}
 
 /// A gamma + full bin over the kernel's per-process arrays, for likelihood/gamma_full.hpp.
 struct GammaFullProcesses {
@@ -66,8 +68,9 @@ struct GammaFullProcesses {
 };
 
 /// No BB and lite: the lite closed form on HyperDual<2> over (A, Z).
-RABBIT_HD inline void lite_profile(const BinConfig& cfg, const BinObservation& o, const double* N, const BinStats& st,
-                                   double* beta, double* phi, double* u1, double* u2, BinResult& r) {
+RABBIT_HD inline void lite_profile(const BinConfig& cfg, const BinObservation& o, const double* N,
+                                   const BinStats& st, double* beta, double* phi, double* u1, double* u2,
+                                   BinResult& r) {
   using HD = likelihood::HyperDual<2>;
   const int P = cfg.nproc;
   auto active = [&](int p) { return cfg.bb == BBKind::none || cfg.legacy_lite || !st.zero_var[p]; };
@@ -83,8 +86,8 @@ RABBIT_HD inline void lite_profile(const BinConfig& cfg, const BinObservation& o
     e.s = sqrt(e.sigma2);
   }
   HD b, nu;
-  const HD F = likelihood::lite_bin_objective(HD::variable(A, 0), HD::variable(Z, 1), o, cfg.likelihood, cfg.bb, e,
-                                              cfg.legacy_lite, !cfg.profile, &b, &nu);
+  const HD F = likelihood::lite_bin_objective(HD::variable(A, 0), HD::variable(Z, 1), o, cfg.likelihood,
+                                              cfg.bb, e, cfg.legacy_lite, !cfg.profile, &b, &nu);
   for (int p = 0; p < P; ++p) {
     const bool act = active(p);
     phi[p] = act ? F.g[0] : F.g[1];
@@ -101,7 +104,8 @@ RABBIT_HD inline void lite_profile(const BinConfig& cfg, const BinObservation& o
 
 /// Full normal-additive: the closed form on HyperDual<1> over ν⁰ (β_p = β⁰_p + ρ s_p).
 RABBIT_HD inline void full_additive_profile(const BinConfig& cfg, const BinObservation& o, const double* N,
-                                            const BinStats& st, double* beta, double* phi, double* u1, BinResult& r) {
+                                            const BinStats& st, double* beta, double* phi, double* u1,
+                                            BinResult& r) {
   using HD = likelihood::HyperDual<1>;
   const int P = cfg.nproc;
   double nu0 = 0.0, V = 0.0, W0 = 0.0;
@@ -111,8 +115,8 @@ RABBIT_HD inline void full_additive_profile(const BinConfig& cfg, const BinObser
     W0 += sqrt(st.sigma2[p]) * st.beta0[p];
   }
   HD rho, nu;
-  const HD F = likelihood::full_additive_bin_objective(HD::variable(nu0, 0), V, W0, o, cfg.likelihood, !cfg.profile,
-                                                       &rho, &nu);
+  const HD F = likelihood::full_additive_bin_objective(HD::variable(nu0, 0), V, W0, o, cfg.likelihood,
+                                                       !cfg.profile, &rho, &nu);
   for (int p = 0; p < P; ++p) {
     beta[p] = st.beta0[p] + rho.v * sqrt(st.sigma2[p]);
     phi[p] = F.g[0];
@@ -125,8 +129,9 @@ RABBIT_HD inline void full_additive_profile(const BinConfig& cfg, const BinObser
 
 /// Full gamma and normal-multiplicative: β̂ from the shared closed form (normal-multiplicative) or
 /// Newton solve (gamma), then the envelope form.
-RABBIT_HD inline void full_profile(const BinConfig& cfg, const BinObservation& o, const double* N, const BinStats& st,
-                                   double* beta, double* phi, double* u1, double* d, BinResult& r) {
+RABBIT_HD inline void full_profile(const BinConfig& cfg, const BinObservation& o, const double* N,
+                                   const BinStats& st, double* beta, double* phi, double* u1, double* d,
+                                   BinResult& r) {
   const int P = cfg.nproc;
   const double* k = st.kstat;
   const double* b0 = st.beta0;
@@ -152,7 +157,8 @@ RABBIT_HD inline void full_profile(const BinConfig& cfg, const BinObservation& o
     double Lb = 0.0;
     for (int p = 0; p < P; ++p) {
       beta[p] = b0[p];
-      if (s.any_free && !st.masked[p]) beta[p] = likelihood::gamma_full_beta(s.X, N[p], k[p], b0[p], o, chisq);
+      if (s.any_free && !st.masked[p])
+        beta[p] = likelihood::gamma_full_beta(s.X, N[p], k[p], b0[p], o, chisq);
       if (st.masked[p]) {
         nu += N[p];
       } else {
@@ -162,12 +168,14 @@ RABBIT_HD inline void full_profile(const BinConfig& cfg, const BinObservation& o
     }
     F = likelihood::data_term(nu, o, cfg.likelihood) + Lb;
   }
-  const double g = likelihood::data_first(nu, o, cfg.likelihood), q = likelihood::data_second(nu, o, cfg.likelihood);
+  const double g = likelihood::data_first(nu, o, cfg.likelihood),
+               q = likelihood::data_second(nu, o, cfg.likelihood);
   double t = 0.0;
   for (int p = 0; p < P; ++p) {
     const bool masked = st.masked[p] != 0;
     const double mu = masked ? 1.0 : beta[p];
-    const double chat = masked || !cfg.profile ? 0.0 : likelihood::bb_inverse_curvature(cfg.bb, k[p], mu, b0[p]);
+    const double chat =
+        masked || !cfg.profile ? 0.0 : likelihood::bb_inverse_curvature(cfg.bb, k[p], mu, b0[p]);
     t += chat * N[p] * N[p];
     const likelihood::EnvelopeEntry e = likelihood::full_envelope_entry(mu, chat, N[p], g);
     phi[p] = e.phi;
@@ -182,8 +190,8 @@ RABBIT_HD inline void full_profile(const BinConfig& cfg, const BinObservation& o
 /// Profiles one bin. N: the bin's per-process yields (nproc). Outputs per process: phi, u1, u2, d;
 /// beta: 1 value (lite) or nproc values (full), untouched without BB.
 RABBIT_HD inline void profile_bin(const BinConfig& cfg, double n, double v, double lognobs, const double* N,
-                                  const BinStats& st, double* beta, double* phi, double* u1, double* u2, double* d,
-                                  BinResult& r) {
+                                  const BinStats& st, double* beta, double* phi, double* u1, double* u2,
+                                  double* d, BinResult& r) {
   const BinObservation o{n, v, lognobs};
   for (int p = 0; p < cfg.nproc; ++p) {
     u2[p] = 0.0;

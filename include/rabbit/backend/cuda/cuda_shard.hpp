@@ -3,13 +3,12 @@
 // (rabbit_cuda_plugin.so) only: the fit module reaches these functions through the plugin's table
 // (backend/cuda/cuda_plugin.hpp, docs/sharding-and-gpu.md "The CUDA plugin"); tests that link the
 // CUDA sources directly guard their calls with RABBIT_HAVE_CUDA.
+#include <Eigen/Core>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/shard_evaluator.hpp"

@@ -7,10 +7,9 @@
 // device for an n² solve would cost as much as the solve.
 // Defined in the CUDA plugin only (backend/cuda/cuda_plugin.hpp); the fit module gets it from the
 // plugin's table.
+#include <Eigen/Core>
 #include <cstdint>
 #include <memory>
-
-#include <Eigen/Core>
 
 #include "rabbit/minimize/dense_linalg.hpp"
 

@@ -50,9 +50,9 @@ RABBIT_HD inline void entry_yields(int64_t i, const EntryArrays& e, bool log_nor
 }
 
 /// Bin i: profiled β, value, φ and the Ψ form (bin_math::profile_bin); m holds [m11, m12, m22].
-RABBIT_HD inline void profile_bin_at(int64_t i, const bin_math::BinConfig& cfg, const BinArrays& b, const double* Nbp,
-                                     double* beta, double* phi, double* u1, double* u2, double* d, double* m,
-                                     double* value) {
+RABBIT_HD inline void profile_bin_at(int64_t i, const bin_math::BinConfig& cfg, const BinArrays& b,
+                                     const double* Nbp, double* beta, double* phi, double* u1, double* u2,
+                                     double* d, double* m, double* value) {
   const int64_t o = i * b.nproc;
   bin_math::BinStats st;
   const bool full = cfg.mode == BBMode::full;
@@ -71,8 +71,8 @@ RABBIT_HD inline void profile_bin_at(int64_t i, const bin_math::BinConfig& cfg, 
   double dummy = 0;
   double* bi = beta ? beta + (full ? o : i) : &dummy;
   bin_math::BinResult r;
-  bin_math::profile_bin(cfg, b.nobs[i], b.varnobs ? b.varnobs[i] : 1.0, b.lognobs[i], Nbp + o, st, bi, phi + o,
-                        u1 + o, u2 + o, d + o, r);
+  bin_math::profile_bin(cfg, b.nobs[i], b.varnobs ? b.varnobs[i] : 1.0, b.lognobs[i], Nbp + o, st, bi,
+                        phi + o, u1 + o, u2 + o, d + o, r);
   m[3 * i] = r.m11;
   m[3 * i + 1] = r.m12;
   m[3 * i + 2] = r.m22;
@@ -81,8 +81,8 @@ RABBIT_HD inline void profile_bin_at(int64_t i, const bin_math::BinConfig& cfg, 
 
 /// gw_e = φ N (log_normal) or φ ρ_p (normal); pw_bp = φ q (q = n⁰ for the normal type).
 RABBIT_HD inline void gradient_weights(int64_t i, const EntryArrays& e, bool log_normal, const double* phi_bp,
-                                       const double* q, const double* N, const double* rho, double* gw, double* pw,
-                                       int nproc) {
+                                       const double* q, const double* N, const double* rho, double* gw,
+                                       double* pw, int nproc) {
   const int p = e.proc[i];
   const int64_t bp = int64_t(e.bin[i]) * nproc + p;
   const double phi = phi_bp[bp];
@@ -91,9 +91,9 @@ RABBIT_HD inline void gradient_weights(int64_t i, const EntryArrays& e, bool log
 }
 
 /// t = i + E·j: δN_e,j = q δr_{p,j} + N δΛ_e,j (log_normal) or n⁰ δr + ρ_p δΛ (normal) into dNbp.
-RABBIT_HD inline void delta_yields(int64_t t, const EntryArrays& e, bool log_normal, const double* q, const double* N,
-                                   const double* rho, const double* dlambda, const double* dr, double* dNbp,
-                                   int64_t nbp, int nproc) {
+RABBIT_HD inline void delta_yields(int64_t t, const EntryArrays& e, bool log_normal, const double* q,
+                                   const double* N, const double* rho, const double* dlambda,
+                                   const double* dr, double* dNbp, int64_t nbp, int nproc) {
   const int64_t i = t % e.nentries, j = t / e.nentries;
   const int p = e.proc[i];
   const double dl = dlambda[i + e.nentries * j], drr = dr[p + int64_t(nproc) * j];
@@ -122,8 +122,8 @@ RABBIT_HD inline void apply_psi(int64_t t, int64_t nbins, int nproc, const doubl
 /// (log_normal) or z n⁰ (normal).
 RABBIT_HD inline void hvp_weights(int64_t t, const EntryArrays& e, bool log_normal, const double* z,
                                   const double* phi_bp, const double* q, const double* N, const double* rho,
-                                  const double* dlambda, const double* dr, double* omega, double* tbp, int64_t nbp,
-                                  int nproc) {
+                                  const double* dlambda, const double* dr, double* omega, double* tbp,
+                                  int64_t nbp, int nproc) {
   const int64_t i = t % e.nentries, j = t / e.nentries;
   const int p = e.proc[i];
   const int64_t bp0 = int64_t(e.bin[i]) * nproc + p;
@@ -139,8 +139,8 @@ RABBIT_HD inline void hvp_weights(int64_t t, const EntryArrays& e, bool log_norm
 }
 
 /// t = r + rows·j: y[r, j] = Σ_a vals[a] x[cols[a], j] over CSR row r.
-RABBIT_HD inline void csr_row(int64_t t, int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                              const double* vals, const double* x, double* y) {
+RABBIT_HD inline void csr_row(int64_t t, int64_t rows, int64_t width, const int64_t* rowptr,
+                              const int32_t* cols, const double* vals, const double* x, double* y) {
   const int64_t r = t % rows, j = t / rows;
   double acc = 0;
   for (int64_t a = rowptr[r]; a < rowptr[r + 1]; ++a) acc += vals[a] * x[cols[a] + width * j];

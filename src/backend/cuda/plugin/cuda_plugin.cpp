@@ -8,7 +8,9 @@
 
 namespace {
 
-const void* core_identity() { return &rabbit::log(); }
+const void* core_identity() {
+  return &rabbit::log();
+}
 
 std::shared_ptr<const rabbit::DenseLinalg> make_dense_linalg(int ordinal) {
   return rabbit::make_cusolver_linalg(ordinal);
