@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include <Eigen/LU>
@@ -201,91 +200,37 @@ inline double BinProfiler::full_multiplicative_profile(int64_t b, BinScratch& sc
   return F;
 }
 
-// gamma + full: per-bin Newton (docs/likelihood.md "Profiled β"), envelope gradient and Schur curvature (docs/likelihood.md "Profiles and their derivatives").
+// A bin of the shard as likelihood/gamma_full.hpp reads it: the phase-A yields of its stored
+// entries and their BB statistics and centres.
+struct GammaFullShardBin {
+  const ShardState& s;
+  const int64_t* flat;   // b*P + p of the bin's entries
+  const double* yields;  // their phase-A yields
+  int count;
+  int size() const { return count; }
+  double N(int a) const { return yields[a]; }
+  double k(int a) const { return s.kstat_[flat[a]]; }
+  double beta0(int a) const { return s.beta0_[flat[a]]; }
+  bool masked(int a) const { return s.bbmask_[flat[a]] != 0; }
+};
+
+// gamma + full: the shared per-bin Newton (docs/likelihood.md "Profiled β"), envelope gradient and
+// Schur curvature (docs/likelihood.md "Profiles and their derivatives").
 inline double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
                                        BetaTreatment treatment, double* beta_out) const {
   const bool profile = treatment == BetaTreatment::profiled;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
   const int64_t ne = e1 - e0;
   const BinObservation o = observation(b);
-  const bool chisq = s.likelihood_ == DataLikelihood::chisq;
-  const double nn = o.n, v = o.v;
-  // threshold
-  double minratio = std::numeric_limits<double>::infinity();
-  bool any_free = false;
-  for (int64_t e = e0; e < e1; ++e) {
-    const int64_t f = L.entry_flat[e];
-    if (s.bbmask_[f]) continue;
-    any_free = true;
-    minratio = std::min(minratio, chisq ? s.kstat_[f] / sc.N[slot + e - e0] : 1.0 + s.kstat_[f] / sc.N[slot + e - e0]);
-  }
+  const GammaFullShardBin bin{s, L.entry_flat.data() + e0, sc.N.data() + slot, static_cast<int>(ne)};
+  const cpu::GammaFullSolution solution = cpu::gamma_full_solve(bin, o, s.likelihood_);
+  const bool any_free = solution.any_free;
   std::vector<double> beta(ne);
-  for (int64_t e = e0; e < e1; ++e) beta[e - e0] = s.beta0_[L.entry_flat[e]];
-  double u_converged = 0.0;
-  if (any_free) {
-    const double Xthr = chisq ? nn - v * minratio : nn / minratio;
-    // F'(X), F''(X) of the reduced objective along the β(X) curve
-    auto derivatives = [&](double X, double& F1, double& F2) {
-      double nut = 0.0, nut1 = 0.0, nut2 = 0.0, c1sum = 0.0, c2sum = 0.0;
-      for (int64_t e = e0; e < e1; ++e) {
-        const int64_t f = L.entry_flat[e];
-        const double N = sc.N[slot + e - e0];
-        if (s.bbmask_[f]) {
-          nut += s.beta0_[f] * N;
-          continue;
-        }
-        const double k = s.kstat_[f], b0 = s.beta0_[f];
-        double dd, d1, d2;
-        if (chisq) {
-          dd = k + (X - nn) / v * N;
-          d1 = N / v;
-          d2 = 0.0;
-        } else {
-          dd = (1.0 - nn / X) * N + k;
-          d1 = nn * N / (X * X);
-          d2 = -2.0 * nn * N / (X * X * X);
-        }
-        const double bt = k * b0 / dd;
-        const double bt1 = -k * b0 * d1 / (dd * dd);
-        const double bt2 = -k * b0 * (d2 / (dd * dd) - 2.0 * d1 * d1 / (dd * dd * dd));
-        nut += bt * N;
-        nut1 += bt1 * N;
-        nut2 += bt2 * N;
-        const double cp = b0 > 0.0 ? k - k * b0 / bt : k;
-        const double cpp = b0 > 0.0 ? k * b0 / (bt * bt) : 0.0;
-        c1sum += cp * bt1;
-        c2sum += cpp * bt1 * bt1 + cp * bt2;
-      }
-      const double l1 = data_first(nut, o, s.likelihood_), l2 = data_second(nut, o, s.likelihood_);
-      F1 = l1 * nut1 + c1sum;
-      F2 = l2 * nut1 * nut1 + l1 * nut2 + c2sum;
-    };
-    double u = 0.0, edm = std::numeric_limits<double>::infinity();
-    for (int it = 0; it < 50 && edm > 1e-10; ++it) {
-      const double eu = std::exp(u);
-      double F1, F2;
-      derivatives(Xthr + eu, F1, F2);
-      const double g = F1 * eu, h = F2 * eu * eu + F1 * eu;
-      const double hs = std::max(h, 1e-8);
-      u -= std::min(std::max(g / hs, -1.0), 1.0);
-      edm = 0.5 * g * g / hs;
-    }
-    u_converged = u;
-    {
-      const double eu = std::exp(u);
-      double F1, F2;
-      derivatives(Xthr + eu, F1, F2);
-      const double g = F1 * eu, h = F2 * eu * eu + F1 * eu;
-      u -= g / std::max(h, 1e-8);
-    }
-    const double X = Xthr + std::exp(u);
-    for (int64_t e = e0; e < e1; ++e) {
-      const int64_t f = L.entry_flat[e];
-      if (s.bbmask_[f]) continue;
-      const double N = sc.N[slot + e - e0], k = s.kstat_[f], b0 = s.beta0_[f];
-      const double dd = chisq ? k + (X - nn) / v * N : (1.0 - nn / X) * N + k;
-      beta[e - e0] = k * b0 / dd;
-    }
+  for (int a = 0; a < bin.size(); ++a) {
+    beta[a] = bin.beta0(a);
+    if (any_free && !bin.masked(a))
+      beta[a] = cpu::gamma_full_beta(solution.X, bin.N(a), bin.k(a), bin.beta0(a), o,
+                                     s.likelihood_ == DataLikelihood::chisq);
   }
   double nu = 0.0, Lb = 0.0;
   for (int64_t e = e0; e < e1; ++e) {
@@ -308,7 +253,7 @@ inline double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t
     }
   const int nc = sc.ncol;
   if (derivs && special) {
-    const cpu::DynHyperDual Fh = gamma_full_literal(b, sc, slot, u_converged);
+    const cpu::DynHyperDual Fh = gamma_full_literal(b, sc, slot, solution.u0);
     for (int64_t a = 0; a < ne; ++a) {
       const int64_t i = slot + a;
       sc.phi[i] = Fh.g[a];
@@ -319,6 +264,10 @@ inline double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t
     for (int a = 0; a < nc; ++a)
       for (int c = 0; c < nc; ++c) Mb[a * nc + c] = (a < ne && c < ne) ? Fh.h(a, c) : 0.0;
   } else if (derivs) {
+    // The envelope form of bin_profile.hpp. φ = μg (`full_envelope_entry`'s phi) is stored before
+    // the curvature: with the store after it (or `entry` built before t), GCC contracts this loop
+    // differently and the beta-variations gamma fit moves by an ulp (docs/architecture.md "The CPU
+    // backend").
     const double g = data_first(nu, o, s.likelihood_), q = data_second(nu, o, s.likelihood_);
     double t = 0.0;
     for (int64_t e = e0; e < e1; ++e) {
@@ -327,15 +276,16 @@ inline double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t
       const double mu = masked ? 1.0 : beta[e - e0];
       sc.phi[i] = mu * g;
       double chat = 0.0;
-      if (!masked && profile && s.beta0_[f] > 0.0) chat = mu * mu / (s.kstat_[f] * s.beta0_[f]);
+      if (!masked && profile) chat = cpu::bb_inverse_curvature(BBKind::gamma, s.kstat_[f], mu, s.beta0_[f]);
       t += chat * sc.N[i] * sc.N[i];
       for (int c = 0; c < nc; ++c) sc.U[i * nc + c] = 0.0;
-      sc.U[i * nc] = mu - g * chat * sc.N[i];
-      sc.d[i] = -g * g * chat;
+      const cpu::EnvelopeEntry entry = cpu::full_envelope_entry(mu, chat, sc.N[i], g);
+      sc.U[i * nc] = entry.u;
+      sc.d[i] = entry.d;
     }
     double* Mb = &sc.M[bslot * nc * nc];
     for (int c = 0; c < nc * nc; ++c) Mb[c] = 0.0;
-    Mb[0] = q / (1.0 + q * t);
+    Mb[0] = cpu::full_envelope_weight(q, t);
     sc.aux[bslot] = 1.0 / (1.0 + q * t);
   }
   if (beta_out)
@@ -436,7 +386,7 @@ inline MatrixXd BinProfiler::full_beta_sensitivity(int64_t b, BinScratch& sc) co
   for (int64_t i = 0; i < nf; ++i) {
     const int64_t p = free[i], f = b * P + p;
     for (int64_t j = 0; j < nf; ++j) H(i, j) = l2 * Nd[p] * Nd[free[j]];
-    H(i, i) += s.kstat_[f] * s.beta0_[f] / (beta[p] * beta[p]);
+    H(i, i) += cpu::gamma_constraint_second(beta[p], s.kstat_[f], s.beta0_[f]);
     for (int64_t q = 0; q < P; ++q) F(i, q) = l2 * Nd[p] * mu[q];
     F(i, p) += l1;
   }

@@ -30,8 +30,8 @@ struct ShardState {
   // observed data over all B observed bins
   Eigen::VectorXd nobs_, varnobs_, lognobs_;
 
-  // Barlow–Beeston statistics (docs/likelihood.md "Per-entry BB statistics"): all B_f entries, one
-  // per bin in lite mode, per (bin, process) in full mode
+  // Barlow–Beeston statistics, copied from the model's BBStatistics (docs/likelihood.md "Per-entry
+  // BB statistics"): all B_f entries, one per bin in lite mode, per (bin, process) in full mode
   cpu::BBKind bb_ = cpu::BBKind::none;
   bool bb_full_ = false;
   bool legacy_sumw_ = false;  // per-bin hkstat input (no per-process sumw2)
@@ -69,8 +69,8 @@ struct ShardState {
   int64_t beta_width() const { return bb_ == cpu::BBKind::none ? 0 : (bb_full_ ? nproc_ : 1); }
 };
 
-/// The BB statistics of the model's options and input (k, σ², masks, zero-variance entries,
-/// minBBKstat) and the default centres; nothing without --binByBinStat.
+/// The shard's copy of the model's BBStatistics (k, σ², masks, zero-variance entries, minBBKstat;
+/// its InputError and OptionError) and the default centres; nothing without --binByBinStat.
 void build_bb_statistics(ShardState& s);
 /// β⁰ = 1 (0 for normal-additive) on every BB entry.
 Eigen::VectorXd default_beta_centres(const ShardState& s);
