@@ -16,8 +16,8 @@ BBStatistics::BBStatistics(const Model& model) {
   full_ = opt.bb_mode == BBMode::full;
   legacy_per_bin_ = in.sumw_per_bin;
   if (full_ && legacy_per_bin_)
-    throw InputError(fmt::format("{}: --binByBinStatMode full needs per-process hsumw2 (file has only hkstat)",
-                                 in.filename));
+    throw InputError(fmt::format(
+        "{}: --binByBinStatMode full needs per-process hsumw2 (file has only hkstat)", in.filename));
   if (opt.likelihood == DataLikelihood::covariance && kind_ == likelihood::BBKind::gamma)
     throw OptionError("--binByBinStatType gamma is not allowed with --covarianceFit");
   const int64_t nbf = in.nbinsfull, P = in.nproc;

@@ -14,14 +14,18 @@ enum class BBKind { none, gamma, normal_multiplicative, normal_additive };
 inline BBKind bb_kind(bool bin_by_bin_stat, BBType type, BBMode mode, DataLikelihood likelihood) {
   if (!bin_by_bin_stat) return BBKind::none;
   switch (type) {
-    case BBType::gamma: return BBKind::gamma;
-    case BBType::normal_multiplicative: return BBKind::normal_multiplicative;
-    case BBType::normal_additive: return BBKind::normal_additive;
-    case BBType::automatic: break;
+    case BBType::gamma:
+      return BBKind::gamma;
+    case BBType::normal_multiplicative:
+      return BBKind::normal_multiplicative;
+    case BBType::normal_additive:
+      return BBKind::normal_additive;
+    case BBType::automatic:
+      break;
   }
   return likelihood == DataLikelihood::covariance ? BBKind::normal_additive
-         : mode == BBMode::full                    ? BBKind::normal_multiplicative
-                                                   : BBKind::gamma;
+         : mode == BBMode::full                   ? BBKind::normal_multiplicative
+                                                  : BBKind::gamma;
 }
 
 /// The reduced gamma constraint of one entry at β: k(β − β⁰) − kβ⁰(ln β − ln β⁰), the logarithm
@@ -49,10 +53,14 @@ RABBIT_HD T gamma_constraint_second(const T& beta, double k, double beta0) {
 /// normal-additive, which applies no mask (docs/likelihood.md "Applying β to the yields").
 RABBIT_HD inline double bb_curvature(BBKind kind, bool masked, double k, double beta, double beta0) {
   switch (kind) {
-    case BBKind::gamma: return masked ? 0.0 : gamma_constraint_second(beta, k, beta0);
-    case BBKind::normal_multiplicative: return masked ? 0.0 : k;
-    case BBKind::normal_additive: return 1.0;
-    case BBKind::none: break;
+    case BBKind::gamma:
+      return masked ? 0.0 : gamma_constraint_second(beta, k, beta0);
+    case BBKind::normal_multiplicative:
+      return masked ? 0.0 : k;
+    case BBKind::normal_additive:
+      return 1.0;
+    case BBKind::none:
+      break;
   }
   return 0.0;
 }
@@ -61,10 +69,14 @@ RABBIT_HD inline double bb_curvature(BBKind kind, bool masked, double k, double 
 /// `full_envelope_entry`): 0 where c'' = 0 (gamma with β⁰ = 0).
 RABBIT_HD inline double bb_inverse_curvature(BBKind kind, double k, double beta, double beta0) {
   switch (kind) {
-    case BBKind::gamma: return beta0 > 0.0 ? beta * beta / (k * beta0) : 0.0;
-    case BBKind::normal_multiplicative: return 1.0 / k;
-    case BBKind::normal_additive: return 1.0;
-    case BBKind::none: break;
+    case BBKind::gamma:
+      return beta0 > 0.0 ? beta * beta / (k * beta0) : 0.0;
+    case BBKind::normal_multiplicative:
+      return 1.0 / k;
+    case BBKind::normal_additive:
+      return 1.0;
+    case BBKind::none:
+      break;
   }
   return 0.0;
 }

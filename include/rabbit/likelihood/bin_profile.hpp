@@ -1,9 +1,8 @@
 #pragma once
-// Per-bin data terms and Barlow–Beeston profiles (docs/likelihood.md "Profiled β", "The NLL and its data term"), written once as
-// templates so that the same literal closed forms give the value (double) and the exact first and
-// second derivatives (HyperDual) with respect to the bin's sums.
-// RABBIT_HD: the CUDA kernels evaluate the same closed forms (docs/architecture.md "The per-bin
-// likelihood").
+// Per-bin data terms and Barlow–Beeston profiles (docs/likelihood.md "Profiled β", "The NLL and its data
+// term"), written once as templates so that the same literal closed forms give the value (double) and the
+// exact first and second derivatives (HyperDual) with respect to the bin's sums. RABBIT_HD: the CUDA kernels
+// evaluate the same closed forms (docs/architecture.md "The per-bin likelihood").
 #include "rabbit/likelihood/bb_constraint.hpp"
 #include "rabbit/likelihood/data_term.hpp"
 #include "rabbit/likelihood/hyper_dual.hpp"
@@ -36,8 +35,9 @@ struct LiteEntry {
 /// profiled value (no derivative through it). `legacy`: per-bin sumw input (ν = ν⁰ + sβ for
 /// normal-additive).
 template <class T>
-RABBIT_HD T lite_bin_objective(const T& A, const T& Z, const BinObservation& obs, DataLikelihood lik, BBKind bb,
-                     const LiteEntry& e, bool legacy, bool fixed_beta, T* beta_out, T* nu_out) {
+RABBIT_HD T lite_bin_objective(const T& A, const T& Z, const BinObservation& obs, DataLikelihood lik,
+                               BBKind bb, const LiteEntry& e, bool legacy, bool fixed_beta, T* beta_out,
+                               T* nu_out) {
   T nu(0.0), constraint(0.0), beta(e.beta0);
   const T Asafe = value_of(A) > 0.0 ? A : T(1.0);
   const double n = obs.n, v = obs.v, k = e.k, b0 = e.beta0;
@@ -105,8 +105,9 @@ RABBIT_HD T lite_bin_objective(const T& A, const T& Z, const BinObservation& obs
 /// factor ρ with β_p = β⁰_p + ρ N_p/k_p, and ν. Empty Poisson bins whose closed form would divide
 /// 0/0 take the finite limit n/ν̂ → b/S (docs/differences-from-rabbit.md).
 template <class T>
-RABBIT_HD T full_multiplicative_bin_objective(const T& S, const T& Tu, const T& Tm, const T& Mm, const BinObservation& obs,
-                                    DataLikelihood lik, T* rho_out, T* nu_out) {
+RABBIT_HD T full_multiplicative_bin_objective(const T& S, const T& Tu, const T& Tm, const T& Mm,
+                                              const BinObservation& obs, DataLikelihood lik, T* rho_out,
+                                              T* nu_out) {
   const double n = obs.n;
   const T Ttot = Tu + Tm;
   T rho;
@@ -131,8 +132,8 @@ RABBIT_HD T full_multiplicative_bin_objective(const T& S, const T& Tu, const T& 
 /// Profiled objective of one full-mode normal-additive bin as a function of ν⁰, with
 /// V = Σ σ², W0 = Σ s β⁰ constants: β_p = β⁰_p + ρ s_p. Same finite limit for empty bins.
 template <class T>
-RABBIT_HD T full_additive_bin_objective(const T& nu0, double V, double W0, const BinObservation& obs, DataLikelihood lik,
-                              bool fixed_beta, T* rho_out, T* nu_out) {
+RABBIT_HD T full_additive_bin_objective(const T& nu0, double V, double W0, const BinObservation& obs,
+                                        DataLikelihood lik, bool fixed_beta, T* rho_out, T* nu_out) {
   const double n = obs.n;
   T rho;
   if (lik == DataLikelihood::chisq) {
@@ -164,6 +165,8 @@ struct EnvelopeEntry {
 RABBIT_HD inline EnvelopeEntry full_envelope_entry(double mu, double chat, double N, double g) {
   return {mu * g, mu - g * chat * N, -g * g * chat};
 }
-RABBIT_HD inline double full_envelope_weight(double q, double t) { return q / (1.0 + q * t); }
+RABBIT_HD inline double full_envelope_weight(double q, double t) {
+  return q / (1.0 + q * t);
+}
 
 }  // namespace rabbit::likelihood

@@ -20,7 +20,9 @@ struct DynHyperDual {
     return r;
   }
 };
-inline double value_of(const DynHyperDual& x) { return x.v; }
+inline double value_of(const DynHyperDual& x) {
+  return x.v;
+}
 inline DynHyperDual dchain(const DynHyperDual& x, double f, double d1, double d2) {
   DynHyperDual r;
   r.v = f;
@@ -35,8 +37,12 @@ inline DynHyperDual operator+(const DynHyperDual& a, const DynHyperDual& b) {
   r.h = a.h + b.h;
   return r;
 }
-inline DynHyperDual operator-(const DynHyperDual& a) { return dchain(a, -a.v, -1.0, 0.0); }
-inline DynHyperDual operator-(const DynHyperDual& a, const DynHyperDual& b) { return a + (-b); }
+inline DynHyperDual operator-(const DynHyperDual& a) {
+  return dchain(a, -a.v, -1.0, 0.0);
+}
+inline DynHyperDual operator-(const DynHyperDual& a, const DynHyperDual& b) {
+  return a + (-b);
+}
 inline DynHyperDual operator*(const DynHyperDual& a, const DynHyperDual& b) {
   DynHyperDual r;
   r.v = a.v * b.v;
@@ -44,26 +50,50 @@ inline DynHyperDual operator*(const DynHyperDual& a, const DynHyperDual& b) {
   r.h = a.h * b.v + a.v * b.h + a.g * b.g.transpose() + b.g * a.g.transpose();
   return r;
 }
-inline DynHyperDual operator+(const DynHyperDual& a, double b) { return dchain(a, a.v + b, 1.0, 0.0); }
-inline DynHyperDual operator+(double a, const DynHyperDual& b) { return b + a; }
-inline DynHyperDual operator-(const DynHyperDual& a, double b) { return a + (-b); }
-inline DynHyperDual operator-(double a, const DynHyperDual& b) { return (-b) + a; }
-inline DynHyperDual operator*(const DynHyperDual& a, double b) { return dchain(a, a.v * b, b, 0.0); }
-inline DynHyperDual operator*(double a, const DynHyperDual& b) { return b * a; }
+inline DynHyperDual operator+(const DynHyperDual& a, double b) {
+  return dchain(a, a.v + b, 1.0, 0.0);
+}
+inline DynHyperDual operator+(double a, const DynHyperDual& b) {
+  return b + a;
+}
+inline DynHyperDual operator-(const DynHyperDual& a, double b) {
+  return a + (-b);
+}
+inline DynHyperDual operator-(double a, const DynHyperDual& b) {
+  return (-b) + a;
+}
+inline DynHyperDual operator*(const DynHyperDual& a, double b) {
+  return dchain(a, a.v * b, b, 0.0);
+}
+inline DynHyperDual operator*(double a, const DynHyperDual& b) {
+  return b * a;
+}
 inline DynHyperDual reciprocal(const DynHyperDual& x) {
   const double inv = 1.0 / x.v;
   return dchain(x, inv, -inv * inv, 2.0 * inv * inv * inv);
 }
-inline DynHyperDual operator/(const DynHyperDual& a, const DynHyperDual& b) { return a * reciprocal(b); }
-inline DynHyperDual operator/(const DynHyperDual& a, double b) { return a * (1.0 / b); }
-inline DynHyperDual operator/(double a, const DynHyperDual& b) { return a * reciprocal(b); }
+inline DynHyperDual operator/(const DynHyperDual& a, const DynHyperDual& b) {
+  return a * reciprocal(b);
+}
+inline DynHyperDual operator/(const DynHyperDual& a, double b) {
+  return a * (1.0 / b);
+}
+inline DynHyperDual operator/(double a, const DynHyperDual& b) {
+  return a * reciprocal(b);
+}
 inline DynHyperDual exp(const DynHyperDual& x) {
   const double e = exp(x.v);
   return dchain(x, e, e, e);
 }
-inline DynHyperDual log(const DynHyperDual& x) { return dchain(x, log(x.v), 1.0 / x.v, -1.0 / (x.v * x.v)); }
+inline DynHyperDual log(const DynHyperDual& x) {
+  return dchain(x, log(x.v), 1.0 / x.v, -1.0 / (x.v * x.v));
+}
 
-inline DynHyperDual unary(const DynHyperDual& x, double f, double d1, double d2) { return dchain(x, f, d1, d2); }
-inline DynHyperDual constant_like(const DynHyperDual& x, double c) { return DynHyperDual(c, static_cast<int>(x.g.size())); }
+inline DynHyperDual unary(const DynHyperDual& x, double f, double d1, double d2) {
+  return dchain(x, f, d1, d2);
+}
+inline DynHyperDual constant_like(const DynHyperDual& x, double c) {
+  return DynHyperDual(c, static_cast<int>(x.g.size()));
+}
 
 }  // namespace rabbit::likelihood

@@ -43,8 +43,8 @@ RABBIT_HD bool gamma_full_threshold(const Bin& bin, const BinObservation& o, boo
 /// F'(X), F''(X) of the bin's objective along β(X); masked entries enter ν̃ as β⁰N
 /// (docs/likelihood.md "BB derivative corner cases" item 3).
 template <class T, class Bin>
-RABBIT_HD void gamma_full_derivatives(const Bin& bin, const BinObservation& o, DataLikelihood lik, const T& X, T& F1,
-                                      T& F2) {
+RABBIT_HD void gamma_full_derivatives(const Bin& bin, const BinObservation& o, DataLikelihood lik, const T& X,
+                                      T& F1, T& F2) {
   const bool chisq = lik == DataLikelihood::chisq;
   const T zero = constant_like(X, 0.0);
   T nut = zero, nut1 = zero, nut2 = zero, c1 = zero, c2 = zero;
@@ -71,8 +71,8 @@ RABBIT_HD void gamma_full_derivatives(const Bin& bin, const BinObservation& o, D
 
 /// The objective's first and second derivative in u at X = X_thr + e^u.
 template <class T, class Bin>
-RABBIT_HD void gamma_full_u_derivatives(const Bin& bin, const BinObservation& o, DataLikelihood lik, const T& Xthr,
-                                        double u, T& g, T& h) {
+RABBIT_HD void gamma_full_u_derivatives(const Bin& bin, const BinObservation& o, DataLikelihood lik,
+                                        const T& Xthr, double u, T& g, T& h) {
   const double eu = exp(u);
   T F1 = constant_like(Xthr, 0.0), F2 = F1;
   gamma_full_derivatives(bin, o, lik, Xthr + eu, F1, F2);
@@ -133,8 +133,8 @@ struct GammaFullEntries {
 /// Σ_masked N. Its derivatives are rabbit's; they differ from the envelope/Schur forms only when a
 /// masked entry has β⁰ ≠ 1 (docs/likelihood.md "BB derivative corner cases" item 3).
 template <class T>
-T gamma_full_bin_composite(const T* N, const GammaFullEntry* e, int K, const BinObservation& obs, DataLikelihood lik,
-                           double u0) {
+T gamma_full_bin_composite(const T* N, const GammaFullEntry* e, int K, const BinObservation& obs,
+                           DataLikelihood lik, double u0) {
   const GammaFullEntries<T> bin{N, e, K};
   const bool chisq = lik == DataLikelihood::chisq;
   const T zero = N[0] * 0.0;

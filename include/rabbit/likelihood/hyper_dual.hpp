@@ -24,14 +24,22 @@ struct HyperDual {
   }
 };
 
-RABBIT_HD inline double value_of(double x) { return x; }
+RABBIT_HD inline double value_of(double x) {
+  return x;
+}
 template <int K>
-RABBIT_HD double value_of(const HyperDual<K>& x) { return x.v; }
+RABBIT_HD double value_of(const HyperDual<K>& x) {
+  return x.v;
+}
 
 /// Treat x as a constant (rabbit's stop-gradient), used for the β-held-fixed variants.
-RABBIT_HD inline double detach(double x) { return x; }
+RABBIT_HD inline double detach(double x) {
+  return x;
+}
 template <int K>
-RABBIT_HD HyperDual<K> detach(const HyperDual<K>& x) { return HyperDual<K>(x.v); }
+RABBIT_HD HyperDual<K> detach(const HyperDual<K>& x) {
+  return HyperDual<K>(x.v);
+}
 
 template <int K>
 RABBIT_HD HyperDual<K> chain(const HyperDual<K>& x, double f, double d1, double d2) {
@@ -59,7 +67,9 @@ RABBIT_HD HyperDual<K> operator-(const HyperDual<K>& a) {
   return r;
 }
 template <int K>
-RABBIT_HD HyperDual<K> operator-(const HyperDual<K>& a, const HyperDual<K>& b) { return a + (-b); }
+RABBIT_HD HyperDual<K> operator-(const HyperDual<K>& a, const HyperDual<K>& b) {
+  return a + (-b);
+}
 template <int K>
 RABBIT_HD HyperDual<K> operator*(const HyperDual<K>& a, const HyperDual<K>& b) {
   HyperDual<K> r(a.v * b.v);
@@ -75,15 +85,25 @@ RABBIT_HD HyperDual<K> reciprocal(const HyperDual<K>& x) {
   return chain(x, inv, -inv * inv, 2.0 * inv * inv * inv);
 }
 template <int K>
-RABBIT_HD HyperDual<K> operator/(const HyperDual<K>& a, const HyperDual<K>& b) { return a * reciprocal(b); }
+RABBIT_HD HyperDual<K> operator/(const HyperDual<K>& a, const HyperDual<K>& b) {
+  return a * reciprocal(b);
+}
 template <int K>
-RABBIT_HD HyperDual<K> operator+(const HyperDual<K>& a, double b) { return a + HyperDual<K>(b); }
+RABBIT_HD HyperDual<K> operator+(const HyperDual<K>& a, double b) {
+  return a + HyperDual<K>(b);
+}
 template <int K>
-RABBIT_HD HyperDual<K> operator+(double a, const HyperDual<K>& b) { return HyperDual<K>(a) + b; }
+RABBIT_HD HyperDual<K> operator+(double a, const HyperDual<K>& b) {
+  return HyperDual<K>(a) + b;
+}
 template <int K>
-RABBIT_HD HyperDual<K> operator-(const HyperDual<K>& a, double b) { return a - HyperDual<K>(b); }
+RABBIT_HD HyperDual<K> operator-(const HyperDual<K>& a, double b) {
+  return a - HyperDual<K>(b);
+}
 template <int K>
-RABBIT_HD HyperDual<K> operator-(double a, const HyperDual<K>& b) { return HyperDual<K>(a) - b; }
+RABBIT_HD HyperDual<K> operator-(double a, const HyperDual<K>& b) {
+  return HyperDual<K>(a) - b;
+}
 template <int K>
 RABBIT_HD HyperDual<K> operator*(const HyperDual<K>& a, double b) {
   HyperDual<K> r(a.v * b);
@@ -93,11 +113,17 @@ RABBIT_HD HyperDual<K> operator*(const HyperDual<K>& a, double b) {
   return r;
 }
 template <int K>
-RABBIT_HD HyperDual<K> operator*(double a, const HyperDual<K>& b) { return b * a; }
+RABBIT_HD HyperDual<K> operator*(double a, const HyperDual<K>& b) {
+  return b * a;
+}
 template <int K>
-RABBIT_HD HyperDual<K> operator/(const HyperDual<K>& a, double b) { return a * (1.0 / b); }
+RABBIT_HD HyperDual<K> operator/(const HyperDual<K>& a, double b) {
+  return a * (1.0 / b);
+}
 template <int K>
-RABBIT_HD HyperDual<K> operator/(double a, const HyperDual<K>& b) { return a * reciprocal(b); }
+RABBIT_HD HyperDual<K> operator/(double a, const HyperDual<K>& b) {
+  return a * reciprocal(b);
+}
 
 template <int K>
 RABBIT_HD HyperDual<K> sqrt(const HyperDual<K>& x) {
@@ -112,13 +138,19 @@ RABBIT_HD HyperDual<K> log(const HyperDual<K>& x) {
 /// g(x) for a scalar function given by its value and first two derivatives at value_of(x), for
 /// every number type: lets a formula compute its value in a numerically better form than the one
 /// its derivatives would be traced through.
-RABBIT_HD inline double unary(double, double f, double, double) { return f; }
+RABBIT_HD inline double unary(double, double f, double, double) {
+  return f;
+}
 template <int K>
-RABBIT_HD HyperDual<K> unary(const HyperDual<K>& x, double f, double d1, double d2) { return chain(x, f, d1, d2); }
+RABBIT_HD HyperDual<K> unary(const HyperDual<K>& x, double f, double d1, double d2) {
+  return chain(x, f, d1, d2);
+}
 
 /// The constant c as a number of x's type (for the dynamic type: of x's size), so that one formula
 /// can start sums and write constants for every scalar type.
-RABBIT_HD inline double constant_like(double, double c) { return c; }
+RABBIT_HD inline double constant_like(double, double c) {
+  return c;
+}
 template <int K>
 RABBIT_HD HyperDual<K> constant_like(const HyperDual<K>&, double c) {
   return HyperDual<K>(c);

@@ -40,9 +40,10 @@ inline void flush_J(Accum& acc) {
 
 // Phase B: accumulate gradient / HVP / Hessian contributions of bin b.
 // gradient = false: the gradient part is already known (cached point), only the HVP part is added.
-inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t slot, int64_t bslot, const Request& req,
-                                 Accum& acc, const double* zcoupled /* per-bin z (k) for coupled mode */,
-                                 bool gradient) const {
+inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t slot, int64_t bslot,
+                                        const Request& req, Accum& acc,
+                                        const double* zcoupled /* per-bin z (k) for coupled mode */,
+                                        bool gradient) const {
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
   const int nc = sc.ncol;
   const int64_t k = sc.k;

@@ -1,9 +1,9 @@
 // The Barlow–Beeston state of a CPU shard: the model's per-entry statistics (BBStatistics: k, σ²,
 // the masks and zero-variance entries, docs/likelihood.md "Per-entry BB statistics") and the
 // centres β⁰.
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/bb_statistics.hpp"

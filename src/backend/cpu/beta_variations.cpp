@@ -2,9 +2,9 @@
 // normal-multiplicative β, masked-channel yields follow the profiled β of observed source bins
 // through hbetavariations. Here: finding the source bins, the shifts Δ = √k (β − 1), the
 // masked-bin factors, the postfit β of a bin, and dβ̂/dξ of the source bins.
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "rabbit/core/error.hpp"
 #include "shard_evaluation.hpp"
@@ -19,7 +19,8 @@ using Eigen::VectorXd;
 
 void build_beta_variation_sources(ShardState& s) {
   const FitInputData& in = s.in;
-  // beta variations (docs/likelihood.md "Beta variations"): masked-channel yields of full evaluations follow the observed β
+  // beta variations (docs/likelihood.md "Beta variations"): masked-channel yields of full evaluations follow
+  // the observed β
   s.betavar_rows_.assign(s.nbinsfull_, 0);
   if (in.betavariations && s.bb_full_ && (s.bb_ == BBKind::gamma || s.bb_ == BBKind::normal_multiplicative)) {
     s.betavar_ = true;
@@ -30,10 +31,11 @@ void build_beta_variation_sources(ShardState& s) {
         for (int64_t p = 0; p < s.nproc_; ++p) {
           if (bv[(b * s.nbins_ + j) * s.nproc_ + p] == 0.0) continue;
           if (b < s.nbins_)
-            throw InputError(fmt::format(
-                "{}: hbetavariations has a non-zero entry for observed bin {} (only masked channels may receive "
-                "beta variations)",
-                in.filename, b));
+            throw InputError(
+                fmt::format("{}: hbetavariations has a non-zero entry for observed bin {} (only masked "
+                            "channels may receive "
+                            "beta variations)",
+                            in.filename, b));
           source[j] = 1;
           s.betavar_rows_[b] = 1;
         }
@@ -44,8 +46,8 @@ void build_beta_variation_sources(ShardState& s) {
 
 // β of bin b's BB entries for a postfit evaluation at the current point (phase A of b in slot 0
 // of sc when profiling an uncoupled bin). False when β does not enter (no BB, BetaMode::none).
-inline bool ShardEvaluation::postfit_bin_beta(int64_t b, BetaMode mode, const VectorXd& coupled_beta, BinScratch& sc,
-                                       double* beta) const {
+inline bool ShardEvaluation::postfit_bin_beta(int64_t b, BetaMode mode, const VectorXd& coupled_beta,
+                                              BinScratch& sc, double* beta) const {
   if (!s.has_bb() || mode == BetaMode::none) return false;
   const int64_t bw = s.beta_width();
   if (mode == BetaMode::stored || b >= s.nbins_) {
@@ -78,9 +80,11 @@ inline VectorXd ShardEvaluation::beta_variation_shifts(BetaMode mode, const Vect
   return delta;
 }
 
-// docs/likelihood.md "Beta variations" on masked bin b (phase A in slot 0 of sc, dense): N_bp ← N_bp (1 + var_bp/n⁰_bp) where
-// n⁰_bp > 0; the π- and θ-weights a, c scale alike. factor (optional, P values) receives the factors.
-inline void ShardEvaluation::apply_beta_variations(int64_t b, const VectorXd& delta, BinScratch& sc, double* factor) const {
+// docs/likelihood.md "Beta variations" on masked bin b (phase A in slot 0 of sc, dense): N_bp ← N_bp (1 +
+// var_bp/n⁰_bp) where n⁰_bp > 0; the π- and θ-weights a, c scale alike. factor (optional, P values) receives
+// the factors.
+inline void ShardEvaluation::apply_beta_variations(int64_t b, const VectorXd& delta, BinScratch& sc,
+                                                   double* factor) const {
   const auto& bv = *in.betavariations;
   const int64_t B = s.nbins_;
   for (int64_t p = 0; p < P; ++p) {
@@ -99,7 +103,8 @@ inline void ShardEvaluation::apply_beta_variations(int64_t b, const VectorXd& de
 }
 
 // ∂ν_b/∂ξ row contribution of entry e with weight w on N (phase A in sc at index i).
-inline void ShardEvaluation::add_entry_jacobian(int64_t e, const BinScratch& sc, int64_t i, double w, double* row) const {
+inline void ShardEvaluation::add_entry_jacobian(int64_t e, const BinScratch& sc, int64_t i, double w,
+                                                double* row) const {
   if (w == 0.0) return;
   const int p = L.entry_proc[e];
   for (int64_t k = 0; k < M; ++k) row[k] += w * sc.a[i] * pt.jr(p, k);

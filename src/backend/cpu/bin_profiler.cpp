@@ -1,10 +1,9 @@
 #include "bin_profiler.hpp"
 
+#include <Eigen/LU>
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include <Eigen/LU>
 
 #include "rabbit/backend/cpu/shared_likelihood.hpp"
 
@@ -24,7 +23,8 @@ inline int BinProfiler::ncols(BetaTreatment treatment) const {
   if (s.bb_ == BBKind::normal_multiplicative && profile) return 4;
   // gamma with masked centres ≠ 1: those bins carry the dense Hessian of rabbit's composite over
   // all their entries (U = identity)
-  if (s.bb_ == BBKind::gamma && profile && s.gamma_masked_centres_) return static_cast<int>(std::max<int64_t>(P, 1));
+  if (s.bb_ == BBKind::gamma && profile && s.gamma_masked_centres_)
+    return static_cast<int>(std::max<int64_t>(P, 1));
   return 1;
 }
 
@@ -55,7 +55,7 @@ inline bool BinProfiler::active(int64_t e) const {
 // Lite (and no-BB) profile via hyper-duals over (A, Z).
 template <int K>
 inline double BinProfiler::lite_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
-                                 BetaTreatment treatment, double* beta_out) const {
+                                        BetaTreatment treatment, double* beta_out) const {
   const bool fixed_beta = treatment == BetaTreatment::held;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
   double A = 0.0, Z = 0.0;
@@ -64,7 +64,8 @@ inline double BinProfiler::lite_profile(int64_t b, BinScratch& sc, int64_t slot,
   const cpu::LiteEntry le = lite_entry(b);
   if (!derivs) {
     double beta, nu;
-    const double F = cpu::lite_bin_objective(A, Z, o, s.likelihood_, s.bb_, le, s.legacy_sumw_, fixed_beta, &beta, &nu);
+    const double F =
+        cpu::lite_bin_objective(A, Z, o, s.likelihood_, s.bb_, le, s.legacy_sumw_, fixed_beta, &beta, &nu);
     if (beta_out) *beta_out = beta;
     sc.nu[bslot] = nu;
     return F;
@@ -73,7 +74,8 @@ inline double BinProfiler::lite_profile(int64_t b, BinScratch& sc, int64_t slot,
   const HD hA = HD::variable(A, 0);
   const HD hZ = K > 1 ? HD::variable(Z, K - 1) : HD(Z);
   HD beta, nu;
-  const HD F = cpu::lite_bin_objective(hA, hZ, o, s.likelihood_, s.bb_, le, s.legacy_sumw_, fixed_beta, &beta, &nu);
+  const HD F =
+      cpu::lite_bin_objective(hA, hZ, o, s.likelihood_, s.bb_, le, s.legacy_sumw_, fixed_beta, &beta, &nu);
   if (beta_out) *beta_out = beta.v;
   sc.nu[bslot] = nu.v;
   const int nc = sc.ncol;
@@ -94,8 +96,9 @@ inline double BinProfiler::lite_profile(int64_t b, BinScratch& sc, int64_t slot,
   return F.v;
 }
 
-inline double BinProfiler::full_additive_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
-                                          BetaTreatment treatment, double* beta_out) const {
+inline double BinProfiler::full_additive_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot,
+                                                 bool derivs, BetaTreatment treatment,
+                                                 double* beta_out) const {
   const bool fixed_beta = treatment == BetaTreatment::held;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
   double nu0 = 0.0;
@@ -116,7 +119,8 @@ inline double BinProfiler::full_additive_profile(int64_t b, BinScratch& sc, int6
   } else {
     using HD = HyperDual<1>;
     HD rho, nu;
-    const HD Fh = cpu::full_additive_bin_objective(HD::variable(nu0, 0), V, W0, o, s.likelihood_, fixed_beta, &rho, &nu);
+    const HD Fh = cpu::full_additive_bin_objective(HD::variable(nu0, 0), V, W0, o, s.likelihood_, fixed_beta,
+                                                   &rho, &nu);
     rho_v = rho.v;
     sc.nu[bslot] = nu.v;
     for (int64_t e = e0; e < e1; ++e) {
@@ -134,7 +138,8 @@ inline double BinProfiler::full_additive_profile(int64_t b, BinScratch& sc, int6
 }
 
 inline double BinProfiler::full_multiplicative_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot,
-                                                bool derivs, BetaTreatment treatment, double* beta_out) const {
+                                                       bool derivs, BetaTreatment treatment,
+                                                       double* beta_out) const {
   const bool profile = treatment == BetaTreatment::profiled;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
   double S_ = 0.0, Tu = 0.0, Tm = 0.0, Mm = 0.0;
@@ -169,8 +174,9 @@ inline double BinProfiler::full_multiplicative_profile(int64_t b, BinScratch& sc
   } else {
     using HD = HyperDual<4>;
     HD rho, nu;
-    const HD Fh = cpu::full_multiplicative_bin_objective(HD::variable(S_, 0), HD::variable(Tu, 1), HD::variable(Tm, 2),
-                                                         HD::variable(Mm, 3), o, s.likelihood_, &rho, &nu);
+    const HD Fh =
+        cpu::full_multiplicative_bin_objective(HD::variable(S_, 0), HD::variable(Tu, 1), HD::variable(Tm, 2),
+                                               HD::variable(Mm, 3), o, s.likelihood_, &rho, &nu);
     rho_v = rho.v;
     sc.nu[bslot] = nu.v;
     F = Fh.v;
@@ -178,10 +184,16 @@ inline double BinProfiler::full_multiplicative_profile(int64_t b, BinScratch& sc
       const int64_t i = slot + e - e0, f = L.entry_flat[e];
       double* u = &sc.U[i * 4];
       if (s.bbmask_[f]) {
-        u[0] = 0.0; u[1] = 0.0; u[2] = s.beta0_[f]; u[3] = 1.0;
+        u[0] = 0.0;
+        u[1] = 0.0;
+        u[2] = s.beta0_[f];
+        u[3] = 1.0;
         sc.d[i] = 0.0;
       } else {
-        u[0] = 2.0 * sc.N[i] / s.kstat_[f]; u[1] = s.beta0_[f]; u[2] = 0.0; u[3] = 0.0;
+        u[0] = 2.0 * sc.N[i] / s.kstat_[f];
+        u[1] = s.beta0_[f];
+        u[2] = 0.0;
+        u[3] = 0.0;
         sc.d[i] = 2.0 * Fh.g[0] / s.kstat_[f];
       }
       sc.phi[i] = u[0] * Fh.g[0] + u[1] * Fh.g[1] + u[2] * Fh.g[2] + u[3] * Fh.g[3];
@@ -216,8 +228,8 @@ struct GammaFullShardBin {
 
 // gamma + full: the shared per-bin Newton (docs/likelihood.md "Profiled β"), envelope gradient and
 // Schur curvature (docs/likelihood.md "Profiles and their derivatives").
-inline double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
-                                       BetaTreatment treatment, double* beta_out) const {
+inline double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot,
+                                              bool derivs, BetaTreatment treatment, double* beta_out) const {
   const bool profile = treatment == BetaTreatment::profiled;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
   const int64_t ne = e1 - e0;
@@ -245,7 +257,8 @@ inline double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t
   }
   sc.nu[bslot] = nu;
   const double F = cpu::data_term(nu, o, s.likelihood_) + Lb;
-  bool special = false;  // a masked entry with β⁰ ≠ 1: rabbit's Newton ν̃ ≠ the bin's ν (docs/likelihood.md "BB derivative corner cases" item 3)
+  bool special = false;  // a masked entry with β⁰ ≠ 1: rabbit's Newton ν̃ ≠ the bin's ν (docs/likelihood.md
+                         // "BB derivative corner cases" item 3)
   if (derivs && profile && any_free && sc.ncol >= ne)
     for (int64_t e = e0; e < e1; ++e) {
       const int64_t f = L.entry_flat[e];
@@ -297,7 +310,8 @@ inline double BinProfiler::full_gamma_profile(int64_t b, BinScratch& sc, int64_t
 
 // gamma + full, rabbit's composite of one bin (bin_profile.hpp) on dynamic hyper-duals over the
 // bin's entries, at the converged Newton point u0.
-inline cpu::DynHyperDual BinProfiler::gamma_full_literal(int64_t b, const BinScratch& sc, int64_t slot, double u0) const {
+inline cpu::DynHyperDual BinProfiler::gamma_full_literal(int64_t b, const BinScratch& sc, int64_t slot,
+                                                         double u0) const {
   using D = cpu::DynHyperDual;
   const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
   const int K = static_cast<int>(e1 - e0);
@@ -313,7 +327,7 @@ inline cpu::DynHyperDual BinProfiler::gamma_full_literal(int64_t b, const BinScr
 
 // Profile of one (uncoupled) bin; returns its objective. beta_out: lite 1, full P values.
 inline double BinProfiler::profile_bin(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
-                                BetaTreatment treatment, double* beta_out) const {
+                                       BetaTreatment treatment, double* beta_out) const {
   if (s.bb_ == BBKind::none || !s.bb_full_) {
     if (sc.ncol == 2 || (!derivs && s.any_zero_var_))
       return lite_profile<2>(b, sc, slot, bslot, derivs, treatment, beta_out);

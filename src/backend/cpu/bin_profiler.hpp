@@ -5,9 +5,8 @@
 // Ψ = U M Uᵀ + diag(d) in the BinScratch. One variant per BB mode and type: lite (and no BB),
 // full normal-additive, full normal-multiplicative, full gamma (a per-bin Newton solve, with
 // rabbit's composite where a masked entry has β⁰ ≠ 1).
-#include <cstdint>
-
 #include <Eigen/Core>
+#include <cstdint>
 
 #include "bin_scratch.hpp"
 #include "rabbit/backend/cpu/shared_likelihood.hpp"
@@ -32,8 +31,8 @@ class BinProfiler {
 
   /// Profile of bin b, phase A in sc at entry slot `slot` and bin slot `bslot`; returns its
   /// objective. derivs: fill φ, U, d, M. beta_out (optional): lite 1, full P values.
-  double profile_bin(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs, BetaTreatment treatment,
-                     double* beta_out) const;
+  double profile_bin(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
+                     BetaTreatment treatment, double* beta_out) const;
   double full_gamma_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
                             BetaTreatment treatment, double* beta_out) const;
   /// dβ̂_p/dN_q [P × P] of observed bin b in BB full mode (gamma or normal-multiplicative,
@@ -42,8 +41,8 @@ class BinProfiler {
 
  private:
   template <int K>
-  double lite_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs, BetaTreatment treatment,
-                      double* beta_out) const;
+  double lite_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
+                      BetaTreatment treatment, double* beta_out) const;
   double full_additive_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,
                                BetaTreatment treatment, double* beta_out) const;
   double full_multiplicative_profile(int64_t b, BinScratch& sc, int64_t slot, int64_t bslot, bool derivs,

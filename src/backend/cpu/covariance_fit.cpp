@@ -2,13 +2,14 @@
 // term ½ rᵀC⁻¹r couples all observed bins, so phase A runs for all bins, β is profiled by one global
 // linear solve and phase B follows; the normal-multiplicative and the normal-additive lite cases
 // are differentiated literally, as rabbit's autodiff does.
-#include <algorithm>
+#include "covariance_fit.hpp"
+
+#include <omp.h>
 
 #include <Eigen/Cholesky>
 #include <Eigen/LU>
-#include <omp.h>
+#include <algorithm>
 
-#include "covariance_fit.hpp"
 #include "shard_evaluation.hpp"
 
 namespace rabbit::cpu_detail {
@@ -63,9 +64,11 @@ void build_covariance_matrices(ShardState& s) {
 // then replaced by β⁰; A' = 1 with zero derivative for A ≤ 0). With L_β the partial gradient in β
 // (0 at a true profile): ∇F = L_x + Qᵀ L_β, Q = ∂β̂/∂x, and the Hessian adds to the Gauss-Newton
 // and mixed terms the adjoint term λᵀ ∂²β̂ (λ = 𝔄⁻¹ L_β). Returns ∇F; H into Hx.
-inline VectorXd ShardEvaluation::lite_multiplicative_exact(int64_t B, const VectorXd& xval, const VectorXd& g, const MatrixXd& R,
-                                   const Eigen::PartialPivLU<MatrixXd>& lu, const VectorXd& Ap,
-                                   const VectorXd& bhat, MatrixXd& Hx) const {
+inline VectorXd ShardEvaluation::lite_multiplicative_exact(int64_t B, const VectorXd& xval, const VectorXd& g,
+                                                           const MatrixXd& R,
+                                                           const Eigen::PartialPivLU<MatrixXd>& lu,
+                                                           const VectorXd& Ap, const VectorXd& bhat,
+                                                           MatrixXd& Hx) const {
   const MatrixXd& Ci = s.cov_inv;
   const VectorXd A = xval.head(B), Z = xval.tail(B);
   const int64_t nv = 2 * B;
@@ -79,8 +82,7 @@ inline VectorXd ShardEvaluation::lite_multiplicative_exact(int64_t B, const Vect
   }
   // partial derivatives with β independent (β of masked bins enters nothing)
   VectorXd Lbeta(B);
-  for (int64_t b = 0; b < B; ++b)
-    Lbeta[b] = freeb[b] * (g[b] * A[b] + s.kstat_[b] * (bhat[b] - s.beta0_[b]));
+  for (int64_t b = 0; b < B; ++b) Lbeta[b] = freeb[b] * (g[b] * A[b] + s.kstat_[b] * (bhat[b] - s.beta0_[b]));
   const VectorXd Lx = R.transpose() * g;
   MatrixXd DA = MatrixXd::Zero(B, B);  // ∂ν/∂β
   for (int64_t b = 0; b < B; ++b) DA(b, b) = freeb[b] * A[b];
@@ -102,9 +104,9 @@ inline VectorXd ShardEvaluation::lite_multiplicative_exact(int64_t B, const Vect
   // adjoint term Σ_j L_β_j ∂²β̂_j/∂x∂x = λᵀ(𝔟'' − 𝔄'Q − (𝔄'Q)ᵀ − 𝔄''β̂), 𝔄 symmetric
   const VectorXd lambda = lu.transpose().solve(Lbeta);
   if (lambda.cwiseAbs().maxCoeff() > 0.0) {
-    const MatrixXd CQ = Ci * Ap.asDiagonal() * Q;          // C⁻¹D'Q  (B × nv)
-    const VectorXd cl = Ci * Ap.cwiseProduct(lambda);      // C⁻¹D'λ
-    MatrixXd Y = MatrixXd::Zero(nv, nv);                    // rows A_i: λᵀ 𝔄_{A_i} Q
+    const MatrixXd CQ = Ci * Ap.asDiagonal() * Q;      // C⁻¹D'Q  (B × nv)
+    const VectorXd cl = Ci * Ap.cwiseProduct(lambda);  // C⁻¹D'λ
+    MatrixXd Y = MatrixXd::Zero(nv, nv);               // rows A_i: λᵀ 𝔄_{A_i} Q
     for (int64_t i = 0; i < B; ++i)
       if (delta[i] != 0.0) Y.row(i) = lambda[i] * CQ.row(i) + cl[i] * Q.row(i);
     MatrixXd T = -(Y + Y.transpose());
@@ -128,15 +130,16 @@ inline VectorXd ShardEvaluation::lite_multiplicative_exact(int64_t B, const Vect
 // β̂ = 𝔏⁻¹(s∘C⁻¹(n − ν⁰) + β⁰) (𝔏 = diag(s)C⁻¹diag(s) + I) and ν = ν⁰ + s∘f∘β̂, f_b = 1 for A_b > 0
 // and A_b otherwise (rabbit's A' = 1), differentiated literally in x = [ν⁰; A] (2B; the A_b
 // variables act only where A_b ≤ 0). profile = false: β̂ held fixed. Returns ∇F; the Hessian into Hx.
-inline VectorXd ShardEvaluation::additive_lite_exact(int64_t B, const VectorXd& g, const VectorXd& bhat, const VectorXd& A,
-                             const VectorXd& special, bool profile, MatrixXd& Hx) const {
+inline VectorXd ShardEvaluation::additive_lite_exact(int64_t B, const VectorXd& g, const VectorXd& bhat,
+                                                     const VectorXd& A, const VectorXd& special, bool profile,
+                                                     MatrixXd& Hx) const {
   const MatrixXd& Ci = s.cov_inv;
   const VectorXd sv = s.sqrt_sigma2_.head(B);
   VectorXd f = VectorXd::Ones(B);
   for (int64_t b = 0; b < B; ++b)
     if (special[b] != 0.0) f[b] = A[b];
   const VectorXd sbA = special.cwiseProduct(sv).cwiseProduct(bhat);  // ∂ν_b/∂A_b
-  MatrixXd Rb = MatrixXd::Zero(B, B);                                   // −∂β̂/∂ν⁰
+  MatrixXd Rb = MatrixXd::Zero(B, B);                                // −∂β̂/∂ν⁰
   if (profile) Rb = s.additive_lu.solve(MatrixXd(sv.asDiagonal() * Ci));
   const MatrixXd Gm = MatrixXd::Identity(B, B) - sv.cwiseProduct(f).asDiagonal() * Rb;  // ∂ν/∂ν⁰
   const MatrixXd CiGm = Ci * Gm;
@@ -180,7 +183,7 @@ inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs,
   // per-entry multiplicative factor μ̃ (mult.), variable column a of each entry
   std::vector<double> mu(E, 1.0);
   std::vector<int> col(E, 0), col2(E, -1);  // col2: a second variable of the entry (normal-additive lite)
-  VectorXd additive_A, additive_special;     // normal-additive lite: A_b, [A_b ≤ 0]
+  VectorXd additive_A, additive_special;    // normal-additive lite: A_b, [A_b ≤ 0]
   if (s.bb_ == BBKind::normal_additive) {
     if (!s.bb_full_) {
       const VectorXd sv = s.sqrt_sigma2_.head(B);

@@ -13,6 +13,7 @@ void build_covariance_matrices(ShardState& s);
 
 /// Covariance fit, normal-multiplicative: dν/dξ [B × n] of the observed bins' yields through
 /// rabbit's closed-form β̂; beta_jac (optional, full mode) receives dβ̂/dξ of every observed entry.
-Eigen::MatrixXd coupled_multiplicative_jacobian(const ShardEvaluation& eng, Eigen::MatrixXd* beta_jac = nullptr);
+Eigen::MatrixXd coupled_multiplicative_jacobian(const ShardEvaluation& eng,
+                                                Eigen::MatrixXd* beta_jac = nullptr);
 
 }  // namespace rabbit::cpu_detail

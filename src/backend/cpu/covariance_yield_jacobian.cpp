@@ -76,8 +76,10 @@ MatrixXd coupled_multiplicative_jacobian(const ShardEvaluation& eng, MatrixXd* b
     const VectorXd& Z = val[1];
     VectorXd Ap = A, delta = VectorXd::Zero(B), k = kstat.head(B);
     for (int64_t b = 0; b < B; ++b) {
-      if (A[b] > 0.0) delta[b] = 1.0;
-      else Ap[b] = 1.0;
+      if (A[b] > 0.0)
+        delta[b] = 1.0;
+      else
+        Ap[b] = 1.0;
     }
     MatrixXd mat = Ap.asDiagonal() * Ci * Ap.asDiagonal();
     mat.diagonal() += k;
@@ -87,7 +89,7 @@ MatrixXd coupled_multiplicative_jacobian(const ShardEvaluation& eng, MatrixXd* b
     const MatrixXd DCi = Ap.asDiagonal() * Ci;
     MatrixXd QA = -(DCi * delta.cwiseProduct(bhat).asDiagonal());
     QA.diagonal() += delta.cwiseProduct(w);
-    QA = lu.solve(QA);                 // ∂β̂/∂A
+    QA = lu.solve(QA);                   // ∂β̂/∂A
     const MatrixXd QZ = lu.solve(-DCi);  // ∂β̂/∂Z
     MatrixXd dA = Id, dZ = Id;
     for (int64_t b = 0; b < B; ++b) {

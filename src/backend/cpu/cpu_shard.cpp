@@ -1,14 +1,14 @@
 // CpuShardEvaluator: wires the parts of the CPU backend (docs/architecture.md "The CPU backend"):
 // the state is built by the units that own each part, every evaluation is one ShardEvaluation.
-#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
-
-#include <cmath>
+#include "rabbit/backend/cpu/cpu_shard.hpp"
 
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <cmath>
+
 #include "covariance_fit.hpp"
-#include "rabbit/backend/cpu/cpu_shard.hpp"
+#include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/param_model.hpp"
 #include "shard_evaluation.hpp"
@@ -23,7 +23,8 @@ using cpu_detail::ShardState;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-cpu_detail::ShardState::ShardState(std::shared_ptr<const Model> model, int64_t bin_begin, int64_t bin_end, int threads)
+cpu_detail::ShardState::ShardState(std::shared_ptr<const Model> model, int64_t bin_begin, int64_t bin_end,
+                                   int threads)
     : model_(std::move(model)), in(*model_->input), begin_(bin_begin), end_(bin_end) {
   nbins_ = in.nbins;
   nbinsfull_ = in.nbinsfull;
@@ -32,7 +33,8 @@ cpu_detail::ShardState::ShardState(std::shared_ptr<const Model> model, int64_t b
   nparams_ = model_->param_model ? model_->param_model->nparams() : 0;
   nx_ = nparams_ + nsyst_;
   if (begin_ < 0 || end_ < begin_ || end_ > nbins_)
-    throw Error(fmt::format("CPU shard: bin range [{}, {}) outside the {} observed bins", begin_, end_, nbins_));
+    throw Error(
+        fmt::format("CPU shard: bin range [{}, {}) outside the {} observed bins", begin_, end_, nbins_));
   threads_ = threads > 0 ? threads : omp_get_max_threads();
   likelihood_ = model_->options.likelihood;
   if (likelihood_ == DataLikelihood::covariance && (begin_ != 0 || end_ != nbins_))
@@ -45,7 +47,8 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
                                      int threads)
     : state_(std::make_unique<ShardState>(std::move(model), bin_begin, bin_end, threads)) {
   ShardState& s = *state_;
-  // ρ (normal pre-scaling, docs/likelihood.md "Systematic type normal"): the param model at the stored defaults.
+  // ρ (normal pre-scaling, docs/likelihood.md "Systematic type normal"): the param model at the stored
+  // defaults.
   s.rho_ = VectorXd::Ones(s.nproc_);
   if (s.nparams_ > 0 && !s.layout.lognormal)
     s.model_->param_model->rates(s.model_->parameters.x_default.head(s.nparams_), s.rho_, nullptr);
@@ -58,22 +61,48 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
 
 CpuShardEvaluator::~CpuShardEvaluator() = default;
 
-int64_t CpuShardEvaluator::bin_begin() const { return state_->begin_; }
-int64_t CpuShardEvaluator::bin_end() const { return state_->end_; }
-int CpuShardEvaluator::threads() const { return state_->threads_; }
+int64_t CpuShardEvaluator::bin_begin() const {
+  return state_->begin_;
+}
+int64_t CpuShardEvaluator::bin_end() const {
+  return state_->end_;
+}
+int CpuShardEvaluator::threads() const {
+  return state_->threads_;
+}
 
-bool CpuShardEvaluator::has_bb() const { return state_->has_bb(); }
-bool CpuShardEvaluator::bb_full() const { return state_->bb_full_; }
-int64_t CpuShardEvaluator::bb_entries() const { return state_->bb_entries(); }
-const VectorXd& CpuShardEvaluator::bb_kstat() const { return state_->kstat_; }
-const std::vector<uint8_t>& CpuShardEvaluator::bb_mask() const { return state_->bbmask_; }
-const VectorXd& CpuShardEvaluator::beta_centres() const { return state_->beta0_; }
-const VectorXd& CpuShardEvaluator::stored_beta() const { return state_->beta_stored_; }
-bool CpuShardEvaluator::beta_variations_active() const { return state_->betavar_; }
+bool CpuShardEvaluator::has_bb() const {
+  return state_->has_bb();
+}
+bool CpuShardEvaluator::bb_full() const {
+  return state_->bb_full_;
+}
+int64_t CpuShardEvaluator::bb_entries() const {
+  return state_->bb_entries();
+}
+const VectorXd& CpuShardEvaluator::bb_kstat() const {
+  return state_->kstat_;
+}
+const std::vector<uint8_t>& CpuShardEvaluator::bb_mask() const {
+  return state_->bbmask_;
+}
+const VectorXd& CpuShardEvaluator::beta_centres() const {
+  return state_->beta0_;
+}
+const VectorXd& CpuShardEvaluator::stored_beta() const {
+  return state_->beta_stored_;
+}
+bool CpuShardEvaluator::beta_variations_active() const {
+  return state_->betavar_;
+}
 
-VectorXd CpuShardEvaluator::default_beta_centres() const { return cpu_detail::default_beta_centres(*state_); }
+VectorXd CpuShardEvaluator::default_beta_centres() const {
+  return cpu_detail::default_beta_centres(*state_);
+}
 
-void CpuShardEvaluator::set_beta_centres(const VectorXd& beta0) { cpu_detail::set_beta_centres(*state_, beta0); }
+void CpuShardEvaluator::set_beta_centres(const VectorXd& beta0) {
+  cpu_detail::set_beta_centres(*state_, beta0);
+}
 
 void CpuShardEvaluator::set_stored_beta(const VectorXd& beta) {
   if (beta.size() != bb_entries())
@@ -95,7 +124,8 @@ void CpuShardEvaluator::set_observed(const VectorXd& nobs, const VectorXd& varno
   if (s.likelihood_ == DataLikelihood::chisq) {
     for (int64_t b = s.begin_; b < s.end_; ++b)
       if (!(s.varnobs_[b] > 0.0))
-        throw InputError(fmt::format("--chisqFit needs positive data variances; bin {} has {}", b, s.varnobs_[b]));
+        throw InputError(
+            fmt::format("--chisqFit needs positive data variances; bin {} has {}", b, s.varnobs_[b]));
   }
 }
 
@@ -117,7 +147,8 @@ double CpuShardEvaluator::value_grad(const VectorXd& xi, VectorXd& grad) {
   return eval.run(req);
 }
 
-double CpuShardEvaluator::value_grad_hvp(const VectorXd& xi, const MatrixXd& V, VectorXd& grad, MatrixXd& HV) {
+double CpuShardEvaluator::value_grad_hvp(const VectorXd& xi, const MatrixXd& V, VectorXd& grad,
+                                         MatrixXd& HV) {
   if (V.rows() != state_->nx_)
     throw Error(fmt::format("CPU shard HVP: V has {} rows, expected {}", V.rows(), state_->nx_));
   ShardEvaluation eval(*state_, *this);
@@ -160,10 +191,12 @@ VectorXd CpuShardEvaluator::profiled_beta(const VectorXd& xi) {
   return beta;
 }
 
-double CpuShardEvaluator::full_value(const VectorXd& xi) { return value(xi) + full_nll_constant(); }
+double CpuShardEvaluator::full_value(const VectorXd& xi) {
+  return value(xi) + full_nll_constant();
+}
 
-std::unique_ptr<ShardEvaluator> make_cpu_shard(std::shared_ptr<const Model> model, int64_t bin_begin, int64_t bin_end,
-                                               int threads) {
+std::unique_ptr<ShardEvaluator> make_cpu_shard(std::shared_ptr<const Model> model, int64_t bin_begin,
+                                               int64_t bin_end, int threads) {
   return std::make_unique<CpuShardEvaluator>(std::move(model), bin_begin, bin_end, threads);
 }
 

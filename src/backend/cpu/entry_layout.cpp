@@ -37,7 +37,8 @@ EntryLayout EntryLayout::build(const FitInputData& in) {
       }
     }
     L.bin_ptr[nbinsfull] = nnz;
-    if (e != nnz) throw InputError(fmt::format("{}: hnorm_sparse indices are not sorted by bin", in.filename));
+    if (e != nnz)
+      throw InputError(fmt::format("{}: hnorm_sparse indices are not sorted by bin", in.filename));
   }
   return L;
 }

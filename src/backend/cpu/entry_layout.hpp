@@ -2,11 +2,10 @@
 // EntryLayout: where the yield entries (bin, process) of the tensor live and how a row of logk is
 // read. Dense tensors store every (bin, process); sparse ones only the entries of hnorm_sparse.
 // Covers all B_f bins (masked channels included), so shards and the postfit yields share it.
+#include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "rabbit/io/fit_input_data.hpp"
 
@@ -19,9 +18,10 @@ struct EntryLayout {
   const FitInputData* in = nullptr;
   bool sparse = false;
   bool symmetric = false;
-  bool lognormal = true;   // systematic type log-normal (else normal, docs/likelihood.md "Systematic type normal")
-  int64_t W = 0;           // logk columns per entry: S (symmetric) or 2S
-  int64_t S = 0;           // systematics
+  bool lognormal =
+      true;       // systematic type log-normal (else normal, docs/likelihood.md "Systematic type normal")
+  int64_t W = 0;  // logk columns per entry: S (symmetric) or 2S
+  int64_t S = 0;  // systematics
   std::vector<int64_t> bin_ptr;     // entries of bin b: [bin_ptr[b], bin_ptr[b+1]), all B_f bins
   std::vector<int32_t> entry_proc;  // process of entry e
   std::vector<int64_t> entry_flat;  // b*P + p of entry e

@@ -2,10 +2,10 @@
 // any range of the full bin axis (masked channels included) with β none, stored or profiled, the
 // per-process yield Jacobian, ∂ν/∂β and the full-NLL constants. The per-bin yield Jacobian is in
 // yield_jacobian.cpp.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/error.hpp"
@@ -28,7 +28,8 @@ void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64
                                         VectorXd* per_bin, MatrixXd* per_process) {
   ShardState& s = *state_;
   if (first < 0 || last < first || last > s.nbinsfull_)
-    throw Error(fmt::format("expected_yields: bin range [{}, {}) outside the {} bins", first, last, s.nbinsfull_));
+    throw Error(
+        fmt::format("expected_yields: bin range [{}, {}) outside the {} bins", first, last, s.nbinsfull_));
   ShardEvaluation eng(s, *this);
   eng.pt.prepare(s, xi, nullptr);
   const EntryLayout& L = s.layout;
@@ -37,7 +38,8 @@ void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64
   if (per_process) per_process->setZero(nb, P);
   const int64_t bw = s.beta_width();
   VectorXd coupled_beta;
-  if (mode == BetaMode::profiled && has_bb() && s.coupled && (first < s.nbins_ || s.betavar_)) coupled_beta = profiled_beta(xi);
+  if (mode == BetaMode::profiled && has_bb() && s.coupled && (first < s.nbins_ || s.betavar_))
+    coupled_beta = profiled_beta(xi);
   int64_t maxe = 0;
   for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, L.bin_ptr[b + 1] - L.bin_ptr[b]);
   BinScratch sc;
@@ -64,7 +66,8 @@ void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64
       double y = sc.N[e - e0];
       if (use_beta) {
         if (s.bb_ == BBKind::normal_additive) {
-          if (!s.bb_full_) y += s.sqrt_sigma2_[b] * beta[0] * (eng.prof.active(e) ? sc.N[e - e0] : 0.0) / Asafe;
+          if (!s.bb_full_)
+            y += s.sqrt_sigma2_[b] * beta[0] * (eng.prof.active(e) ? sc.N[e - e0] : 0.0) / Asafe;
         } else if (s.bb_full_) {
           if (!s.bbmask_[f]) y *= beta[p];
         } else if (!s.bbmask_[b] && eng.prof.active(e)) {
@@ -85,7 +88,8 @@ void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64
   }
 }
 
-MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode) {
+MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t first, int64_t last,
+                                                   BetaMode mode) {
   ShardState& s = *state_;
   if (first < 0 || last < first || last > s.nbinsfull_)
     throw Error(fmt::format("process_yield_jacobian: bin range [{}, {}) outside the {} bins", first, last,
@@ -97,7 +101,8 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
   MatrixXd J = MatrixXd::Zero(nb * P, n);
   const int64_t bw = s.beta_width();
   VectorXd coupled_beta;
-  if (mode == BetaMode::profiled && has_bb() && s.coupled && (first < s.nbins_ || s.betavar_)) coupled_beta = profiled_beta(xi);
+  if (mode == BetaMode::profiled && has_bb() && s.coupled && (first < s.nbins_ || s.betavar_))
+    coupled_beta = profiled_beta(xi);
   int64_t maxe = 0;
   for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, L.bin_ptr[b + 1] - L.bin_ptr[b]);
   BinScratch sc;
@@ -151,10 +156,12 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
   return J;
 }
 
-MatrixXd CpuShardEvaluator::beta_yield_partials(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode) {
+MatrixXd CpuShardEvaluator::beta_yield_partials(const VectorXd& xi, int64_t first, int64_t last,
+                                                BetaMode mode) {
   ShardState& s = *state_;
   if (first < 0 || last < first || last > s.nbinsfull_)
-    throw Error(fmt::format("beta_yield_partials: bin range [{}, {}) outside the {} bins", first, last, s.nbinsfull_));
+    throw Error(fmt::format("beta_yield_partials: bin range [{}, {}) outside the {} bins", first, last,
+                            s.nbinsfull_));
   const int64_t nb = last - first, P = s.nproc_;
   MatrixXd D = MatrixXd::Zero(nb, bb_entries());
   // BetaMode::none: the yields are ν⁰, β is not a variable of them.
@@ -163,7 +170,8 @@ MatrixXd CpuShardEvaluator::beta_yield_partials(const VectorXd& xi, int64_t firs
   eng.pt.prepare(s, xi, nullptr);
   const EntryLayout& L = s.layout;
   VectorXd coupled_beta;
-  if (mode == BetaMode::profiled && s.coupled && (first < s.nbins_ || s.betavar_)) coupled_beta = profiled_beta(xi);
+  if (mode == BetaMode::profiled && s.coupled && (first < s.nbins_ || s.betavar_))
+    coupled_beta = profiled_beta(xi);
   int64_t maxe = 1;
   for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, L.bin_ptr[b + 1] - L.bin_ptr[b]);
   BinScratch sc;
@@ -235,7 +243,8 @@ double CpuShardEvaluator::full_nll_constant() const {
     switch (s.bb_) {
       case BBKind::gamma:
         // Poisson(kβ⁰ | kβ) with lgamma(kβ⁰ + 1); BB-masked entries are not part of the likelihood
-        if (!s.bbmask_[i] && b0 > 0.0) c += -k * b0 * std::log(k) - k * b0 * s.log_beta0_[i] + k * b0 + std::lgamma(k * b0 + 1.0);
+        if (!s.bbmask_[i] && b0 > 0.0)
+          c += -k * b0 * std::log(k) - k * b0 * s.log_beta0_[i] + k * b0 + std::lgamma(k * b0 + 1.0);
         break;
       case BBKind::normal_multiplicative:
         if (!s.bbmask_[i]) c += half_log_2pi - 0.5 * std::log(k);

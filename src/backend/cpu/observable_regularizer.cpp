@@ -28,21 +28,25 @@ void check_observable_regularizers(ShardState& s) {
         if (touched.size() == 0) continue;
         if (touched.head(s.nbins_).cwiseAbs().maxCoeff() > 0.0)
           throw OptionError(
-              "-r/--regularization on an observed (non-masked) channel together with bin-by-bin statistics is not "
+              "-r/--regularization on an observed (non-masked) channel together with bin-by-bin statistics "
+              "is not "
               "supported; use --noBinByBinStat or regularise a masked channel");
         for (int64_t b = s.nbins_; b < s.nbinsfull_; ++b)
           if (s.betavar_rows_[b] && touched[b] != 0.0)
             throw OptionError(
-                "-r/--regularization on a masked channel that receives beta variations (hbetavariations) with "
+                "-r/--regularization on a masked channel that receives beta variations (hbetavariations) "
+                "with "
                 "--binByBinStatMode full is not supported (the penalty would depend on the profiled beta)");
       }
     }
   }
 }
 
-// Adds exp(2τ)·penalty(ν_full) (docs/model.md "The regularisation term"): the value, and through accumulate() with φ = ∂pen/∂ν the
-// gradient 𝒥ᵀφ and the second-order yield term 𝒞(φ). Returns 𝒥ᵀ (n × B_f) when curvature is needed.
-inline MatrixXd ShardEvaluation::add_regularizer(const Request& req, Accum& acc, bool derivs, VectorXd& nu_full) {
+// Adds exp(2τ)·penalty(ν_full) (docs/model.md "The regularisation term"): the value, and through accumulate()
+// with φ = ∂pen/∂ν the gradient 𝒥ᵀφ and the second-order yield term 𝒞(φ). Returns 𝒥ᵀ (n × B_f) when curvature
+// is needed.
+inline MatrixXd ShardEvaluation::add_regularizer(const Request& req, Accum& acc, bool derivs,
+                                                 VectorXd& nu_full) {
   const int64_t Bf = s.nbinsfull_;
   owner.expected_yields(*req.xi, 0, Bf, YieldModel::BetaMode::profiled, &nu_full, nullptr);
   VectorXd gnu = VectorXd::Zero(Bf);

@@ -1,8 +1,8 @@
 // The per-point cache of a CPU shard (point_cache.hpp): storing and restoring a bin's phase-A and
 // profile quantities, and the evaluation at the cached point.
-#include <algorithm>
-
 #include <omp.h>
+
+#include <algorithm>
 
 #include "shard_evaluation.hpp"
 

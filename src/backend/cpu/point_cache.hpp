@@ -3,10 +3,9 @@
 // so that a sequence of HVPs at one ξ (trust-region inner iterations, batched Hessians) reads the
 // tensor only for the directions. Keyed on ξ and on a generation counter that changes with the
 // observations and the BB centres.
+#include <Eigen/Core>
 #include <cstdint>
 #include <vector>
-
-#include <Eigen/Core>
 
 namespace rabbit::cpu_detail {
 

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "rabbit/backend/cpu/shared_likelihood.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/param_model.hpp"
-#include "rabbit/backend/cpu/shared_likelihood.hpp"
 
 namespace rabbit::cpu_detail {
 
@@ -12,7 +12,8 @@ using likelihood::interpolation;
 
 inline void PointState::prepare(const ShardState& s, const Eigen::VectorXd& xi, const Eigen::MatrixXd* V) {
   const int64_t S = s.nsyst_, M = s.nparams_, P = s.nproc_, W = s.layout.W;
-  if (xi.size() != s.nx_) throw Error(fmt::format("CPU shard: ξ has length {}, the model has {}", xi.size(), s.nx_));
+  if (xi.size() != s.nx_)
+    throw Error(fmt::format("CPU shard: ξ has length {}, the model has {}", xi.size(), s.nx_));
   m.resize(W);
   hp.resize(S);
   hpp.resize(S);

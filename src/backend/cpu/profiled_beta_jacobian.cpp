@@ -3,9 +3,9 @@
 // global impacts (docs/output-format.md "Global impacts"). Per bin the chain dβ̂/dN · dN/dξ: lite
 // and full normal-additive through hyper-duals of the closed forms, full gamma and
 // normal-multiplicative through the bin profiler's dβ̂/dN.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/backend/cpu/shared_likelihood.hpp"
@@ -26,8 +26,8 @@ using Eigen::VectorXd;
 MatrixXd CpuShardEvaluator::profiled_beta_jacobian(const VectorXd& xi, int64_t first, int64_t last) {
   ShardState& s = *state_;
   if (first < 0 || last < first || last > s.nbins_)
-    throw Error(fmt::format("profiled_beta_jacobian: bin range [{}, {}) outside the {} observed bins", first, last,
-                            s.nbins_));
+    throw Error(fmt::format("profiled_beta_jacobian: bin range [{}, {}) outside the {} observed bins", first,
+                            last, s.nbins_));
   const int64_t n = s.nx_, P = s.nproc_, bw = s.beta_width();
   if (!s.has_bb()) return MatrixXd::Zero(0, n);
   if (s.coupled) return MatrixXd();  // one global profile: not offered (see yield_model.hpp)
@@ -49,8 +49,8 @@ MatrixXd CpuShardEvaluator::profiled_beta_jacobian(const VectorXd& xi, int64_t f
       for (int64_t e = e0; e < e1; ++e) (eng.prof.active(e) ? A : Z) += sc.N[e - e0];
       using HD = HyperDual<2>;
       HD hb, hnu;
-      cpu::lite_bin_objective(HD::variable(A, 0), HD::variable(Z, 1), eng.prof.observation(b), s.likelihood_, s.bb_,
-                              eng.prof.lite_entry(b), s.legacy_sumw_, false, &hb, &hnu);
+      cpu::lite_bin_objective(HD::variable(A, 0), HD::variable(Z, 1), eng.prof.observation(b), s.likelihood_,
+                              s.bb_, eng.prof.lite_entry(b), s.legacy_sumw_, false, &hb, &hnu);
       row.setZero();
       for (int64_t e = e0; e < e1; ++e)
         eng.add_entry_jacobian(e, sc, e - e0, eng.prof.active(e) ? hb.g[0] : hb.g[1], row.data());
@@ -67,8 +67,8 @@ MatrixXd CpuShardEvaluator::profiled_beta_jacobian(const VectorXd& xi, int64_t f
       }
       using HD = HyperDual<1>;
       HD rho, hnu;
-      cpu::full_additive_bin_objective(HD::variable(nu0, 0), V, W0, eng.prof.observation(b), s.likelihood_, false,
-                                       &rho, &hnu);
+      cpu::full_additive_bin_objective(HD::variable(nu0, 0), V, W0, eng.prof.observation(b), s.likelihood_,
+                                       false, &rho, &hnu);
       row.setZero();
       for (int64_t e = e0; e < e1; ++e) eng.add_entry_jacobian(e, sc, e - e0, 1.0, row.data());
       for (int64_t p = 0; p < P; ++p)

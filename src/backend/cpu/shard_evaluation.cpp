@@ -1,13 +1,14 @@
 // A CPU shard evaluation: phase A (the per-process yields of a bin) and the dispatch of one
 // evaluation over the shard's bins: the per-point cache, the uncoupled per-bin loop on OpenMP
 // threads, the covariance fit, the observable regulariser.
-#include <algorithm>
-#include <cmath>
+#include "shard_evaluation.hpp"
 
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "rabbit/model/regularizer.hpp"
-#include "shard_evaluation.hpp"
 
 namespace rabbit::cpu_detail {
 
@@ -57,7 +58,8 @@ inline void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, boo
     if (k > 0) {
       double* dl = &sc.dLam[i * k];
       double* dn = &sc.dN[i * k];
-      for (int64_t j = 0; j < k; ++j) dl[j] = L.sparse ? L.row_dot(e, pt.Um.col(j).data()) : dlam_block(e - e0, j);
+      for (int64_t j = 0; j < k; ++j)
+        dl[j] = L.sparse ? L.row_dot(e, pt.Um.col(j).data()) : dlam_block(e - e0, j);
       for (int64_t j = 0; j < k; ++j) dn[j] = sc.a[i] * pt.dr(p, j) + sc.c[i] * dl[j];
     }
   }
@@ -79,12 +81,14 @@ inline double ShardEvaluation::run(Request& req) {
   const int64_t entries = L.bin_ptr[s.end_] - L.bin_ptr[s.begin_];
   const int64_t work = std::max<int64_t>(entries, nb) * (1 + k);
   const int64_t by_work = std::max<int64_t>(1, work / kMinWorkPerThread);
-  const int T = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({s.threads_, std::max<int64_t>(nb, 1), by_work})));
+  const int T = static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>({s.threads_, std::max<int64_t>(nb, 1), by_work})));
   std::vector<Accum> accs(T);
 
   // per-point cache (uncoupled profiled evaluations without Hessian or β output)
   auto& cache = s.cache;
-  const bool cacheable = !s.coupled && !s.regularized_ && req.profiled() && !req.hess && !req.beta_out && s.cache_allowed;
+  const bool cacheable =
+      !s.coupled && !s.regularized_ && req.profiled() && !req.hess && !req.beta_out && s.cache_allowed;
   // (value-only calls are not served from the cache: the double path rounds differently from the
   // hyper-dual one, and value() stays what it always was)
   const bool hit = cacheable && derivs && cache.valid && cache.generation == s.generation &&

@@ -15,11 +15,10 @@
 // Those definitions (and the BinProfiler's, PointState::prepare) are `inline`: the backend compiles
 // as one translation unit (CMakeLists.txt), and GCC's inlining, hence its FMA contraction across
 // calls, then matches the single-file backend whose rounding the results are compared against.
-#include <cstdint>
-#include <vector>
-
 #include <Eigen/Core>
 #include <Eigen/LU>
+#include <cstdint>
+#include <vector>
 
 #include "bin_profiler.hpp"
 #include "bin_scratch.hpp"
@@ -48,12 +47,12 @@ struct Request {
 /// Phase-B sums of one thread.
 struct Accum {
   double f = 0.0;
-  Eigen::VectorXd y, gpi;      // K2ᵀ(φc) [W], Σ φ a per process [P]
-  Eigen::MatrixXd O, hpi;      // HVP: K2ᵀ ω [W × k], per-process π part [P × k]
-  Eigen::MatrixXd HJ;          // Σ Jᵀ M J (full, n × n)
-  Eigen::MatrixXd HE;          // Σ w E Eᵀ (lower, S × S)
-  Eigen::MatrixXd X;           // πθ per process [P × S]
-  Eigen::VectorXd Ypp;         // ππ per process [P]
+  Eigen::VectorXd y, gpi;  // K2ᵀ(φc) [W], Σ φ a per process [P]
+  Eigen::MatrixXd O, hpi;  // HVP: K2ᵀ ω [W × k], per-process π part [P × k]
+  Eigen::MatrixXd HJ;      // Σ Jᵀ M J (full, n × n)
+  Eigen::MatrixXd HE;      // Σ w E Eᵀ (lower, S × S)
+  Eigen::MatrixXd X;       // πθ per process [P × S]
+  Eigen::VectorXd Ypp;     // ππ per process [P]
   // Hessian batching
   Eigen::MatrixXd Epos, Eneg;  // S × blk columns
   int64_t npos = 0, nneg = 0;
@@ -71,8 +70,16 @@ class ShardEvaluation {
   /// yields: the shard's yield model, which the observable regulariser reads ν_full and its
   /// Jacobian from.
   ShardEvaluation(ShardState& state, YieldModel& yields)
-      : s(state), L(state.layout), in(state.in), prof(state), owner(yields), P(state.nproc_), S(state.nsyst_),
-        M(state.nparams_), n(state.nx_), W(state.layout.W) {}
+      : s(state),
+        L(state.layout),
+        in(state.in),
+        prof(state),
+        owner(yields),
+        P(state.nproc_),
+        S(state.nsyst_),
+        M(state.nparams_),
+        n(state.nx_),
+        W(state.layout.W) {}
 
   /// The full evaluation of the shard's bins. Returns the value; fills the outputs of req.
   double run(Request& req);
@@ -101,8 +108,8 @@ class ShardEvaluation {
 
  private:
   // ---- phase B (accumulator.cpp) ----
-  void accumulate(int64_t b, const BinScratch& sc, int64_t slot, int64_t bslot, const Request& req, Accum& acc,
-                  const double* zcoupled, bool gradient = true) const;
+  void accumulate(int64_t b, const BinScratch& sc, int64_t slot, int64_t bslot, const Request& req,
+                  Accum& acc, const double* zcoupled, bool gradient = true) const;
   void init_accum(Accum& acc, const Request& req, int64_t k) const;
   double finish(Request& req, std::vector<Accum>& accs);
 
@@ -115,7 +122,8 @@ class ShardEvaluation {
 
   // ---- covariance fit (covariance_fit.cpp) ----
   Eigen::VectorXd lite_multiplicative_exact(int64_t B, const Eigen::VectorXd& xval, const Eigen::VectorXd& g,
-                                            const Eigen::MatrixXd& R, const Eigen::PartialPivLU<Eigen::MatrixXd>& lu,
+                                            const Eigen::MatrixXd& R,
+                                            const Eigen::PartialPivLU<Eigen::MatrixXd>& lu,
                                             const Eigen::VectorXd& Ap, const Eigen::VectorXd& bhat,
                                             Eigen::MatrixXd& Hx) const;
   Eigen::VectorXd additive_lite_exact(int64_t B, const Eigen::VectorXd& g, const Eigen::VectorXd& bhat,

@@ -3,12 +3,11 @@
 // layout, the observed data, the Barlow–Beeston statistics and centres, the covariance-fit
 // matrices, the beta-variation sources and the point cache. Filled by the CpuShardEvaluator
 // constructor from the build_* functions of the units that own each part.
+#include <Eigen/Core>
+#include <Eigen/LU>
 #include <cstdint>
 #include <memory>
 #include <vector>
-
-#include <Eigen/Core>
-#include <Eigen/LU>
 
 #include "entry_layout.hpp"
 #include "point_cache.hpp"
@@ -41,7 +40,8 @@ struct ShardState {
   bool any_zero_var_ = false;
   // centres β⁰, ln β⁰ and the stored β of non-profiled evaluations
   Eigen::VectorXd beta0_, log_beta0_, beta_stored_;
-  bool gamma_masked_centres_ = false;  // gamma full: a masked entry with β⁰ ≠ 1 (toys), docs/likelihood.md "BB derivative corner cases" item 3
+  bool gamma_masked_centres_ = false;  // gamma full: a masked entry with β⁰ ≠ 1 (toys), docs/likelihood.md
+                                       // "BB derivative corner cases" item 3
 
   // covariance fit (docs/likelihood.md "Profiled β" covariance table): bins couple
   bool coupled = false;

@@ -1,10 +1,10 @@
 // The per-bin yield Jacobian ∂ν_b/∂ξ of the host YieldModel (docs/likelihood.md "Derivative
 // structure"): with profiled β the total derivative through β̂(ξ) of every BB mode and type, beta
 // variations of masked channels, and the bin mixing of the covariance fit.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "covariance_fit.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
@@ -27,7 +27,8 @@ using Eigen::VectorXd;
 MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode) {
   ShardState& s = *state_;
   if (first < 0 || last < first || last > s.nbinsfull_)
-    throw Error(fmt::format("yield_jacobian: bin range [{}, {}) outside the {} bins", first, last, s.nbinsfull_));
+    throw Error(
+        fmt::format("yield_jacobian: bin range [{}, {}) outside the {} bins", first, last, s.nbinsfull_));
   ShardEvaluation eng(s, *this);
   eng.pt.prepare(s, xi, nullptr);
   const EntryLayout& L = s.layout;
@@ -36,7 +37,8 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
   const bool through_beta = mode == BetaMode::profiled && has_bb();
   VectorXd coupled_beta;
   if (through_beta && s.coupled && (first < s.nbins_ || s.betavar_)) coupled_beta = profiled_beta(xi);
-  // beta variations (docs/likelihood.md "Beta variations"): masked-bin factors and, through β̂, dβ̂/dξ of the source bins
+  // beta variations (docs/likelihood.md "Beta variations"): masked-bin factors and, through β̂, dβ̂/dξ of the
+  // source bins
   const bool betavar_rows = s.betavar_ && mode != BetaMode::none && last > s.nbins_;
   VectorXd delta;
   MatrixXd source_jac;
@@ -83,8 +85,9 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
         for (int64_t e = e0; e < e1; ++e)
           if (!eng.prof.active(e)) Z += sc.N[e - e0];
         HD hb, hnu;
-        cpu::lite_bin_objective(HD::variable(A, 0), HD::variable(Z, 1), eng.prof.observation(b), s.likelihood_, s.bb_,
-                                eng.prof.lite_entry(b), s.legacy_sumw_, false, &hb, &hnu);
+        cpu::lite_bin_objective(HD::variable(A, 0), HD::variable(Z, 1), eng.prof.observation(b),
+                                s.likelihood_, s.bb_, eng.prof.lite_entry(b), s.legacy_sumw_, false, &hb,
+                                &hnu);
         for (int64_t e = e0; e < e1; ++e) kappa[e - e0] = eng.prof.active(e) ? hnu.g[0] : hnu.g[1];
       } else if (s.bb_ == BBKind::normal_additive) {
         using HD = HyperDual<1>;
@@ -95,8 +98,8 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
           W0 += s.sqrt_sigma2_[b * s.nproc_ + p] * s.beta0_[b * s.nproc_ + p];
         }
         HD rho, hnu;
-        cpu::full_additive_bin_objective(HD::variable(nu0, 0), V, W0, eng.prof.observation(b), s.likelihood_, false, &rho,
-                                         &hnu);
+        cpu::full_additive_bin_objective(HD::variable(nu0, 0), V, W0, eng.prof.observation(b), s.likelihood_,
+                                         false, &rho, &hnu);
         for (int64_t e = e0; e < e1; ++e) kappa[e - e0] = hnu.g[0];
       } else if (s.bb_ == BBKind::normal_multiplicative) {
         using HD = HyperDual<4>;
@@ -114,15 +117,17 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
         }
         HD rho, hnu;
         cpu::full_multiplicative_bin_objective(HD::variable(S_, 0), HD::variable(Tu, 1), HD::variable(Tm, 2),
-                                               HD::variable(Mm, 3), eng.prof.observation(b), s.likelihood_, &rho, &hnu);
+                                               HD::variable(Mm, 3), eng.prof.observation(b), s.likelihood_,
+                                               &rho, &hnu);
         for (int64_t e = e0; e < e1; ++e) {
           const int64_t f = L.entry_flat[e];
           const double N = sc.N[e - e0];
           kappa[e - e0] = s.bbmask_[f] ? s.beta0_[f] * hnu.g[2] + hnu.g[3]
-                                     : 2.0 * N / s.kstat_[f] * hnu.g[0] + s.beta0_[f] * hnu.g[1];
+                                       : 2.0 * N / s.kstat_[f] * hnu.g[0] + s.beta0_[f] * hnu.g[1];
         }
       } else {
-        bool masked_off_one = false;  // docs/likelihood.md "BB derivative corner cases" item 3: the Newton objective's ν̃ ≠ the bin's ν
+        bool masked_off_one = false;  // docs/likelihood.md "BB derivative corner cases" item 3: the Newton
+                                      // objective's ν̃ ≠ the bin's ν
         for (int64_t e = e0; e < e1; ++e) {
           const int64_t f = L.entry_flat[e];
           masked_off_one = masked_off_one || (s.bbmask_[f] && s.beta0_[f] != 1.0);
@@ -164,7 +169,8 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
         double kv = 1.0;
         if (use_beta) {
           if (s.bb_ == BBKind::normal_additive) {
-            if (!s.bb_full_ && !s.legacy_sumw_ && A <= 0.0 && eng.prof.active(e)) kv += s.sqrt_sigma2_[b] * beta[0];
+            if (!s.bb_full_ && !s.legacy_sumw_ && A <= 0.0 && eng.prof.active(e))
+              kv += s.sqrt_sigma2_[b] * beta[0];
           } else if (s.bb_full_) {
             if (!s.bbmask_[f]) kv = beta[p];
           } else if (!s.bbmask_[b] && eng.prof.active(e)) {
