@@ -17,7 +17,7 @@ h5py, hist, hdf5plugin, wums) and rabbit's source (github.com/WMass/rabbit):
     python3 -m venv /tmp/pyv
     /tmp/pyv/bin/pip install tensorflow-cpu tensorflow-probability tf-keras numpy scipy h5py \
         hist hdf5plugin 'wums[pickling]'
-    /tmp/pyv/bin/python tools/make_reference.py --rabbit /path/to/rabbit [--cases NAME ...]
+    /tmp/pyv/bin/python tools/make_reference.py --rabbit /path/to/rabbit [--set mappings] [--cases NAME ...]
 
 The tensors themselves are made by our own rabbit_make_tensor (see tests/reference/README.md).
 """
@@ -103,6 +103,47 @@ CASES = {
     "mixture": ("dense.hdf5", DATA + ["--paramModel", "Mixture", "bkg", "bkg_2", "--doImpacts", "--globalImpacts"]),
     "pseudodata": ("dense.hdf5", ["-t", "0", "--unblind", "--pseudoData", "original", "--doImpacts"]),
 }
+
+# Mappings (`-m NAME ARGS`, spellings of upstream's rabbit/mappings/ parse_args) on dense.hdf5:
+# ch0 (axis x, 10 bins), ch1 (axes a: 10 bins, b: 5 bins) and the masked ch0_masked (axis x).
+# Written to tests/reference/pending_mappings/ (--set mappings) until our rabbit_fit accepts `-m`.
+HIST_OUT = ["--saveHists", "--computeHistErrors", "--computeHistCov", "--computeHistImpacts"]
+MAPPING_CASES = {
+    # a bin range of a (bins 2..7) on ch1, b kept
+    "map_select_ch1_range": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Select", "ch1", "a:slice(2,8)"]),
+    # processes and a summed axis: sig+bkg of ch1, b summed
+    "map_select_ch1_procs_sum": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Select", "ch1", "sig,bkg", "b:sum"]),
+    # rebinning of b (the tensor's b edges are 0,1,3,6,10,20) to 0,3,10,20
+    "map_select_ch1_rebin": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Select", "ch1", "b:rebin(0,3,10,20)"]),
+    "map_project_ch1_a": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Project", "ch1", "a"]),
+    # transposed order of the kept axes
+    "map_project_ch1_b_a": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Project", "ch1", "b", "a"]),
+    # no axes: the channel's total yield (one bin)
+    "map_project_ch0_total": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Project", "ch0"]),
+    "map_project_masked": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Project", "ch0_masked", "x"]),
+    "map_normalize_ch1_b": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Normalize", "ch1", "b"]),
+    "map_normalize_ch0": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Normalize", "ch0", "x"]),
+    # same axes: masked over observed channel (no data histogram)
+    "map_ratio_masked_ch0": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Ratio", "ch0_masked", "ch0"]),
+    # different axes with equal bin counts (x of ch0 against a of ch1 with b summed): integer axes a0
+    "map_ratio_ch0_ch1": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Ratio", "ch0", "ch1", "None:None", "b:sum"]),
+    # process selections on both sides
+    "map_ratio_procs": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Ratio", "ch0", "ch0", "sig", "bkg,bkg_2"]),
+    "map_normratio_ch0_ch1": (
+        "dense.hdf5",
+        DATA + HIST_OUT + ["-m", "Normratio", "ch0", "ch1", "None:None", "b:sum"],
+    ),
+    "map_composite": (
+        "dense.hdf5",
+        DATA
+        + HIST_OUT
+        + ["--compositeMapping", "-m", "Select", "ch0", "-m", "Project", "ch1", "a"]
+        + ["-m", "Normratio", "ch0", "ch1", "None:None", "b:sum"],
+    ),
+    # two mappings without --compositeMapping (upstream saves BaseMapping only when no -m is given)
+    "map_two_mappings": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Project", "ch1", "a", "-m", "Select", "ch0"]),
+}
+SETS = {"fits": (CASES, "fits"), "mappings": (MAPPING_CASES, "pending_mappings")}
 
 
 def to_json(obj):
@@ -219,21 +260,29 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rabbit", required=True, help="directory of rabbit's source (with bin/rabbit_fit.py)")
     parser.add_argument("--cases", nargs="*", default=None, help="only these cases (default: all)")
-    parser.add_argument("--outdir", default=os.path.join(REFDIR, "fits"))
+    parser.add_argument(
+        "--set",
+        choices=SETS.keys(),
+        default="fits",
+        help="fits: CASES into tests/reference/fits; mappings: MAPPING_CASES into tests/reference/pending_mappings",
+    )
+    parser.add_argument("--outdir", default=None, help="default: the set's directory in tests/reference")
     parser.add_argument("--list", action="store_true", help="print the cases and exit")
     args = parser.parse_args()
+    cases, subdir = SETS[args.set]
+    outdir = args.outdir or os.path.join(REFDIR, subdir)
     if args.list:
-        for name, (tensor, cargs) in CASES.items():
+        for name, (tensor, cargs) in cases.items():
             print(name, tensor, " ".join(cargs))
         return
     commit = rabbit_commit(args.rabbit)
-    os.makedirs(args.outdir, exist_ok=True)
+    os.makedirs(outdir, exist_ok=True)
     failed = []
-    for name in args.cases or CASES:
-        tensor, cargs = CASES[name]
+    for name in args.cases or cases:
+        tensor, cargs = cases[name]
         print(f"{name}: {tensor} {' '.join(cargs)}", flush=True)
         try:
-            print("  ->", run_case(name, tensor, cargs, args.rabbit, commit, args.outdir), flush=True)
+            print("  ->", run_case(name, tensor, cargs, args.rabbit, commit, outdir), flush=True)
         except (Exception, SystemExit) as e:  # one failing case must not stop the others
             print(f"  FAILED: {type(e).__name__}: {e}", flush=True)
             failed.append(name)
