@@ -63,11 +63,11 @@ TEST(Mapping, BaseMappingIsTheIdentityOverAllChannels) {
 
 TEST(Mapping, RegistryRefusesUnknownNamesAndArguments) {
   auto in = input_with_channels(ShardConfig{});
-  EXPECT_EQ(postfit::supported_mappings(), std::vector<std::string>{"BaseMapping"});
+  EXPECT_EQ(postfit::supported_mappings(), (std::vector<std::string>{"BaseMapping", "Project", "Normalize"}));
   EXPECT_EQ(option_error([&] {
-              postfit::make_mapping(*in, {"Project", "obs", "x"});
+              postfit::make_mapping(*in, {"Ratio", "obs", "masked"});
             }),
-            "mapping Project is not implemented yet (this release supports BaseMapping)");
+            "mapping Ratio is not implemented yet (this release supports BaseMapping, Project, Normalize)");
   EXPECT_EQ(option_error([&] {
               postfit::make_mapping(*in, {"BaseMapping", "obs"});
             }),
