@@ -392,6 +392,9 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     VectorXd data_full = nu;
     data_full.head(nobs) = n;
     r = out.inclusive.head(nyo) - mapping.apply(data_full).head(nyo);
+    // The data's own map f(n) is differentiated at n (rabbit's get_data and dres/dnobs): the same
+    // matrix as Ao for a linear mapping, not for Normalize.
+    const MatrixXd Ad(MappingJacobian(mapping.jacobian(data_full).topLeftCorner(nyo, nobs)));
     const bool dense_data = lik == DataLikelihood::covariance && in.data_cov_inv;
     MatrixXd Vn;  // dense data covariance, or its diagonal vn
     VectorXd vn;
@@ -405,7 +408,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     MatrixXd covpred = JC.topRows(nyo) * J.topRows(nobs).transpose();  // Ao·Cov(ν) [nyo × nobs]
     if (bb) covpred += mapped_beta_left(Ao, true);
     if (req.prefit) {
-      V = covpred * Aod.transpose() + times_vn(Aod) * Aod.transpose();
+      V = covpred * Aod.transpose() + times_vn(Ad) * Ad.transpose();
       return;
     }
     VectorXd cwf = model.parameters.constraint_weights;
@@ -426,7 +429,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       }
       ARn = covpred * w.asDiagonal();
     }
-    ARn -= Aod;
+    ARn -= Ad;
     V += times_vn(ARn) * ARn.transpose();
     if (!bb || !B.size()) return;
     const int64_t ne_obs = B.rows();

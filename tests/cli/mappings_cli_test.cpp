@@ -79,3 +79,34 @@ TEST(Mappings, BadArgumentsAreOneLineNamingTheMapping) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("-m Normalize: unknown channel ch7\n"), std::string::npos) << r.output;
 }
+
+// Upstream rabbit's own numbers (commit 948a94a, the map_normalize_ch1_b and map_project_ch1_a
+// reference fits of tests/reference/pending_mappings on dense.hdf5): Normalize's chi2 needs the
+// data's map differentiated at the data, not at the prediction.
+TEST(Mappings, ChiSquaresAgreeWithUpstreamOnTheDenseReference) {
+  const auto dir = rabbit::test::scratch_dir("cli_mappings_upstream");
+  const auto tensor =
+      (rabbit::test::source_dir() / "tests" / "reference" / "tensors" / "dense.hdf5").string();
+  const auto r = run_rabbit_fit(tensor +
+                                " -t 0 --unblind --saveHists --computeHistErrors --computeHistCov"
+                                " -m Normalize ch1 b -m Project ch1 a -o " +
+                                dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ResultReader f((dir / "fitresults.hdf5").string());
+  const std::string norm = "results/mappings/Normalize ch1 b/", proj = "results/mappings/Project ch1 a/";
+  EXPECT_NEAR(f.scalar(norm + "chi2"), 0.6962914356760854, 1e-7);
+  EXPECT_NEAR(f.scalar(norm + "chi2_prefit"), 3.0536788541572273, 1e-7);
+  EXPECT_EQ(f.scalar(norm + "ndf"), 4.0);
+  EXPECT_NEAR(f.scalar(proj + "chi2"), 12.233437164085498, 1e-6);
+  EXPECT_NEAR(f.scalar(proj + "chi2_prefit"), 13.315652342612879, 1e-6);
+  const auto n = f.hist(norm + "channels/ch1/hist_postfit_inclusive");
+  const std::vector<double> values = {0.01647577474869959, 0.034102769750948905, 0.08247042908093118,
+                                      0.36286061698416383, 0.5040904094352567};
+  const std::vector<double> variances = {3.0381468350574867e-07, 6.798343889943683e-07,
+                                         1.3672481921249333e-06, 4.7931453793153464e-06,
+                                         4.091379618531873e-06};
+  for (size_t j = 0; j < 5; ++j) {
+    EXPECT_NEAR(n.values[j], values[j], 1e-9 * values[j]) << j;
+    EXPECT_NEAR(n.variances[j], variances[j], 1e-6 * variances[j]) << j;
+  }
+}
