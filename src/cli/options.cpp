@@ -5,6 +5,7 @@
 #include "rabbit/cli/options.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "option_table.hpp"
 #include "rabbit/cli/validate_run.hpp"
 #include "rabbit/core/error.hpp"
+#include "rabbit/postfit/mapping.hpp"
 
 namespace rabbit::cli {
 
@@ -291,9 +293,11 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   o.compute_variations = flag("computeVariations");
   o.no_postfit_profile_bb = flag("noPostfitProfileBB");
   for (const auto& mp : parsed.occurrences["mapping"]) {
-    if (mp.at(0) != "BaseMapping")
-      throw OptionError(
-          fmt::format("mapping {} is not implemented yet (this release supports BaseMapping)", mp.at(0)));
+    // The name is checked here, the arguments when the mapping is built on the input (before any fit).
+    const auto names = postfit::supported_mappings();
+    if (std::find(names.begin(), names.end(), mp.at(0)) == names.end())
+      throw OptionError(fmt::format("mapping {} is not implemented yet (this release supports {})", mp.at(0),
+                                    fmt::join(names, ", ")));
     o.mappings.push_back(mp);
   }
   if (o.mappings.empty() && o.save_hists) o.mappings.push_back({"BaseMapping"});

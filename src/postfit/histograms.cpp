@@ -1,6 +1,7 @@
 #include "rabbit/postfit/histograms.hpp"
 
 #include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
 #include <Eigen/LU>
 #include <cmath>
 #include <limits>
@@ -391,6 +392,9 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     VectorXd data_full = nu;
     data_full.head(nobs) = n;
     r = out.inclusive.head(nyo) - mapping.apply(data_full).head(nyo);
+    // The data's own map f(n) is differentiated at n (rabbit's get_data and dres/dnobs): the same
+    // matrix as Ao for a linear mapping, not for Normalize.
+    const MatrixXd Ad(MappingJacobian(mapping.jacobian(data_full).topLeftCorner(nyo, nobs)));
     const bool dense_data = lik == DataLikelihood::covariance && in.data_cov_inv;
     MatrixXd Vn;  // dense data covariance, or its diagonal vn
     VectorXd vn;
@@ -404,7 +408,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     MatrixXd covpred = JC.topRows(nyo) * J.topRows(nobs).transpose();  // Ao·Cov(ν) [nyo × nobs]
     if (bb) covpred += mapped_beta_left(Ao, true);
     if (req.prefit) {
-      V = covpred * Aod.transpose() + times_vn(Aod) * Aod.transpose();
+      V = covpred * Aod.transpose() + times_vn(Ad) * Ad.transpose();
       return;
     }
     VectorXd cwf = model.parameters.constraint_weights;
@@ -425,7 +429,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       }
       ARn = covpred * w.asDiagonal();
     }
-    ARn -= Aod;
+    ARn -= Ad;
     V += times_vn(ARn) * ARn.transpose();
     if (!bb || !B.size()) return;
     const int64_t ne_obs = B.rows();
@@ -528,8 +532,22 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       rk(i) = r(keep[i]);
       for (int64_t j = 0; j < nk; ++j) Vk(i, j) = V(keep[i], keep[j]);
     }
-    Eigen::LDLT<MatrixXd> ldlt(Vk);
-    out.chi2 = impossible ? std::numeric_limits<double>::infinity() : nk ? rk.dot(ldlt.solve(rk)) : 0.0;
+    double quad = 0.0;
+    if (nk && mapping.ndf_reduction() > 0) {
+      // A mapping that reduces the ndf (Normalize) has a singular V by construction: rabbit's _chi2
+      // then takes the pseudo-inverse (tf.linalg.pinv: singular values at or below
+      // 10·n·ε·max dropped), here from V's eigen-decomposition since V is symmetric.
+      Eigen::SelfAdjointEigenSolver<MatrixXd> eig(Vk);
+      const VectorXd& lam = eig.eigenvalues();
+      const double cut =
+          10.0 * static_cast<double>(nk) * std::numeric_limits<double>::epsilon() * lam.cwiseAbs().maxCoeff();
+      const VectorXd z = eig.eigenvectors().transpose() * rk;
+      for (int64_t i = 0; i < nk; ++i)
+        if (std::abs(lam(i)) > cut) quad += z(i) * z(i) / lam(i);
+    } else if (nk) {
+      quad = rk.dot(Eigen::LDLT<MatrixXd>(Vk).solve(rk));
+    }
+    out.chi2 = impossible ? std::numeric_limits<double>::infinity() : quad;
     out.ndf = nk - mapping.ndf_reduction();
   }
   return out;

@@ -18,6 +18,8 @@ struct Entry {
 // One line per mapping, in the order --help and errors list them.
 constexpr Entry kMappings[] = {
     {"BaseMapping", make_base_mapping},
+    {"Project", make_project_mapping},
+    {"Normalize", make_normalize_mapping},
 };
 
 }  // namespace

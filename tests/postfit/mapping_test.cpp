@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "rabbit/backend/cpu/cpu_shard.hpp"
@@ -63,11 +64,11 @@ TEST(Mapping, BaseMappingIsTheIdentityOverAllChannels) {
 
 TEST(Mapping, RegistryRefusesUnknownNamesAndArguments) {
   auto in = input_with_channels(ShardConfig{});
-  EXPECT_EQ(postfit::supported_mappings(), std::vector<std::string>{"BaseMapping"});
+  EXPECT_EQ(postfit::supported_mappings(), (std::vector<std::string>{"BaseMapping", "Project", "Normalize"}));
   EXPECT_EQ(option_error([&] {
-              postfit::make_mapping(*in, {"Project", "obs", "x"});
+              postfit::make_mapping(*in, {"Ratio", "obs", "masked"});
             }),
-            "mapping Project is not implemented yet (this release supports BaseMapping)");
+            "mapping Ratio is not implemented yet (this release supports BaseMapping, Project, Normalize)");
   EXPECT_EQ(option_error([&] {
               postfit::make_mapping(*in, {"BaseMapping", "obs"});
             }),
@@ -155,6 +156,33 @@ class SumObserved final : public Mapping {
   int64_t nobs_, nbf_;
 };
 
+/// Another mapping's outputs less the last: for Normalize, whose V has the null vector 1 and whose
+/// residual sums to zero, the chi2 over the others with V's inverse equals rᵀV⁺r over all outputs.
+class DropLast final : public Mapping {
+ public:
+  explicit DropLast(std::unique_ptr<Mapping> inner)
+      : inner_(std::move(inner)), channels_(inner_->channels()) {
+    channels_.back().stop -= 1;
+  }
+  std::string name() const override { return "DropLast"; }
+  std::string key() const override { return "DropLast"; }
+  const std::vector<ChannelInfo>& channels() const override { return channels_; }
+  int64_t observed_size() const override { return inner_->observed_size() - 1; }
+  bool has_data() const override { return true; }
+  VectorXd apply(const VectorXd& nu) const override { return inner_->apply(nu).head(size()); }
+  MappingJacobian jacobian(const VectorXd& nu) const override { return inner_->jacobian(nu).topRows(size()); }
+  MatrixXd apply_per_process(const MatrixXd& n) const override {
+    return inner_->apply_per_process(n).topRows(size());
+  }
+  MappingJacobian jacobian_per_process(const MatrixXd& n) const override {
+    return inner_->jacobian_per_process(n).topRows(size() * n.cols());
+  }
+
+ private:
+  std::unique_ptr<Mapping> inner_;
+  std::vector<ChannelInfo> channels_;
+};
+
 struct Case {
   const char* name;
   ShardConfig config;
@@ -228,6 +256,20 @@ void check_mappings_against_base(const Case& k) {
     expect_close(s.inclusive_var(0), h.inclusive_cov.topLeftCorner(B, B).sum(), "variance of the sum");
     expect_close(s.inclusive_cov(0, 0), s.inclusive_var(0), "covariance of the sum");
     EXPECT_EQ(s.ndf, 1);
+
+    // Normalize: the observed channel over its total; its V is singular (the outputs sum to one),
+    // so the chi2 comes from the pseudo-inverse and ndf is one less than BaseMapping's.
+    const auto normalize = postfit::make_mapping(*in, {"Normalize", "obs", "x"});
+    const HistogramResult nr = compute_histograms(*model, shard, fitter, *normalize, x, cov, req);
+    ASSERT_EQ(nr.inclusive.size(), B);
+    for (int64_t i = 0; i < B; ++i)
+      expect_close(nr.inclusive(i), h.inclusive(i) / h.inclusive.head(B).sum(), "normalized");
+    EXPECT_TRUE(std::isfinite(nr.chi2) && nr.chi2 >= 0.0) << nr.chi2;
+    EXPECT_EQ(nr.ndf, h.ndf - 1);
+    const DropLast dropped(postfit::make_mapping(*in, {"Normalize", "obs", "x"}));
+    const HistogramResult dr = compute_histograms(*model, shard, fitter, dropped, x, cov, req);
+    EXPECT_NEAR(nr.chi2, dr.chi2, 1e-8 * dr.chi2);
+    EXPECT_EQ(nr.ndf, dr.ndf);
   }
 }
 
