@@ -40,8 +40,7 @@ void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64
   VectorXd coupled_beta;
   if (mode == BetaMode::profiled && has_bb() && s.coupled && (first < s.nbins_ || s.betavar_))
     coupled_beta = profiled_beta(xi);
-  int64_t maxe = 0;
-  for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, L.bin_ptr[b + 1] - L.bin_ptr[b]);
+  int64_t maxe = L.max_entries(first, last);
   BinScratch sc;
   sc.resize(std::max<int64_t>(maxe, 1), 1, 1, 0);
   std::vector<double> beta(std::max<int64_t>(bw, 1));
@@ -103,8 +102,7 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
   VectorXd coupled_beta;
   if (mode == BetaMode::profiled && has_bb() && s.coupled && (first < s.nbins_ || s.betavar_))
     coupled_beta = profiled_beta(xi);
-  int64_t maxe = 0;
-  for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, L.bin_ptr[b + 1] - L.bin_ptr[b]);
+  int64_t maxe = L.max_entries(first, last);
   BinScratch sc;
   sc.resize(std::max<int64_t>(maxe, 1), 1, 1, 0);
   std::vector<double> beta(std::max<int64_t>(bw, 1));
@@ -172,8 +170,7 @@ MatrixXd CpuShardEvaluator::beta_yield_partials(const VectorXd& xi, int64_t firs
   VectorXd coupled_beta;
   if (mode == BetaMode::profiled && s.coupled && (first < s.nbins_ || s.betavar_))
     coupled_beta = profiled_beta(xi);
-  int64_t maxe = 1;
-  for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, L.bin_ptr[b + 1] - L.bin_ptr[b]);
+  int64_t maxe = std::max<int64_t>(L.max_entries(first, last), 1);
   BinScratch sc;
   sc.resize(maxe, 1, 1, 0);
   std::vector<double> beta(std::max<int64_t>(s.beta_width(), 1)), pre_N(P);

@@ -52,8 +52,7 @@ inline MatrixXd ShardEvaluation::add_regularizer(const Request& req, Accum& acc,
   VectorXd gnu = VectorXd::Zero(Bf);
   acc.f += observable_penalty(*s.model_, nu_full, derivs ? &gnu : nullptr);
   if (!derivs) return MatrixXd();
-  int64_t maxe = 1;
-  for (int64_t b = 0; b < Bf; ++b) maxe = std::max(maxe, L.bin_ptr[b + 1] - L.bin_ptr[b]);
+  int64_t maxe = std::max<int64_t>(L.max_entries(0, Bf), 1);
   BinScratch sc;
   sc.resize(maxe, 1, 1, pt.k);
   for (int64_t b = 0; b < Bf; ++b) {

@@ -43,8 +43,7 @@ inline void ShardEvaluation::run_cached(const Request& req, std::vector<Accum>& 
   const int64_t nb = s.end_ - s.begin_;
   for (auto& acc : accs) init_accum(acc, req, k);
   if (k > 0) {
-    int64_t maxe = 0;
-    for (int64_t b = s.begin_; b < s.end_; ++b) maxe = std::max(maxe, L.bin_ptr[b + 1] - L.bin_ptr[b]);
+    int64_t maxe = L.max_entries(s.begin_, s.end_);
 #pragma omp parallel num_threads(T)
     {
       const int t = omp_get_thread_num();

@@ -112,8 +112,7 @@ inline double ShardEvaluation::run(Request& req) {
   if (hit) {
     run_cached(req, accs, T, nc);
   } else if (!s.coupled) {
-    int64_t maxe = 0;
-    for (int64_t b = s.begin_; b < s.end_; ++b) maxe = std::max(maxe, L.bin_ptr[b + 1] - L.bin_ptr[b]);
+    int64_t maxe = L.max_entries(s.begin_, s.end_);
 #pragma omp parallel num_threads(T)
     {
       const int t = omp_get_thread_num();

@@ -49,8 +49,7 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
   }
   std::vector<double> pre_N(s.nproc_), bv_factor(s.nproc_);
   const int64_t bw = s.beta_width();
-  int64_t maxe = 0;
-  for (int64_t b = first; b < last; ++b) maxe = std::max(maxe, L.bin_ptr[b + 1] - L.bin_ptr[b]);
+  int64_t maxe = L.max_entries(first, last);
   if (s.coupled) maxe = std::max(maxe, L.bin_ptr[s.nbins_]);
   BinScratch sc;
   sc.resize(std::max<int64_t>(maxe, 1), 1, 4, 0);
