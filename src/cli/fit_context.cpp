@@ -3,29 +3,15 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <iostream>
 
 #include "rabbit/cli/validate_run.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
+#include "rabbit/core/memory_limit.hpp"
 #include "rabbit/fit/make_fitter.hpp"
 
 namespace rabbit::cli {
-namespace {
-
-// Bytes of memory available to this process (MemAvailable), or 0 if unknown.
-double available_memory_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  double value = 0;
-  std::string unit;
-  while (f >> key >> value >> unit)
-    if (key == "MemAvailable:") return value * 1024.0;
-  return 0.0;
-}
-
-}  // namespace
 
 std::string py_float(double v) {
   if (std::isnan(v)) return "nan";
@@ -117,15 +103,16 @@ void check_memory(const FitContext& ctx) {
   // work arrays (about 5 npar² doubles), histogram Jacobians and covariances.
   const double npar = static_cast<double>(ctx.model->parameters.size());
   const double nbf = static_cast<double>(ctx.input->nbinsfull);
-  double need = 0.0;
-  std::string what;
+  // The prefit covariance and its postfit copy are dense npar x npar under --noHessian too.
+  double need = 2.0 * npar * npar * 8.0;
+  std::string what = "prefit covariance";
   if (!o.no_hessian && !o.prefit_only) {
     need += 5.0 * npar * npar * 8.0;
-    what = "Hessian and covariance";
+    what += ", Hessian and covariance";
   }
   if (o.save_hists && (o.compute_hist_errors || o.compute_hist_cov || !o.no_chi2)) {
     need += 2.0 * nbf * npar * 8.0;
-    what += what.empty() ? "histogram Jacobian" : ", histogram Jacobian";
+    what += ", histogram Jacobian";
   }
   if (o.save_hists && (o.compute_hist_cov || !o.no_chi2)) {
     need += 2.0 * nbf * nbf * 8.0;
@@ -133,14 +120,14 @@ void check_memory(const FitContext& ctx) {
   }
   if (o.save_hists && o.compute_hist_errors_per_process)
     need += nbf * static_cast<double>(ctx.input->nproc) * npar * 8.0;
-  const double avail = available_memory_bytes();
-  log().debug("postfit memory estimate {:.3f} GiB ({}), available {:.3f} GiB", need / 1073741824.0, what,
-              avail / 1073741824.0);
-  if (avail > 0 && need > avail)
-    throw ResourceError(
-        fmt::format("the requested postfit steps ({}) need about {:.2f} GiB but only {:.2f} GiB of "
-                    "memory are available",
-                    what, need / 1073741824.0, avail / 1073741824.0));
+  // The real limit: ulimit -v, the cgroup of a slurm job, MemAvailable (rabbit/core/memory_limit.hpp).
+  const memory::Headroom avail = memory::available();
+  log().debug("postfit memory estimate {} ({}), available {} under {}", memory::gib(need), what,
+              memory::gib(avail.bytes), avail.source);
+  if (!avail.source.empty() && need > avail.bytes)
+    throw ResourceError(fmt::format("the requested steps ({}) need about {} but only {} of memory are "
+                                    "available under {}",
+                                    what, memory::gib(need), memory::gib(avail.bytes), avail.source));
 }
 
 }  // namespace rabbit::cli

@@ -60,7 +60,8 @@ void make_run_fitter(FitContext& ctx);
 /// The reported parameters and groups (docs/output-format.md "Traditional impacts", "Global impacts") and the
 /// BB flags.
 void describe_layout(FitContext& ctx);
-/// Refuses a run whose dense postfit matrices do not fit in the available memory.
+/// Refuses a run whose dense prefit and postfit matrices do not fit in the memory this process may
+/// still allocate (rabbit/core/memory_limit.hpp), naming the steps, the need and the limit.
 void check_memory(const FitContext& ctx);
 
 }  // namespace rabbit::cli

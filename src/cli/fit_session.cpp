@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "rabbit/core/logging.hpp"
+#include "rabbit/core/termination.hpp"
 
 namespace rabbit::cli {
 
@@ -31,6 +33,9 @@ FitSession::FitSession(FitContext& ctx) : ctx_(ctx) {
   pc.ridge = o.precondition_ridge;
   pc.transform = o.precondition_transform;
   validate(pc);
+  if (o.snapshot_file)
+    snapshots_ = std::make_unique<SnapshotWriter>(*o.snapshot_file, o.snapshot_interval_hours,
+                                                  ctx.model->parameters.names);
 }
 
 // --preconditionParams resolved against the coordinates of one restricted objective
@@ -129,14 +134,20 @@ VectorXd FitSession::minimize_full(const VectorXd& x0, bool log_iterations, Mini
   MinimizerOptions mo = min_options_;
   mo.precondition = preconditioner_for(sub, ctx_.layout.floating, true, log_iterations);
   double last_elapsed = 0.0;
-  if (log_iterations)
+  if (log_iterations || snapshots_)
     mo.callback = [&](const IterationInfo& it) {
-      log().debug("Iteration {}: loss {}  [dt={:.3f}s elapsed={:.3f}s] change={} radius={} |g|={}{}",
-                  it.iteration, py_float(it.f), it.elapsed_s - last_elapsed, it.elapsed_s,
-                  py_float(it.delta_f), py_float(it.radius), py_float(it.grad_norm),
-                  it.accepted ? "" : " (rejected)");
-      last_elapsed = it.elapsed_s;
+      if (log_iterations) {
+        log().debug("Iteration {}: loss {}  [dt={:.3f}s elapsed={:.3f}s] change={} radius={} |g|={}{}",
+                    it.iteration, py_float(it.f), it.elapsed_s - last_elapsed, it.elapsed_s,
+                    py_float(it.delta_f), py_float(it.radius), py_float(it.grad_norm),
+                    it.accepted ? "" : " (rejected)");
+        last_elapsed = it.elapsed_s;
+      }
+      if (snapshots_) snapshots_->on_iteration(sub.expand(*it.x));
     };
+  // SIGTERM/SIGUSR1 wait for the next iteration's snapshot (rabbit/core/termination.hpp).
+  std::optional<termination::DeferTerminationForSnapshot> defer;
+  if (snapshots_) defer.emplace();
   std::string opts = fmt::format("'maxiter': {}, 'gtol': {}",
                                  min_options_.maxiter > 0 ? min_options_.maxiter : 200 * sub.size(),
                                  py_float(min_options_.gtol));
@@ -147,6 +158,8 @@ VectorXd FitSession::minimize_full(const VectorXd& x0, bool log_iterations, Mini
   // "Convergence").
   mo.certify = ctx_.options.no_hessian ? MinimizerOptions::Certify::hvp : MinimizerOptions::Certify::dense;
   *result = minimize(sub, sub.restrict(x0), mo);
+  defer.reset();
+  if (snapshots_) snapshots_->on_minimum(sub.expand(result->x));
   log().debug("minimizer ended: status {} ({}), {} iterations, {} evaluations", result->status,
               result->message, result->iterations, result->nfev);
   if (!result->converged)

@@ -3,11 +3,13 @@
 // line, the preconditioner for each restricted objective, the full fit with its log and
 // certificate, and the hand-over of the certificate's Hessian to the covariance step.
 #include <Eigen/Core>
+#include <memory>
 #include <vector>
 
 #include "fit_context.hpp"
 #include "rabbit/minimize/minimizer.hpp"
 #include "rabbit/postfit/scans.hpp"
+#include "snapshot_writer.hpp"
 
 namespace rabbit::cli {
 
@@ -17,6 +19,7 @@ class FitSession {
 
   /// Minimises the fitter over the floating parameters from x0; log_iterations logs every
   /// iteration and the preconditioner selection. Keeps the certificate's Hessian (take_fit_hessian).
+  /// With --snapshotFile, snapshots the iterations and the end point (snapshot_writer.hpp).
   Eigen::VectorXd minimize_full(const Eigen::VectorXd& x0, bool log_iterations, MinimizerResult* result);
   /// Minimises `obj` over `floating` from x, silently (profiles of scans and contours).
   Eigen::VectorXd profile_minimize(Objective& obj, const std::vector<int64_t>& floating,
@@ -39,6 +42,7 @@ class FitSession {
   bool fit_hessian_valid_ = false;
   Eigen::VectorXd fit_grad_;
   Eigen::MatrixXd fit_hessian_;
+  std::unique_ptr<SnapshotWriter> snapshots_;  // --snapshotFile: the full fits' progress
 };
 
 }  // namespace rabbit::cli

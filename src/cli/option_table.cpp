@@ -219,10 +219,11 @@ const std::vector<Spec>& specs() {
        "explicit GPU indices; count must equal --nDevices"},
       {"--hvpBatch", "hvpBatch", K::scalar, T::integer, "256", {}, R::implemented,
        "batch width of the dense Hessian assembled from HVPs"},
-      {"--snapshotFile", "snapshotFile", K::scalar, T::str, "null", {}, R::refused,
-       "parameter snapshots [not implemented yet]"},
-      {"--snapshotInterval", "snapshotInterval", K::scalar, T::real, "0.0", {}, R::refused,
-       "snapshot interval in hours [not implemented yet]"},
+      {"--snapshotFile", "snapshotFile", K::scalar, T::str, "null", {}, R::implemented,
+       "FILE: write the parameters of the fit in progress there (x, parms: the plain --externalPostfit layout) "
+       "every --snapshotInterval, on SIGTERM/SIGUSR1 and at the end of each minimization"},
+      {"--snapshotInterval", "snapshotInterval", K::scalar, T::real, "0.0", {}, R::implemented,
+       "hours between snapshots during a minimization (fractions allowed); 0: only on signals and at the end"},
   };
   // clang-format on
   return table;

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -325,6 +326,13 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   // J.
   if (auto* v = last("externalPostfit")) o.external_postfit = v->at(0);
   if (auto* v = last("externalPostfitResult")) o.external_postfit_result = v->at(0);
+  if (auto* v = last("snapshotFile")) o.snapshot_file = v->at(0);
+  real("snapshotInterval", o.snapshot_interval_hours);
+  if (!(o.snapshot_interval_hours >= 0.0) || !std::isfinite(o.snapshot_interval_hours))
+    throw OptionError(fmt::format("argument --snapshotInterval: must be a number of hours >= 0, got {}",
+                                  o.snapshot_interval_hours));
+  if (o.snapshot_interval_hours > 0.0 && !o.snapshot_file)
+    throw OptionError("--snapshotInterval needs --snapshotFile (where the snapshots are written)");
   // L.
   integer("maxRestarts", o.max_restarts);
   real("stallRelTol", o.stall_rel_tol);

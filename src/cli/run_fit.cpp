@@ -4,6 +4,8 @@
 // external_postfit, postfit_steps and impacts, scan_writer, result_layout_writer (the file).
 #include "rabbit/cli/run_fit.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -15,6 +17,8 @@
 #include "postfit_steps.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
+#include "rabbit/core/memory_limit.hpp"
+#include "rabbit/core/termination.hpp"
 #include "result_layout_writer.hpp"
 #include "scan_writer.hpp"
 #include "toy_generator.hpp"
@@ -55,8 +59,12 @@ class Run {
 
 void Run::load() {
   auto t0 = Clock::now();
-  read_input(ctx_);
+  {
+    memory::AllocationScope scope("the input tensor of " + o_.filename);
+    read_input(ctx_);
+  }
   log().debug("{} seconds to read the input", seconds_since(t0));
+  memory::AllocationScope scope("the model and its shards");
   build_run_model(ctx_);
   if (o_.external_postfit) external_.emplace(o_, ctx_.model->parameters.names);
   make_run_fitter(ctx_);
@@ -152,6 +160,9 @@ VectorXd Run::minimize_fit(int64_t fit_index, const VectorXd& nobs, VectorXd x,
 }
 
 void Run::run_one(int64_t fit_index, const std::string& group_name, const DataSet& data) {
+  // What a std::bad_alloc names (rabbit/core/memory_limit.hpp); check_memory refused the known
+  // dense matrices that would not fit before the first fit.
+  memory::AllocationScope scope(fmt::format("the fit {} (its matrices and postfit steps)", group_name));
   auto t_start = Clock::now();
   auto& ps = ctx_.model->parameters;
   ps.reset_state();
@@ -177,7 +188,11 @@ void Run::run_one(int64_t fit_index, const std::string& group_name, const DataSe
   // Prefit.
   VectorXd prefit_var = prefit_variances(*ctx_.model);
   result::write_hist(g, "parms_prefit", {out_->shared("parms")}, x.data(), prefit_var.data());
-  MatrixXd prefit_cov = prefit_covariance(*ctx_.model);
+  MatrixXd prefit_cov;
+  {
+    memory::AllocationScope what(fmt::format("the prefit covariance of {} parameters", ps.size()));
+    prefit_cov = prefit_covariance(*ctx_.model);
+  }
   if (o_.save_hists) {
     out_->save_observed_hists(g, nobs, varnobs);
     out_->save_hists(g, x, prefit_cov, true);
@@ -209,6 +224,8 @@ void Run::run_one(int64_t fit_index, const std::string& group_name, const DataSe
       var = cov.diagonal();
       result::write_hist(g, "cov", {out_->shared("parms_x"), out_->shared("parms_y")}, cov.data(), nullptr);
     } else {
+      memory::AllocationScope what(
+          fmt::format("the Hessian and covariance of {} parameters (postfit uncertainties)", ps.size()));
       postfit_uncertainties(ctx_, *session_, *out_, g, x, var, cov, have_cov);
     }
     write_likelihood_values(ctx_, g, x);
@@ -280,6 +297,8 @@ void run_fit(const FitOptions& options) {
     log().set_pattern("%L %H:%M:%S.%e %v");
   }
   for (const auto& w : options.warnings) log().warn("{}", w);
+  // Every termination signal removes the unfinished result and says so (rabbit/core/termination.hpp).
+  termination::install_handlers("rabbit_fit");
   Run run(options);
   run.execute();
 }
@@ -297,6 +316,9 @@ int rabbit_fit_main(int argc, const char* const* argv) {
     std::replace(msg.begin(), msg.end(), '\n', ' ');
     std::cerr << "rabbit_fit: error: " << msg << std::endl;
     return static_cast<int>(e.code());
+  } catch (const std::bad_alloc&) {
+    std::cerr << "rabbit_fit: error: " << memory::out_of_memory_message() << std::endl;
+    return static_cast<int>(ExitCode::resource);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     std::replace(msg.begin(), msg.end(), '\n', ' ');

@@ -13,6 +13,21 @@ void FitInputReader::read_observations() {
   const DatasetInfo obs = float_info("hdata_obs");
   if (obs.rank() != 1) fail("hdata_obs", "must be 1-D [nbins], found shape " + obs.shape_string());
   d_.nbins = obs.size;
+  // The bin count is cross-checked with the tensor's before anything is allocated, so that a
+  // forged 'hdata_obs' shape (a small file claiming gigabytes) is refused rather than allocated;
+  // the same message as set_nbinsfull's (docs/input-reader.md "Observations").
+  int64_t tensor_bins = -1;
+  const std::string tensor = d_.sparse ? "hnorm_sparse" : "hnorm";
+  if (!d_.sparse) {
+    const DatasetInfo norm = r_.info(tensor);
+    if (norm.rank() >= 1) tensor_bins = norm.shape[0];
+  } else if (r_.has_attribute(tensor, "dense_shape")) {
+    const auto dense_shape = r_.read_int_attribute(tensor, "dense_shape");
+    if (!dense_shape.empty()) tensor_bins = dense_shape[0];
+  }
+  if (tensor_bins >= 0 && tensor_bins < d_.nbins)
+    fail(tensor, "covers " + std::to_string(tensor_bins) +
+                     " bins, fewer than nbins=" + std::to_string(d_.nbins) + " of 'hdata_obs'");
   set_observed_range();
   const int64_t n = held_observed();
   d_.data_obs.resize(n);

@@ -6,12 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <csignal>
-#include <cstring>
 #include <filesystem>
 
+#include "rabbit/core/durable_file.hpp"
 #include "rabbit/core/error.hpp"
+#include "rabbit/core/logging.hpp"
+#include "rabbit/core/termination.hpp"
 #include "rabbit/io/blosc_filters.hpp"
 #include "result_layouts.hpp"
 
@@ -20,18 +20,6 @@ namespace {
 
 using detail::check;
 using detail::check_id;
-
-// The temporary file of the writer that is open, for the signal handler (one at a time).
-char g_tmp_path[4096] = {0};
-std::atomic<bool> g_tmp_active{false};
-struct sigaction g_old_int, g_old_term;
-
-extern "C" void remove_temporary_on_signal(int sig) {
-  if (g_tmp_active.load()) unlink(g_tmp_path);  // async-signal-safe
-  struct sigaction* old = sig == SIGINT ? &g_old_int : &g_old_term;
-  sigaction(sig, old, nullptr);
-  raise(sig);
-}
 
 }  // namespace
 
@@ -48,24 +36,18 @@ ResultWriter::ResultWriter(const std::string& final_path, Layout layout)
       throw Error(
           fmt::format("cannot create output directory {}: {}", p.parent_path().string(), ec.message()));
   }
-  tmp_path_ = (p.parent_path() / ("." + p.filename().string() + fmt::format(".tmp{}", getpid()))).string();
-  if (tmp_path_.size() >= sizeof(g_tmp_path)) throw Error("output path too long: " + final_path);
-  std::strncpy(g_tmp_path, tmp_path_.c_str(), sizeof(g_tmp_path) - 1);
-  g_tmp_active = true;
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = remove_temporary_on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &g_old_int);
-  sigaction(SIGTERM, &sa, &g_old_term);
+  // Created where it is renamed (one file system), removed by any termination signal
+  // (rabbit/core/termination.hpp); those that dead runs left here are removed first.
+  for (const auto& stale : durable::remove_stale_temporaries(final_path))
+    log().info("removed {}, the unfinished result of a run that no longer exists", stale);
+  tmp_path_ = durable::temporary_path(final_path);
+  termination::install_handlers();
+  tmp_guard_ = std::make_unique<termination::TemporaryFile>(tmp_path_);
 
   h5::Handle fcpl(H5Pcreate(H5P_FILE_CREATE));
   H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
   hid_t f = H5Fcreate(tmp_path_.c_str(), H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
-  if (f < 0) {
-    g_tmp_active = false;
-    throw Error("cannot create the result file " + tmp_path_);
-  }
+  if (f < 0) throw Error("cannot create the result file " + tmp_path_);
   file_ = h5::Handle(f);
   if (layout_ == Layout::plain) {
     detail::write_plain_root_attributes(file_);
@@ -80,9 +62,6 @@ ResultWriter::~ResultWriter() {
     file_.reset();
     std::error_code ec;
     std::filesystem::remove(tmp_path_, ec);
-    g_tmp_active = false;
-    sigaction(SIGINT, &g_old_int, nullptr);
-    sigaction(SIGTERM, &g_old_term, nullptr);
   }
 }
 
@@ -114,13 +93,10 @@ void ResultWriter::commit() {
   axes_.reset();
   check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flush");
   file_.reset();
-  std::error_code ec;
-  std::filesystem::rename(tmp_path_, final_path_, ec);
-  if (ec) throw Error(fmt::format("cannot rename {} to {}: {}", tmp_path_, final_path_, ec.message()));
+  // fsync before and after the rename: a crashed node leaves the old result or the new one.
+  durable::commit_by_rename(tmp_path_, final_path_);
   committed_ = true;
-  g_tmp_active = false;
-  sigaction(SIGINT, &g_old_int, nullptr);
-  sigaction(SIGTERM, &g_old_term, nullptr);
+  tmp_guard_->release();
 }
 
 // ---------------------------------------------------------------------------- reading

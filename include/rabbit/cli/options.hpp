@@ -83,6 +83,10 @@ struct FitOptions {
   // ---- J. external postfit: x (and cov) loaded from a result file or a plain x/parms/cov file
   std::optional<std::string> external_postfit;
   std::optional<std::string> external_postfit_result;
+  // Snapshots of the parameters during the fits, in the plain --externalPostfit layout
+  // (docs/user-guide.md "Snapshots and resuming a preempted fit"); interval in hours as upstream's.
+  std::optional<std::string> snapshot_file;
+  double snapshot_interval_hours = 0.0;  // 0: only on SIGTERM/SIGUSR1 and at the end of each fit
 
   // ---- L. restarts, multi-device
   int64_t max_restarts = -1;

@@ -1,7 +1,8 @@
 #pragma once
 // The result file of rabbit_fit (docs/output-format.md): ResultWriter serialises the recorded
 // result tree (result_tree.hpp) as rabbit's own layout (default) or the plain HDF5 layout,
-// atomically (a temporary name renamed when complete; SIGINT/SIGTERM remove the temporary file);
+// atomically (a temporary name renamed when complete, fsynced; every termination signal removes the
+// temporary file: rabbit/core/termination.hpp, rabbit/core/durable_file.hpp);
 // ResultReader reads either layout, and result files that upstream rabbit wrote.
 #include <cstdint>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rabbit/core/termination.hpp"
 #include "rabbit/io/hdf5_handle.hpp"
 #include "rabbit/postfit/result_tree.hpp"
 
@@ -45,6 +47,7 @@ class ResultWriter {
  private:
   std::string final_path_;
   std::string tmp_path_;
+  std::unique_ptr<termination::TemporaryFile> tmp_guard_;  // removes tmp_path_ on a signal
   Layout layout_;
   Node root_;
   h5::Handle file_;
