@@ -153,23 +153,30 @@ TEST(Termination, SigtermDuringAFitWritesASnapshotThatResumesToTheSameMinimum) {
 
   // The same fit with a snapshot at every iteration (1e-9 h), killed by SIGTERM as soon as the
   // first snapshot exists: the handler defers, the next iteration (or the end point) writes the
-  // snapshot, then the run ends by SIGTERM.
+  // snapshot, then the run ends by SIGTERM. The fit lasts about a second; on a machine so loaded
+  // that the signal only arrives after it, the attempt is repeated (at most three).
   const fs::path snapshot = dir / "snapshot.hdf5";
   const fs::path log = dir.parent_path() / "termination_snapshot.log";
-  pid_t pid = start_rabbit_fit({tensor, "-t", "0", "--unblind", "-o", dir.string(), "-p", "killed",
-                                "--snapshotFile", snapshot.string(), "--snapshotInterval", "1e-9"},
-                               log);
-  ASSERT_GT(pid, 0);
-  ASSERT_TRUE(wait_for_file(dir, "snapshot.hdf5")) << slurp(log);
-  kill(pid, SIGTERM);
+  const std::string deferred =
+      "rabbit_fit: terminated by SIGTERM after writing the snapshot " + snapshot.string();
+  std::string text;
   int status = 0;
-  waitpid(pid, &status, 0);
-  const std::string text = slurp(log);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    fs::remove(snapshot);
+    pid_t pid = start_rabbit_fit({tensor, "-t", "0", "--unblind", "-o", dir.string(), "-p", "killed",
+                                  "--snapshotFile", snapshot.string(), "--snapshotInterval", "1e-9"},
+                                 log);
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(wait_for_file(dir, "snapshot.hdf5")) << slurp(log);
+    kill(pid, SIGTERM);
+    waitpid(pid, &status, 0);
+    text = slurp(log);
+    if (text.find(deferred) != std::string::npos) break;
+    fs::remove(dir / "fitresults_killed.hdf5");
+  }
   ASSERT_TRUE(WIFSIGNALED(status)) << text;
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
-  EXPECT_NE(text.find("rabbit_fit: terminated by SIGTERM after writing the snapshot " + snapshot.string()),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.find(deferred), std::string::npos) << text;
   EXPECT_FALSE(fs::exists(dir / "fitresults_killed.hdf5"));
   for (const auto& name : file_names(dir)) EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
 
