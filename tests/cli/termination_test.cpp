@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "rabbit/core/durable_file.hpp"
+#include "rabbit/io/hdf5_reader.hpp"
 #include "rabbit/postfit/result_file.hpp"
 #include "support/command.hpp"
 #include "support/test_paths.hpp"
@@ -200,4 +201,20 @@ TEST(Termination, SnapshotOptionsAreChecked) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("argument --snapshotInterval: must be a number of hours >= 0"), std::string::npos)
       << r.output;
+}
+
+TEST(Termination, SnapshotHoldsTheEndPointOfEachFit) {
+  auto dir = scratch_dir("termination_snapshot_end");
+  const fs::path snapshot = dir / "end.hdf5";
+  auto r = run_rabbit_fit_captured(example_tensor() + " -t 0 --unblind -o " + dir.string() +
+                                   " --snapshotFile " + snapshot.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  rabbit::h5::Reader reader(snapshot.string());
+  const auto x = reader.read_doubles(reader.info("x"));
+  const auto names = reader.read_strings("parms");
+  const auto parms = ResultReader((dir / "fitresults.hdf5").string()).hist("results/parms");
+  ASSERT_EQ(parms.axis_labels.size(), 1u);
+  EXPECT_EQ(names, parms.axis_labels[0]);
+  EXPECT_EQ(x, parms.values);  // the minimum, bit for bit
+  for (const auto& name : file_names(dir)) EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
 }
