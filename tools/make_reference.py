@@ -102,11 +102,18 @@ CASES = {
     "expect_signal": ("symmetric.hdf5", DATA + ["--expectSignal", "sig", "0.5", "--doImpacts"]),
     "mixture": ("dense.hdf5", DATA + ["--paramModel", "Mixture", "bkg", "bkg_2", "--doImpacts", "--globalImpacts"]),
     "pseudodata": ("dense.hdf5", ["-t", "0", "--unblind", "--pseudoData", "original", "--doImpacts"]),
+    # global impacts on the bins of BaseMapping (no -m; --saveHists falls back to it)
+    "hist_impacts_base": (
+        "dense.hdf5",
+        DATA + ["--saveHists", "--computeHistErrors", "--computeHistCov", "--computeHistImpacts"],
+    ),
 }
 
 # Mappings (`-m NAME ARGS`, spellings of upstream's rabbit/mappings/ parse_args) on dense.hdf5:
 # ch0 (axis x, 10 bins), ch1 (axes a: 10 bins, b: 5 bins) and the masked ch0_masked (axis x).
-# Written to tests/reference/pending_mappings/ (--set mappings) until our rabbit_fit accepts `-m`.
+# Written to tests/reference/pending_mappings/ (--set mappings) until our rabbit_fit accepts their `-m`;
+# those of Project and Normalize only are in tests/reference/fits/ (moved there, or written there with
+# --outdir tests/reference/fits: map_gaussian_project_ch1_a, map_composite_project_normalize).
 HIST_OUT = ["--saveHists", "--computeHistErrors", "--computeHistCov", "--computeHistImpacts"]
 MAPPING_CASES = {
     # a bin range of a (bins 2..7) on ch1, b kept
@@ -139,6 +146,24 @@ MAPPING_CASES = {
         + HIST_OUT
         + ["--compositeMapping", "-m", "Select", "ch0", "-m", "Project", "ch1", "a"]
         + ["-m", "Normratio", "ch0", "ch1", "None:None", "b:sum"],
+    ),
+    # the Gaussian global impacts on mapped bins, next to the likelihood-based ones
+    "map_gaussian_project_ch1_a": (
+        "dense.hdf5",
+        DATA + HIST_OUT + ["--computeHistGaussianImpacts", "-m", "Project", "ch1", "a"],
+    ),
+    # both kinds of histogram impacts with BB full mode (per-process columns), a masked channel included
+    "map_hist_impacts_bb_full": (
+        "dense.hdf5",
+        DATA
+        + ["--saveHists", "--computeHistErrors", "--computeHistImpacts", "--computeHistGaussianImpacts"]
+        + ["--binByBinStatMode", "full", "--binByBinStatType", "normal-multiplicative"]
+        + ["-m", "Project", "ch1", "a", "-m", "Project", "ch0_masked", "x"],
+    ),
+    # a composite of the mappings of this release only (map_composite needs Select and Normratio)
+    "map_composite_project_normalize": (
+        "dense.hdf5",
+        DATA + HIST_OUT + ["--compositeMapping", "-m", "Project", "ch1", "a", "-m", "Normalize", "ch0", "x"],
     ),
     # two mappings without --compositeMapping (upstream saves BaseMapping only when no -m is given)
     "map_two_mappings": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Project", "ch1", "a", "-m", "Select", "ch0"]),

@@ -7,6 +7,7 @@
 
 #include "rabbit/core/logging.hpp"
 #include "rabbit/postfit/histograms.hpp"
+#include "rabbit/postfit/uncertainties.hpp"
 #include "result_layout_writer.hpp"
 
 namespace rabbit::cli {
@@ -66,7 +67,9 @@ void ResultLayoutWriter::save_observed_hists(result::Group group, const VectorXd
     if (!mapping.has_data()) continue;
     std::cout << "Save data histogram for " << mapping.key() << std::endl;
     const MappedCounts data = map_counts(mapping, input.nbinsfull, d, dv, cov);
-    const MappedCounts fit_data = map_counts(mapping, input.nbinsfull, nobs, nv, cov);
+    // The fit's counts carry the data covariance only in a covariance fit (rabbit's fitter.data_cov_inv).
+    const MappedCounts fit_data =
+        map_counts(mapping, input.nbinsfull, nobs, nv, lik == DataLikelihood::covariance ? cov : nullptr);
     const auto& channels = mapping.channels();
     for (size_t c = 0; c < channels.size(); ++c) {
       const auto& ch = channels[c];
@@ -123,7 +126,27 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
   req.per_process = o.save_hists_per_process;
   req.errors_per_process = o.compute_hist_errors_per_process;
   req.chi2 = !o.no_chi2 && mapping.has_data();
+  req.global_impacts = o.compute_hist_impacts;
+  req.gaussian_global_impacts = o.compute_hist_gaussian_impacts;
   auto h = postfit::compute_histograms(*ctx_.model, c, *ctx_.fitter, mapping, x, cov, req);
+  // rabbit writes the variances whenever it propagates them for the impacts too.
+  const bool write_var = req.errors || req.global_impacts || req.gaussian_global_impacts;
+  // docs/output-format.md "Global impacts on histogram bins": name suffix, per source, grouped.
+  struct HistImpacts {
+    std::string suffix;
+    RowMajorMatrix per_source, grouped;
+  };
+  std::vector<HistImpacts> kinds;
+  auto grouped = [&](const VectorXd& bb_sq, const MatrixXd& bb_proc_sq, const VectorXd* stat_sq) {
+    const bool bb = bb_sq.size() > 0;
+    return postfit::global_grouped_impacts(h.inclusive_var, h.impacts, ctx_.layout, bb ? &bb_sq : nullptr,
+                                           bb && ctx_.bb_full ? &bb_proc_sq : nullptr, stat_sq);
+  };
+  if (req.global_impacts)
+    kinds.push_back({"_global_impacts", h.impacts, grouped(h.impacts_bb_sq, h.impacts_bb_proc_sq, nullptr)});
+  if (req.gaussian_global_impacts)
+    kinds.push_back({"_gaussian_global_impacts", h.impacts,
+                     grouped(h.gaussian_bb_sq, h.gaussian_bb_proc_sq, &h.gaussian_stat_sq)});
   const std::string stage = prefit ? "prefit" : "postfit";
   const auto& channels = mapping.channels();
   for (size_t ci = 0; ci < channels.size(); ++ci) {
@@ -131,10 +154,21 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
     const std::vector<Axis> axes = channel_axes(ch);
     const int64_t nb = ch.nbins();
     VectorXd y = h.inclusive.segment(ch.start, nb);
-    VectorXd v = req.errors ? VectorXd(h.inclusive_var.segment(ch.start, nb)) : VectorXd();
+    VectorXd v = write_var ? VectorXd(h.inclusive_var.segment(ch.start, nb)) : VectorXd();
     result::write_hist(m.channel_groups[ci], "hist_" + stage + "_inclusive", axes, y.data(),
-                       req.errors ? v.data() : nullptr,
+                       write_var ? v.data() : nullptr,
                        stage + " expected number of events, for all processes combined, ", ch.flow);
+    for (const auto& k : kinds) {
+      // The channel's bins, then the sources (rabbit's global_impact_axis, grouped_global_impact_axis).
+      const std::string name = "hist_" + stage + "_inclusive" + k.suffix;
+      std::vector<Axis> ia = axes, ga = axes;
+      ia.push_back(shared("impacts"));
+      ga.push_back(shared("global_impacts_grouped"));
+      result::write_hist(m.channel_groups[ci], name, ia, k.per_source.row(ch.start).data(), nullptr,
+                         stage + " expected number of events, for all processes combined, ", ch.flow);
+      result::write_hist(m.channel_groups[ci], name + "_grouped", ga, k.grouped.row(ch.start).data(), nullptr,
+                         stage + " expected number of events, for all processes combined, ", ch.flow);
+    }
     if (req.per_process) {
       std::vector<Axis> paxes = axes;
       paxes.push_back(Axis::strcat("processes", input.procs));

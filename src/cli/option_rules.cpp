@@ -65,6 +65,8 @@ void check_no_hessian(const FitOptions& o) {
   if (o.compute_hist_errors) bad.push_back("--computeHistErrors");
   if (o.compute_hist_errors_per_process) bad.push_back("--computeHistErrorsPerProcess");
   if (o.compute_hist_cov) bad.push_back("--computeHistCov");
+  if (o.compute_hist_impacts) bad.push_back("--computeHistImpacts");
+  if (o.compute_hist_gaussian_impacts) bad.push_back("--computeHistGaussianImpacts");
   if (o.scan && !o.scan_range_use_prefit) bad.push_back("--scan (without --scanRangeUsePrefit)");
   if (o.contour_scan) bad.push_back("--contourScan");
   if (!bad.empty())
@@ -99,6 +101,15 @@ void check_option_rules(const FitOptions& o) {
     throw OptionError(fmt::format("argument --preconditionRidge: must be a finite number >= 0, got {}",
                                   o.precondition_ridge));
   check_no_hessian(o);
+  // As rabbit's global_impacts_obs: the prefit case has no definition for unconstrained parameters
+  // given a prefit uncertainty (docs/output-format.md "Global impacts on histogram bins").
+  if (o.compute_hist_impacts && m.prefit_unconstrained_nuisance_uncertainty != 0.0)
+    throw OptionError(
+        "--computeHistImpacts is not implemented with --prefitUnconstrainedNuisanceUncertainty != 0 (as in "
+        "rabbit)");
+  if (o.compute_hist_gaussian_impacts && m.likelihood == DataLikelihood::covariance && m.bin_by_bin_stat)
+    throw OptionError(
+        "--computeHistGaussianImpacts is not implemented with --covarianceFit and bin-by-bin statistics");
   // docs/user-guide.md "Toys": the covariance χ² has no Poisson counts to draw.
   const bool toys = std::any_of(o.toys.begin(), o.toys.end(), [](int64_t t) { return t >= 1; });
   if (toys && m.likelihood == DataLikelihood::covariance && o.toys_data_randomize == "poisson")

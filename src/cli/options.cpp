@@ -290,6 +290,8 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   o.compute_hist_errors = flag("computeHistErrors");
   o.compute_hist_errors_per_process = flag("computeHistErrorsPerProcess");
   o.compute_hist_cov = flag("computeHistCov");
+  o.compute_hist_impacts = flag("computeHistImpacts");
+  o.compute_hist_gaussian_impacts = flag("computeHistGaussianImpacts");
   o.no_chi2 = flag("noChi2");
   o.compute_variations = flag("computeVariations");
   o.no_postfit_profile_bb = flag("noPostfitProfileBB");
@@ -302,6 +304,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
     o.mappings.push_back(mp);
   }
   if (o.mappings.empty() && o.save_hists) o.mappings.push_back({"BaseMapping"});
+  o.composite_mapping = flag("compositeMapping");
   // G.
   if (auto* v = last("scan")) o.scan = nonempty(*v);
   integer("scanPoints", o.scan_points);

@@ -61,6 +61,13 @@ ResultLayoutWriter::ResultLayoutWriter(const FitContext& ctx)
                      [&](const MappingOutput& m) { return m.mapping->key() == key; }))
       mappings_.push_back({std::move(mapping), {}, {}});
   }
+  if (ctx.options.composite_mapping && !mappings_.empty()) {
+    // rabbit's CompositeMapping of all of them, under one key (docs/output-format.md "Mappings").
+    std::vector<std::unique_ptr<postfit::Mapping>> parts;
+    for (auto& m : mappings_) parts.push_back(std::move(m.mapping));
+    mappings_.clear();
+    mappings_.push_back({postfit::make_composite_mapping(std::move(parts)), {}, {}});
+  }
 }
 
 void ResultLayoutWriter::add_shared(const std::string& id, Axis axis) {

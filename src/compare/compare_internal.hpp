@@ -46,6 +46,7 @@ enum class Rule {
   impacts,          // every kind of impact histogram
   histogram,        // values and uncertainties of any other histogram
   hist_covariance,  // the mappings' bin-by-bin covariances
+  hist_impacts,     // the mappings' global impacts per bin (relative, floor of the largest)
   nll_scan,         // ΔNLL along a scan: absolute
 };
 Rule rule_for(const std::string& name, Quantity::Kind kind);

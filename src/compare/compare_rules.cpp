@@ -290,6 +290,36 @@ void compare_impacts(const std::string& name, const Quantity& a, const Quantity&
   r.finish(out);
 }
 
+// Global impacts on histogram bins: relative as impacts, with a floor of the histogram's largest
+// |entry| (a bin has no POI uncertainty to scale numerical zeros with); no variances (rabbit's are its
+// Double storage's). rabbit writes NaN where its stat remainder is a round-off negative, ours clamps
+// it at 0 (docs/differences-from-rabbit.md): such an entry is compared as 0.
+void compare_hist_impacts(const std::string& name, const Quantity& a, const Quantity& b,
+                          const GroupContext& context, std::vector<QuantityResult>& out) {
+  const Tolerances& tol = context.options->tolerances;
+  Recorder r(context, name, "", "hist impacts");
+  Alignment al;
+  if (align_into(a, b, context, r, al)) {
+    const auto& av = a.hist.values;
+    double scale = 0.0;
+    for (size_t k = 0; k < al.size(); ++k)
+      if (!std::isnan(av[al.a(k)])) scale = std::max(scale, std::abs(av[al.a(k)]));
+    for (size_t k = 0; k < al.size(); ++k) {
+      const long ia = al.a(k), ib = al.b(k);
+      if (ib < 0) {
+        r.missing_in_b(al.label(k));
+        continue;
+      }
+      const auto label = [&] { return al.label(k); };
+      const double x = std::isnan(av[ia]) ? 0.0 : av[ia];
+      const double rel = entry_tolerance(context, name, label).value_or(tol.impact_relative);
+      r.check(label, x, b.hist.values[ib],
+              std::max(rel * std::abs(x), tol.impact_floor_of_poi_sigma * scale));
+    }
+  }
+  r.finish(out);
+}
+
 }  // namespace
 
 Rule rule_for(const std::string& name, Quantity::Kind kind) {
@@ -314,6 +344,8 @@ Rule rule_for(const std::string& name, Quantity::Kind kind) {
   if (top_level && (ends_with(key, "impacts") || ends_with(key, "impacts_grouped"))) return Rule::impacts;
   if (top_level && starts_with(key, "nll_scan")) return Rule::nll_scan;
   if (in_mapping && ends_with(key, "_cov")) return Rule::hist_covariance;
+  if (in_mapping && (ends_with(key, "_global_impacts") || ends_with(key, "_global_impacts_grouped")))
+    return Rule::hist_impacts;
   return Rule::histogram;
 }
 
@@ -339,6 +371,8 @@ void compare_quantity(Rule rule, const std::string& name, const Quantity& a, con
       return compare_impacts(name, a, b, context, out);
     case Rule::histogram:
       return compare_histogram(name, a, b, context, out, "hist values", "hist uncertainties");
+    case Rule::hist_impacts:
+      return compare_hist_impacts(name, a, b, context, out);
     case Rule::nll_scan:
       return compare_histogram(name, a, b, context, out, "nll scans", "nll scans", tol.nll_absolute);
   }

@@ -7,29 +7,18 @@
 #include <limits>
 #include <vector>
 
+#include "bb_response.hpp"
+#include "hist_beta_impacts.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/model/bb_statistics.hpp"
 #include "rabbit/postfit/mapping.hpp"
 
 namespace rabbit::postfit {
-namespace {
 
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using Mode = YieldModel::BetaMode;
-
-// The linear response of the yields to the BB parameters β at one point (docs/likelihood.md "Applying β to
-// the yields"): dN[b, p] = ∂Ñ_bp/∂β_e with e = entry(b, p), and the curvatures of L in β.
-struct BBResponse {
-  bool full = false;
-  int64_t nproc = 0;
-  MatrixXd dN;    // [nbinsfull, nproc]
-  VectorXd beta;  // β_e used (stored or profiled)
-  VectorXd c;     // ∂²L_β/∂β_e² (constraint curvature), 0 for masked gamma/multiplicative entries
-  VectorXd q;     // |∂²L_β/∂β_e∂β⁰_e|
-  int64_t entry(int64_t b, int64_t p) const { return full ? b * nproc + p : b; }
-};
 
 BBResponse bb_response(const Model& model, YieldModel& shard, Fitter& fitter, const VectorXd& x,
                        const VectorXd& xi, bool prefit) {
@@ -115,8 +104,6 @@ MatrixXd profiled_beta_jacobian(Fitter& fitter, const VectorXd& x, const VectorX
   return B;
 }
 
-}  // namespace
-
 HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter, const VectorXd& x,
                                    const MatrixXd& cov, const HistogramRequest& req) {
   const auto base = make_mapping(*model.input, {"BaseMapping"});
@@ -144,7 +131,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   if (!identity) A = mapping.jacobian(nu);
   out.inclusive = identity ? nu : mapping.apply(nu);
   if (req.per_process) out.per_process = identity ? per_process : mapping.apply_per_process(per_process);
-  const bool need_incl = req.errors || req.covariance || req.chi2;
+  const bool any_impacts = req.global_impacts || req.gaussian_global_impacts;
+  const bool need_incl = req.errors || req.covariance || req.chi2 || any_impacts;
   if (!need_incl && !req.errors_per_process) return out;
 
   const bool bb = shard.has_bb();
@@ -306,7 +294,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     return Ar.cwiseAbs2() * beta_diagonal(Ar.cols(), false);
   };
 
-  if (req.errors || req.covariance) {
+  if (req.errors || req.covariance || any_impacts) {
     out.inclusive_var = (JC.array() * Jy.array()).rowwise().sum();
     if (identity) {
       for (int64_t b = 0; b < nbf; ++b) out.inclusive_var(b) += bb_incl_cov(b, b);
@@ -327,7 +315,63 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
 
   // dβ̂/dx for the total derivatives of the per-process yields and for the postfit chi2.
   MatrixXd B;
-  if (bb && !req.prefit && (req.errors_per_process || req.chi2)) B = profiled_beta_jacobian(fitter, x, d1);
+  if (bb && !req.prefit && (req.errors_per_process || req.chi2 || req.global_impacts))
+    B = profiled_beta_jacobian(fitter, x, d1);
+
+  if (any_impacts) {
+    // rabbit's global_impacts_obs: per source S_c C J_yᵀ with S_c² = cw (0 frozen), and the β part.
+    VectorXd sc = model.parameters.constraint_weights.cwiseMax(0.0).cwiseSqrt();
+    for (int64_t j = 0; j < npar; ++j)
+      if (model.parameters.frozen[j]) sc(j) = 0.0;
+    out.impacts = JC * sc.asDiagonal();
+  }
+  if (req.gaussian_global_impacts) {
+    auto g = gaussian_hist_impacts(model, shard, fitter, identity ? nullptr : &A, x, JC, !req.prefit);
+    out.gaussian_stat_sq = std::move(g.stat_sq);
+    out.gaussian_bb_sq = std::move(g.bb_sq);
+    out.gaussian_bb_proc_sq = std::move(g.bb_proc_sq);
+  }
+  if (req.global_impacts) {
+    if (bb) {
+      const BBStatistics stats(model);
+      const bool additive = model.bb_type == BBType::normal_additive;
+      const int64_t ne = bbr.beta.size();
+      BetaImpactTerms t;
+      t.A = identity ? nullptr : &A;
+      t.full = bbr.full;
+      t.nproc = P;
+      t.Hinv = Hinv.size() ? &Hinv : nullptr;
+      t.B = B.size() ? &B : nullptr;
+      // rabbit's pd2ldbeta2: the diagonal of H_ββ (row sums in full mode), 0 where held (betamask).
+      VectorXd h = VectorXd::Zero(ne);
+      t.s2 = VectorXd::Zero(ne);
+      for (int64_t e = 0; e < ne; ++e) {
+        const bool masked = stats.mask()[e] != 0;
+        if (!masked) t.s2(e) = bbr.c(e);
+        const int64_t b = bbr.full ? e / P : e;
+        if ((masked && !additive) || b >= nbf) continue;
+        const double ub = bbr.dN.row(b).sum();
+        h(e) = bbr.full ? entry_row_sum(e) : bbr.c(e) + dd(b) * ub * ub;
+      }
+      auto direct = [&](int64_t e, double u) { return t.Hinv ? u : (h(e) > 0.0 ? u / h(e) : 0.0); };
+      std::vector<Eigen::Triplet<double>> uh;
+      for (int64_t b = 0; b < nbf; ++b) {
+        if (betavar_partials.size() && b >= nobs) {
+          for (int64_t e = 0; e < betavar_partials.cols(); ++e)
+            if (betavar_partials(b, e) != 0.0) uh.emplace_back(b, e, direct(e, betavar_partials(b, e)));
+        } else {
+          for (int64_t p = 0; p < P; ++p)
+            if (bbr.dN(b, p) != 0.0)
+              uh.emplace_back(b, bbr.entry(b, p), direct(bbr.entry(b, p), bbr.dN(b, p)));
+        }
+      }
+      t.UH.resize(nbf, ne);
+      t.UH.setFromTriplets(uh.begin(), uh.end());
+      BetaImpacts bi = hist_beta_impacts(t, JC);
+      out.impacts_bb_sq = std::move(bi.total_sq);
+      out.impacts_bb_proc_sq = std::move(bi.per_process_sq);
+    }
+  }
 
   if (req.errors_per_process) {
     MatrixXd Jp = shard.process_yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal();  // rows b·P + p

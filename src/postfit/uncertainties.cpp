@@ -136,11 +136,20 @@ Eigen::MatrixXd global_impacts(const Eigen::MatrixXd& cov, const Eigen::VectorXd
 Eigen::MatrixXd global_grouped_impacts(const Eigen::MatrixXd& cov, const Eigen::MatrixXd& per_source,
                                        const ImpactLayout& layout, const Eigen::VectorXd* bb_sq,
                                        const Eigen::MatrixXd* bb_proc_sq, const Eigen::VectorXd* stat_sq) {
+  Eigen::VectorXd total_var(layout.reported.size());
+  for (size_t r = 0; r < layout.reported.size(); ++r)
+    total_var(r) = cov(layout.reported[r], layout.reported[r]);
+  return global_grouped_impacts(total_var, per_source, layout, bb_sq, bb_proc_sq, stat_sq);
+}
+
+Eigen::MatrixXd global_grouped_impacts(const Eigen::VectorXd& total_var, const Eigen::MatrixXd& per_source,
+                                       const ImpactLayout& layout, const Eigen::VectorXd* bb_sq,
+                                       const Eigen::MatrixXd* bb_proc_sq, const Eigen::VectorXd* stat_sq) {
   const size_t ng = layout.groups.size();
   const int64_t nproc_cols = bb_proc_sq ? bb_proc_sq->cols() : 0;
   const size_t ncol = ng + 1 + (bb_sq ? 1 + nproc_cols : 0);
-  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(layout.reported.size(), ncol);
-  for (size_t r = 0; r < layout.reported.size(); ++r) {
+  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(per_source.rows(), ncol);
+  for (int64_t r = 0; r < per_source.rows(); ++r) {
     for (size_t g = 0; g < ng; ++g) {
       double s = 0.0;
       for (auto j : layout.groups[g]) s += per_source(r, j) * per_source(r, j);
@@ -150,7 +159,7 @@ Eigen::MatrixXd global_grouped_impacts(const Eigen::MatrixXd& cov, const Eigen::
     if (stat_sq) {
       out(r, ng) = std::sqrt(std::max(0.0, (*stat_sq)(r)));
     } else {
-      double rem = cov(layout.reported[r], layout.reported[r]) - per_source.row(r).squaredNorm() - bb;
+      double rem = total_var(r) - per_source.row(r).squaredNorm() - bb;
       out(r, ng) = std::sqrt(std::max(0.0, rem));  // guard: upstream gives NaN for round-off negatives
     }
     if (bb_sq) {

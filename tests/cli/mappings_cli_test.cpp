@@ -81,7 +81,7 @@ TEST(Mappings, BadArgumentsAreOneLineNamingTheMapping) {
 }
 
 // Upstream rabbit's own numbers (commit 948a94a, the map_normalize_ch1_b and map_project_ch1_a
-// reference fits of tests/reference/pending_mappings on dense.hdf5): Normalize's chi2 needs the
+// reference fits of tests/reference/fits on dense.hdf5): Normalize's chi2 needs the
 // data's map differentiated at the data, not at the prediction.
 TEST(Mappings, ChiSquaresAgreeWithUpstreamOnTheDenseReference) {
   const auto dir = rabbit::test::scratch_dir("cli_mappings_upstream");

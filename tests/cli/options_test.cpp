@@ -135,6 +135,26 @@ TEST(Options, NoHessianIncompatibilitiesListedTogether) {
   EXPECT_TRUE(o.no_hessian);
 }
 
+// docs/user-guide.md "Options": the histogram impacts and --compositeMapping are parsed, and refused
+// where rabbit has no definition or this release does not cover the case.
+TEST(Options, HistImpactsAndCompositeMapping) {
+  auto o = parse({"in.hdf5", "--saveHists", "--computeHistImpacts", "--computeHistGaussianImpacts",
+                  "--compositeMapping", "-m", "Project", "ch0"});
+  EXPECT_TRUE(o.compute_hist_impacts);
+  EXPECT_TRUE(o.compute_hist_gaussian_impacts);
+  EXPECT_TRUE(o.composite_mapping);
+  EXPECT_EQ(
+      error_of({"in.hdf5", "--saveHists", "--computeHistImpacts", "--prefitUnconstrainedNuisanceUncertainty",
+                "1"}),
+      "--computeHistImpacts is not implemented with --prefitUnconstrainedNuisanceUncertainty != 0 (as in "
+      "rabbit)");
+  EXPECT_EQ(error_of({"in.hdf5", "--saveHists", "--computeHistGaussianImpacts", "--covarianceFit",
+                      "--binByBinStatType", "normal-additive"}),
+            "--computeHistGaussianImpacts is not implemented with --covarianceFit and bin-by-bin statistics");
+  EXPECT_EQ(error_of({"in.hdf5", "--noHessian", "--computeHistImpacts", "--computeHistGaussianImpacts"}),
+            "--noHessian is incompatible with: --computeHistImpacts, --computeHistGaussianImpacts");
+}
+
 TEST(Options, TensorFlowOptionsWarn) {
   auto o = parse({"in.hdf5", "--eager", "--jitCompile", "off", "--minimizerFtol", "1e-3"});
   ASSERT_EQ(o.warnings.size(), 3u);

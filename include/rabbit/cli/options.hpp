@@ -58,10 +58,13 @@ struct FitOptions {
   bool compute_hist_errors = false;
   bool compute_hist_errors_per_process = false;
   bool compute_hist_cov = false;
+  bool compute_hist_impacts = false;
+  bool compute_hist_gaussian_impacts = false;
   bool no_chi2 = false;
   bool compute_variations = false;
   bool no_postfit_profile_bb = false;
   std::vector<std::vector<std::string>> mappings;  // each: name then arguments
+  bool composite_mapping = false;                  // one CompositeMapping of all of them
 
   // ---- G. scans
   std::optional<std::vector<std::string>> scan;  // set: --scan given; empty: all parameters

@@ -19,6 +19,9 @@ struct HistogramRequest {
   bool per_process = false;
   bool errors_per_process = false;
   bool chi2 = false;  // linear chi2 over the unmasked bins
+  bool global_impacts = false;  // rabbit's global impacts per bin (docs/output-format.md "Global impacts on
+                                // histogram bins"); computes inclusive_var too
+  bool gaussian_global_impacts = false;  // the Gaussian kind ("Gaussian global impacts on histogram bins")
 };
 
 /// Sizes are the mapping's: ny = Mapping::size() (nbinsfull for BaseMapping).
@@ -28,6 +31,15 @@ struct HistogramResult {
   Eigen::MatrixXd inclusive_cov;    // [ny, ny]
   Eigen::MatrixXd per_process;      // [ny, nproc]
   Eigen::MatrixXd per_process_var;  // [ny, nproc]
+  // Global impacts: per source sqrt(cw_j) (J_y C)[i, j] [ny, npar] and the squared MC-stat parts [ny] and,
+  // BB full mode, [ny, nproc] (empty without BB); the data-stat part is the remainder of inclusive_var.
+  Eigen::MatrixXd impacts;
+  Eigen::VectorXd impacts_bb_sq;
+  Eigen::MatrixXd impacts_bb_proc_sq;
+  // Gaussian kind: the same per source (impacts), its own squared data-stat [ny] and MC-stat parts.
+  Eigen::VectorXd gaussian_stat_sq;
+  Eigen::VectorXd gaussian_bb_sq;
+  Eigen::MatrixXd gaussian_bb_proc_sq;
   double chi2 = 0.0;                // +inf when a bin of zero variance has a nonzero residual
   int64_t ndf = 0;  // observed outputs less those of zero variance and zero residual, less ndf_reduction
 };

@@ -63,6 +63,11 @@ class Mapping {
 /// bad arguments throw OptionError naming -m.
 std::unique_ptr<Mapping> make_mapping(const FitInputData& input, const std::vector<std::string>& tokens);
 
+/// --compositeMapping: the mappings' outputs one after the other as the single mapping "CompositeMapping"
+/// (composite_mapping.cpp). Throws OptionError naming --compositeMapping for none, or when a mapping other
+/// than the last has outputs from masked channels while all have data.
+std::unique_ptr<Mapping> make_composite_mapping(std::vector<std::unique_ptr<Mapping>> parts);
+
 /// Names accepted by make_mapping, in registry order.
 std::vector<std::string> supported_mappings();
 

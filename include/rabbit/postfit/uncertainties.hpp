@@ -56,6 +56,11 @@ Eigen::MatrixXd global_impacts(const Eigen::MatrixXd& cov, const Eigen::VectorXd
 Eigen::MatrixXd global_grouped_impacts(const Eigen::MatrixXd& cov, const Eigen::MatrixXd& per_source,
                                        const ImpactLayout& layout, const Eigen::VectorXd* bb_sq,
                                        const Eigen::MatrixXd* bb_proc_sq, const Eigen::VectorXd* stat_sq);
+/// The same for any rows (the bins of a histogram, docs/output-format.md "Global impacts on histogram
+/// bins"): `total_var` [rows] takes the place of C_rr.
+Eigen::MatrixXd global_grouped_impacts(const Eigen::VectorXd& total_var, const Eigen::MatrixXd& per_source,
+                                       const ImpactLayout& layout, const Eigen::VectorXd* bb_sq,
+                                       const Eigen::MatrixXd* bb_proc_sq, const Eigen::VectorXd* stat_sq);
 
 /// Chi-square survival function P(χ²_ndf > x) (regularised upper incomplete gamma).
 double chi2_survival(double x, double ndf);

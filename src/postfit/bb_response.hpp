@@ -1,0 +1,32 @@
+#pragma once
+// The β response of the expected yields that histograms.cpp and the histogram impacts share (internal to
+// src/postfit; docs/likelihood.md "Applying β to the yields").
+#include <Eigen/Core>
+#include <cstdint>
+
+#include "rabbit/fit/fitter.hpp"
+#include "rabbit/model/model.hpp"
+#include "rabbit/model/yield_model.hpp"
+
+namespace rabbit::postfit {
+
+// The linear response of the yields to the BB parameters β at one point (docs/likelihood.md "Applying β to
+// the yields"): dN[b, p] = ∂Ñ_bp/∂β_e with e = entry(b, p), and the curvatures of L in β.
+struct BBResponse {
+  bool full = false;
+  int64_t nproc = 0;
+  Eigen::MatrixXd dN;    // [nbinsfull, nproc]
+  Eigen::VectorXd beta;  // β_e used (stored or profiled)
+  Eigen::VectorXd c;  // ∂²L_β/∂β_e² (constraint curvature), 0 for masked gamma/multiplicative entries
+  Eigen::VectorXd q;  // |∂²L_β/∂β_e∂β⁰_e|
+  int64_t entry(int64_t b, int64_t p) const { return full ? b * nproc + p : b; }
+};
+
+/// The response at x: β stored (prefit) or profiled β̂(x).
+BBResponse bb_response(const Model& model, YieldModel& shard, Fitter& fitter, const Eigen::VectorXd& x,
+                       const Eigen::VectorXd& xi, bool prefit);
+
+/// dβ̂/dx [nentries_observed × npar] by central differences of the analytic profile (0 for frozen columns).
+Eigen::MatrixXd profiled_beta_jacobian(Fitter& fitter, const Eigen::VectorXd& x, const Eigen::VectorXd& d1);
+
+}  // namespace rabbit::postfit
