@@ -107,6 +107,23 @@ CASES = {
         "dense.hdf5",
         DATA + ["--saveHists", "--computeHistErrors", "--computeHistCov", "--computeHistImpacts"],
     ),
+    # regularization (-r, docs/model.md "The regularisation term") on dense.hdf5: the SVD penalty on
+    # the projection of the observed ch1 on a (without BB: ours refuses BB on regularised observed bins),
+    # and on the masked ch0_masked with the default BB
+    "reg_svd_project_ch1_a": (
+        "dense.hdf5",
+        DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noBinByBinStat"]
+        + ["-r", "SVD", "Project", "ch1", "a", "--regularizationStrength", "1.5"],
+    ),
+    # (no --saveHists: the β part of the regularised masked bins' postfit uncertainties differs,
+    # docs/validation.md "Regularization")
+    "reg_svd_select_masked": (
+        "dense.hdf5",
+        DATA + ["--doImpacts", "-r", "SVD", "Select", "ch0_masked", "--regularizationStrength", "2"],
+    ),
+    # No --lCurveScan/--lCurveOptimize case: upstream (948a94a) runs its L curve only with BB (without,
+    # lcurve.py fails taking log(ln + lc + lbeta) with lbeta None), and ours refuses it with BB
+    # (docs/differences-from-rabbit.md); docs/validation.md "The L curve" has the check made instead.
 }
 
 # Mappings (`-m NAME ARGS`, spellings of upstream's rabbit/mappings/ parse_args) on dense.hdf5:

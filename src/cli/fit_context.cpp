@@ -10,6 +10,7 @@
 #include "rabbit/core/logging.hpp"
 #include "rabbit/core/memory_limit.hpp"
 #include "rabbit/fit/make_fitter.hpp"
+#include "rabbit/model/regularizer.hpp"
 
 namespace rabbit::cli {
 
@@ -26,6 +27,16 @@ Eigen::VectorXd FitContext::xi(const Eigen::VectorXd& x, Eigen::VectorXd* d1) co
   model->parameters.transform(x, out, t1, t2);
   if (d1) *d1 = t1;
   return out;
+}
+
+void arm_regularizers(FitContext& ctx, const Eigen::VectorXd& x) {
+  if (ctx.model->regularizers.empty()) return;
+  const Eigen::VectorXd xi_start = ctx.xi(x);
+  Eigen::VectorXd nu_full;
+  ctx.yield_model().expected_yields(xi_start, 0, ctx.input->nbinsfull, YieldModel::BetaMode::stored,
+                                    &nu_full);
+  for (auto& reg : ctx.model->regularizers)
+    reg->set_expectations(xi_start, reg->needs_observables() ? &nu_full : nullptr);
 }
 
 void read_input(FitContext& ctx) {

@@ -60,6 +60,9 @@ void make_run_fitter(FitContext& ctx);
 /// The reported parameters and groups (docs/output-format.md "Traditional impacts", "Global impacts") and the
 /// BB flags.
 void describe_layout(FitContext& ctx);
+/// Arms the regularisers at the start of a fit (rabbit's defaultassign, docs/model.md "The regularisation
+/// term"): the full expected yields at x with the stored β (β⁰ after the reset) and no blinding offsets.
+void arm_regularizers(FitContext& ctx, const Eigen::VectorXd& x);
 /// Refuses a run whose dense prefit and postfit matrices do not fit in the memory this process may
 /// still allocate (rabbit/core/memory_limit.hpp), naming the steps, the need and the limit.
 void check_memory(const FitContext& ctx);

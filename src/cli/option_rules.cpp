@@ -73,6 +73,24 @@ void check_no_hessian(const FitOptions& o) {
     throw OptionError("--noHessian is incompatible with: " + fmt::format("{}", fmt::join(bad, ", ")));
 }
 
+// The L curve (docs/user-guide.md "Regularization") needs a regulariser, finite tau, and the likelihood
+// without BB parameters: with BB rabbit evaluates its log(NLL) term with β not profiled, which this
+// release does not reproduce (docs/differences-from-rabbit.md).
+void check_l_curve(const FitOptions& o) {
+  if (!std::isfinite(o.model.regularization_strength))
+    throw OptionError(fmt::format("argument --regularizationStrength: must be a finite number, got {}",
+                                  o.model.regularization_strength));
+  for (const char* option : {"--lCurveScan", "--lCurveOptimize"}) {
+    const bool given = std::string(option) == "--lCurveScan" ? o.l_curve_scan : o.l_curve_optimize;
+    if (!given) continue;
+    if (o.model.regularization.empty())
+      throw OptionError(fmt::format("{} needs -r/--regularization", option));
+    if (o.model.bin_by_bin_stat)
+      throw OptionError(
+          fmt::format("{} with bin-by-bin statistics is not implemented; add --noBinByBinStat", option));
+  }
+}
+
 }  // namespace
 
 void check_option_rules(const FitOptions& o) {
@@ -114,6 +132,7 @@ void check_option_rules(const FitOptions& o) {
   const bool toys = std::any_of(o.toys.begin(), o.toys.end(), [](int64_t t) { return t >= 1; });
   if (toys && m.likelihood == DataLikelihood::covariance && o.toys_data_randomize == "poisson")
     throw OptionError("--toysDataRandomize poisson is not allowed with --covarianceFit");
+  check_l_curve(o);
 }
 
 }  // namespace rabbit::cli

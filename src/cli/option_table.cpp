@@ -171,13 +171,16 @@ const std::vector<Spec>& specs() {
        "N(beta0, sqrt(sumw2))"},
       {"--seed", "seed", K::scalar, T::integer, "123456789", {}, R::implemented, "random seed"},
       // I. regularization
-      {"-r,--regularization", "regularization", K::append, T::str, "[]", {}, R::refused,
-       "NAME MAPPING [ARG...]: regularization [not implemented yet]"},
-      {"--regularizationStrength", "regularizationStrength", K::scalar, T::real, "0.0", {}, R::refused,
-       "tau [not implemented yet]"},
-      {"--lCurveScan", "lCurveScan", K::flag, T::str, "false", {}, R::refused, "L-curve scan [not implemented yet]"},
-      {"--lCurveOptimize", "lCurveOptimize", K::flag, T::str, "false", {}, R::refused,
-       "tau of maximum curvature [not implemented yet]"},
+      {"-r,--regularization", "regularization", K::append, T::str, "[]", {}, R::implemented,
+       "NAME MAPPING [ARG...]: add exp(2 tau) times the penalty NAME (SVD) of the mapping's output (Select "
+       "CHANNEL or Project CHANNEL AXIS...) to the NLL; repeatable"},
+      {"--regularizationStrength", "regularizationStrength", K::scalar, T::real, "0.0", {}, R::implemented,
+       "tau: the regularization penalty is weighted by exp(2 tau)"},
+      {"--lCurveScan", "lCurveScan", K::flag, T::str, "false", {}, R::implemented,
+       "with -r: fit at tau = 1.7, 1.8, ..., 2.1 and write the L-curve curvature there (step_tau, step_lcurve)"},
+      {"--lCurveOptimize", "lCurveOptimize", K::flag, T::str, "false", {}, R::implemented,
+       "with -r: Newton search for the tau of maximum L-curve curvature, which the fit then uses (best_tau, "
+       "best_lcurve)"},
       // J. external postfit
       {"--externalPostfit", "externalPostfit", K::scalar, T::str, "null", {}, R::implemented,
        "FILE: start every fit at the x (and use the cov) stored there for the parameters of the same name; a "

@@ -305,6 +305,16 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   }
   if (o.mappings.empty() && o.save_hists) o.mappings.push_back({"BaseMapping"});
   o.composite_mapping = flag("compositeMapping");
+  // I. The regulariser's name and mapping are checked when the model is built on the input (regularizer.hpp).
+  for (const auto& r : parsed.occurrences["regularization"]) {
+    if (r.size() < 2)
+      throw OptionError(fmt::format("argument -r/--regularization: expected NAME MAPPING [ARG...], got '{}'",
+                                    fmt::join(r, " ")));
+    m.regularization.push_back(RegularizationSpec{r[0], std::vector<std::string>(r.begin() + 1, r.end())});
+  }
+  real("regularizationStrength", m.regularization_strength);
+  o.l_curve_scan = flag("lCurveScan");
+  o.l_curve_optimize = flag("lCurveOptimize");
   // G.
   if (auto* v = last("scan")) o.scan = nonempty(*v);
   integer("scanPoints", o.scan_points);

@@ -14,6 +14,7 @@
 #include "external_postfit.hpp"
 #include "fit_context.hpp"
 #include "fit_session.hpp"
+#include "l_curve_steps.hpp"
 #include "postfit_steps.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
@@ -170,6 +171,7 @@ void Run::run_one(int64_t fit_index, const std::string& group_name, const DataSe
   const bool blinded = fit_index == 0 || (fit_index >= 1 && o_.toys_data_mode == "observed");
   VectorXd x = ps.x_default;
   toys_->restore_beta_defaults();
+  arm_regularizers(ctx_, x);
 
   VectorXd nobs, varnobs;
   observed_for(fit_index, data, x, nobs, varnobs);
@@ -209,6 +211,8 @@ void Run::run_one(int64_t fit_index, const std::string& group_name, const DataSe
       external_->apply(x, x_unrandomized, cov_external);
     }
     const bool external_cov = external_ && external_->has_covariance() && !dofit;
+    // The L curve (--lCurveScan, --lCurveOptimize) runs before the fit and hands it its last minimum.
+    if (o_.l_curve_scan || o_.l_curve_optimize) run_l_curve_steps(ctx_, *session_, g, x);
     // Fit.
     if (dofit) x = minimize_fit(fit_index, nobs, x, x_unrandomized, g, cpp);
     t_fit = seconds_since(t_start);

@@ -102,8 +102,6 @@ TEST(Options, OutputFileName) {
 
 TEST(Options, RefusedAndInvalid) {
   EXPECT_EQ(error_of({"in.hdf5", "--asymImpacts"}), "option --asymImpacts is not implemented yet");
-  EXPECT_EQ(error_of({"in.hdf5", "-r", "SVD", "Select", "ch0"}),
-            "option --regularization is not implemented yet");
   EXPECT_EQ(error_of({"in.hdf5", "--contourScan2D", "a", "b"}),
             "Likelihood contour scans in 2D are not yet implemented");
   EXPECT_NE(error_of({"in.hdf5", "--minimizerMethod", "BFGS"}).find("not implemented"), std::string::npos);
@@ -240,6 +238,40 @@ TEST(Options, PreconditionerOptions) {
        {"precondition", "preconditionParams", "preconditionBlocks", "preconditionBlockThreshold",
         "preconditionFrom", "preconditionRidge", "preconditionTransform"})
     EXPECT_EQ(std::find(refused.begin(), refused.end(), name), refused.end()) << name;
+}
+
+// -r/--regularization, --regularizationStrength and the L curve (docs/user-guide.md "Regularization").
+TEST(Options, Regularization) {
+  auto o =
+      parse({"in.hdf5", "-r", "SVD", "Project", "ch1", "a", "-r", "SVD", "Select", "ch0_masked",
+             "--regularizationStrength", "-0.5", "--lCurveScan", "--lCurveOptimize", "--noBinByBinStat"});
+  ASSERT_EQ(o.model.regularization.size(), 2u);
+  EXPECT_EQ(o.model.regularization[0].name, "SVD");
+  EXPECT_EQ(o.model.regularization[0].mapping, std::vector<std::string>({"Project", "ch1", "a"}));
+  EXPECT_EQ(o.model.regularization[1].mapping, std::vector<std::string>({"Select", "ch0_masked"}));
+  EXPECT_DOUBLE_EQ(o.model.regularization_strength, -0.5);
+  EXPECT_TRUE(o.l_curve_scan);
+  EXPECT_TRUE(o.l_curve_optimize);
+  EXPECT_NE(o.args_json.find("\"regularization\": [[\"SVD\", \"Project\", \"ch1\", \"a\"], [\"SVD\", "
+                             "\"Select\", \"ch0_masked\"]]"),
+            std::string::npos)
+      << o.args_json;
+  const auto refused = rabbit::cli::refused_options();
+  for (const char* name : {"regularization", "regularizationStrength", "lCurveScan", "lCurveOptimize"})
+    EXPECT_EQ(std::find(refused.begin(), refused.end(), name), refused.end()) << name;
+  for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"-r", "SVD"}, "argument -r/--regularization: expected NAME MAPPING [ARG...], got 'SVD'"},
+           {{"--lCurveScan"}, "--lCurveScan needs -r/--regularization"},
+           {{"--lCurveOptimize", "--noBinByBinStat"}, "--lCurveOptimize needs -r/--regularization"},
+           {{"-r", "SVD", "Select", "ch0", "--lCurveScan"},
+            "--lCurveScan with bin-by-bin statistics is not implemented; add --noBinByBinStat"},
+           {{"-r", "SVD", "Select", "ch0", "--regularizationStrength", "nan"},
+            "argument --regularizationStrength: must be a finite number, got nan"},
+       }) {
+    std::vector<std::string> full = {"in.hdf5"};
+    full.insert(full.end(), args.begin(), args.end());
+    EXPECT_EQ(error_of(full), expected);
+  }
 }
 
 TEST(Options, MinBBKstatAndBlindingGroup) {

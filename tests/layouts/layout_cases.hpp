@@ -2,7 +2,7 @@
 // The option sets the result-layout tests run rabbit_fit with: every case of tests/reference
 // (its tensor and arguments), the README's example, and a few option sets no reference case has
 // (scans and contours: float categories; per-process, covariance and variation histograms; a
-// prefit-only run; toys).
+// prefit-only run; toys; the L curve's step_/best_ histograms).
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -47,6 +47,10 @@ inline std::vector<FitCase> fit_cases() {
                     "--gaussianGlobalImpacts"}});
   cases.push_back({"prefit_only", dense, {"-t", "-1", "--prefitOnly", "--saveHists"}});
   cases.push_back({"toys", dense, {"-t", "-1", "1", "--toysDataMode", "expected", "--doImpacts"}});
+  cases.push_back({"l_curve",
+                   dense,
+                   {"-t", "0", "--unblind", "--noBinByBinStat", "-r", "SVD", "Project", "ch1", "a",
+                    "--lCurveScan", "--lCurveOptimize"}});
   return cases;
 }
 

@@ -83,6 +83,11 @@ struct FitOptions {
   bool toys_randomize_parameters = false;
   int64_t seed = 123456789;
 
+  // ---- I. regularization (the regularisers and tau are in model); the L curve (docs/user-guide.md
+  // "Regularization")
+  bool l_curve_scan = false;
+  bool l_curve_optimize = false;
+
   // ---- J. external postfit: x (and cov) loaded from a result file or a plain x/parms/cov file
   std::optional<std::string> external_postfit;
   std::optional<std::string> external_postfit_result;
