@@ -13,6 +13,7 @@
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/blosc_filters.hpp"
+#include "rabbit/io/hdf5_reader.hpp"
 #include "result_layouts.hpp"
 
 namespace rabbit::result {
@@ -64,7 +65,7 @@ ResultWriter::ResultWriter(const std::string& final_path, Layout layout)
   hid_t f = H5Fcreate(tmp_path_.c_str(), H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
   if (f < 0) {
     g_tmp_active = false;
-    throw Error("cannot create the result file " + tmp_path_);
+    throw Error("cannot create the result file " + tmp_path_ + ": " + h5::current_hdf5_cause());
   }
   file_ = h5::Handle(f);
   if (layout_ == Layout::plain) {
