@@ -192,6 +192,7 @@ Tally fuzz_tensor(const std::filesystem::path& source, const std::string& label)
     }
   }
   set_verbosity(3);
+  unsetenv("RABBIT_HDF5_PROBE_SECONDS");
   return tally;
 }
 
