@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "rabbit/core/error.hpp"
-#include "rabbit/io/tensor_writer.hpp"
 #include "rabbit/io/hdf5_reader.hpp"
+#include "rabbit/io/tensor_writer.hpp"
 
 namespace {
 

@@ -78,7 +78,8 @@ constexpr int64_t kMaxDevices = 64;
 // docs/user-guide.md "Value ranges": every numeric option's values that mean something; the rest name
 // the option in one line before any input is read.
 void check_at_least(const std::string& option, int64_t value, int64_t lowest) {
-  if (value < lowest) throw OptionError(fmt::format("argument --{}: must be >= {}, got {}", option, lowest, value));
+  if (value < lowest)
+    throw OptionError(fmt::format("argument --{}: must be >= {}, got {}", option, lowest, value));
 }
 void check_non_negative(const std::string& option, double value) {
   if (!(value >= 0.0) || !std::isfinite(value))
@@ -90,7 +91,8 @@ void check_positive(const std::string& option, double value) {
 }
 void check_finite(const std::string& option, const std::string& name, double value) {
   if (!std::isfinite(value))
-    throw OptionError(fmt::format("argument --{}: value of '{}' must be finite, got {}", option, name, value));
+    throw OptionError(
+        fmt::format("argument --{}: value of '{}' must be finite, got {}", option, name, value));
 }
 
 void check_value_ranges(const FitOptions& o) {
@@ -100,7 +102,8 @@ void check_value_ranges(const FitOptions& o) {
   if (o.minimizer_ftol) check_non_negative("minimizerFtol", *o.minimizer_ftol);
   check_non_negative("prefitUnconstrainedNuisanceUncertainty", m.prefit_unconstrained_nuisance_uncertainty);
   for (const auto& [name, value] : m.expect_signal) check_finite("expectSignal", name, value);
-  for (const auto& [name, value] : m.set_constraint_minimum) check_finite("setConstraintMinimum", name, value);
+  for (const auto& [name, value] : m.set_constraint_minimum)
+    check_finite("setConstraintMinimum", name, value);
   check_positive("scanRange", o.scan_range);
   for (double level : o.contour_levels) check_positive("contourLevels", level);
   for (int64_t t : o.toys) check_at_least("toys", t, -1);
@@ -117,13 +120,14 @@ void check_output_name(const FitOptions& o) {
   namespace fs = std::filesystem;
   const fs::path name(o.outname);
   if (o.outname.empty() || name.has_root_path())
-    throw OptionError(fmt::format("argument --outname: must be a relative file name inside -o, got '{}'", o.outname));
+    throw OptionError(
+        fmt::format("argument --outname: must be a relative file name inside -o, got '{}'", o.outname));
   const fs::path normal = name.lexically_normal();
   if (normal.empty() || *normal.begin() == ".." || !normal.has_filename() || normal.filename() == "." ||
       normal.filename() == "..")
-    throw OptionError(
-        fmt::format("argument --outname: must name a file inside -o (no '..' leaving it, no trailing '/'), got '{}'",
-                    o.outname));
+    throw OptionError(fmt::format(
+        "argument --outname: must name a file inside -o (no '..' leaving it, no trailing '/'), got '{}'",
+        o.outname));
   if (o.postfix && o.postfix->find('/') != std::string::npos)
     throw OptionError(fmt::format("argument --postfix: must not contain '/', got '{}'", *o.postfix));
 }

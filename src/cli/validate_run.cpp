@@ -160,14 +160,17 @@ void check_chisq_input(const FitOptions& o, const FitInputData& input) {
 // the fit, naming the dataset, instead of ending in a non-finite objective.
 void check_fittable_input(const FitOptions& o, const FitInputData& input) {
   if (input.nproc == 0)
-    throw InputError(fmt::format("{}: dataset 'hprocs': lists no processes, there is nothing to fit", input.filename));
+    throw InputError(
+        fmt::format("{}: dataset 'hprocs': lists no processes, there is nothing to fit", input.filename));
   const std::string norm = input.sparse ? "hnorm_sparse/values" : "hnorm";
   // A sparse tensor stores only non-zero yields (an empty list is all zero); a dense one all of them.
-  const bool all_zero = input.sparse ? std::all_of(input.norm.begin(), input.norm.end(), [](double v) { return v == 0.0; })
-                                     : !input.norm.empty() && std::all_of(input.norm.begin(), input.norm.end(),
-                                                                          [](double v) { return v == 0.0; });
+  const bool all_zero =
+      input.sparse ? std::all_of(input.norm.begin(), input.norm.end(), [](double v) { return v == 0.0; })
+                   : !input.norm.empty() &&
+                         std::all_of(input.norm.begin(), input.norm.end(), [](double v) { return v == 0.0; });
   if (all_zero)
-    throw InputError(fmt::format("{}: dataset '{}': every yield is zero, there is nothing to fit", input.filename, norm));
+    throw InputError(
+        fmt::format("{}: dataset '{}': every yield is zero, there is nothing to fit", input.filename, norm));
   // The Poisson likelihood of a negative count is undefined (docs/likelihood.md); -t 0 fits the data or the
   // --pseudoData sets, toys are checked when drawn.
   if (o.model.likelihood != DataLikelihood::poisson) return;

@@ -8,10 +8,10 @@
 #include <string>
 #include <utility>
 
-#include "rabbit/core/error.hpp"
-#include "rabbit/core/logging.hpp"
 #include "hdf5_structure_probe.hpp"
 #include "hdf5_vlen_heap_check.hpp"
+#include "rabbit/core/error.hpp"
+#include "rabbit/core/logging.hpp"
 #include "rabbit/io/blosc_filters.hpp"
 
 namespace rabbit::h5 {

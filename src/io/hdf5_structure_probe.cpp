@@ -79,7 +79,9 @@ void probe_dataset(const Walk& w, const char* name) {
         static_cast<uint64_t>(n) > kMaxProbedBytes / width)
       return;
     std::vector<uint8_t> buffer(static_cast<size_t>(n) * width);
-    const hid_t mem = cls == H5T_INTEGER ? H5T_NATIVE_INT64 : cls == H5T_FLOAT ? H5T_NATIVE_DOUBLE : type.get();
+    const hid_t mem = cls == H5T_INTEGER ? H5T_NATIVE_INT64
+                      : cls == H5T_FLOAT ? H5T_NATIVE_DOUBLE
+                                         : type.get();
     H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data());
     return;
   }
@@ -192,7 +194,8 @@ void probe_hdf5_structure(const std::string& filename) {
   char buf[4096];
   while (true) {
     const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+            .count();
     if (left <= 0) {
       timed_out = true;
       break;
@@ -219,10 +222,11 @@ void probe_hdf5_structure(const std::string& filename) {
   }
   const std::string object = last_object(transcript);
   const std::string where = object.empty() || object == "." ? "" : "object '" + object + "': ";
-  const std::string why = timed_out ? "HDF5 did not finish reading it within " + std::to_string(seconds) + " s"
-                          : WIFSIGNALED(status)
-                              ? std::string("the HDF5 library crashed reading it: ") + strsignal(WTERMSIG(status))
-                              : "the structure walk ended early";
+  const std::string why =
+      timed_out ? "HDF5 did not finish reading it within " + std::to_string(seconds) + " s"
+      : WIFSIGNALED(status)
+          ? std::string("the HDF5 library crashed reading it: ") + strsignal(WTERMSIG(status))
+          : "the structure walk ended early";
   throw InputError(filename + ": " + where + "corrupt HDF5 structure (" + why + ")");
 }
 

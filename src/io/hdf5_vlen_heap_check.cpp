@@ -154,7 +154,7 @@ class HeapCollections {
   const std::map<uint64_t, uint64_t>& collection_at(uint64_t address) {
     const auto known = collections_.find(address);
     if (known != collections_.end()) return known->second;
-    const uint64_t header_size = 8 + sizes_.length;  // "GCOL", version, 3 reserved, collection size
+    const uint64_t header_size = 8 + sizes_.length;    // "GCOL", version, 3 reserved, collection size
     const uint64_t object_header = 8 + sizes_.length;  // index, references, 4 reserved, object size
     if (address > raw_.size() || sizes_.base > raw_.size() - address) {
       throw CorruptVlen("global heap collection address " + hex(address) + " lies outside the file");
@@ -210,7 +210,8 @@ FileSizes file_sizes(hid_t file) {
     throw CorruptVlen("cannot read the file's address sizes: " + current_hdf5_error());
   }
   if ((addr != 2 && addr != 4 && addr != 8) || (length != 2 && length != 4 && length != 8)) {
-    throw CorruptVlen("unsupported address/length sizes " + std::to_string(addr) + "/" + std::to_string(length));
+    throw CorruptVlen("unsupported address/length sizes " + std::to_string(addr) + "/" +
+                      std::to_string(length));
   }
   return FileSizes{addr, length, userblock};
 }
@@ -252,7 +253,8 @@ std::vector<uint8_t> element_descriptors(RawFile& raw, hid_t dataset, uint64_t n
     }
     bytes = unfilter_chunk(dcpl, read_mask, std::move(bytes), static_cast<size_t>(chunk_bytes));
     const uint64_t count = std::min<uint64_t>(chunk, n - offset);
-    std::memcpy(all.data() + offset * descriptor_size, bytes.data(), static_cast<size_t>(count * descriptor_size));
+    std::memcpy(all.data() + offset * descriptor_size, bytes.data(),
+                static_cast<size_t>(count * descriptor_size));
   }
   return all;
 }
@@ -270,7 +272,8 @@ void check_vlen_heap(const std::string& filename, hid_t file, hid_t dataset, con
     const FileSizes sizes = file_sizes(file);
     const size_t descriptor_size = 4 + sizes.addr + 4;  // length, collection address, object index
     if (static_cast<uint64_t>(n) > raw.size()) {
-      throw CorruptVlen(std::to_string(n) + " elements in a file of " + std::to_string(raw.size()) + " bytes");
+      throw CorruptVlen(std::to_string(n) + " elements in a file of " + std::to_string(raw.size()) +
+                        " bytes");
     }
     const std::vector<uint8_t> descriptors =
         element_descriptors(raw, dataset, static_cast<uint64_t>(n), descriptor_size);

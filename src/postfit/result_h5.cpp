@@ -8,11 +8,13 @@
 namespace rabbit::result::detail {
 
 void check(herr_t status, const std::string& what) {
-  if (status < 0) throw Error("HDF5 error while writing the result file: " + what + ": " + h5::current_hdf5_cause());
+  if (status < 0)
+    throw Error("HDF5 error while writing the result file: " + what + ": " + h5::current_hdf5_cause());
 }
 
 h5::Handle check_id(hid_t id, const std::string& what) {
-  if (id < 0) throw Error("HDF5 error while writing the result file: " + what + ": " + h5::current_hdf5_cause());
+  if (id < 0)
+    throw Error("HDF5 error while writing the result file: " + what + ": " + h5::current_hdf5_cause());
   return h5::Handle(id);
 }
 

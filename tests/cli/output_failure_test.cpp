@@ -31,7 +31,8 @@ TEST(OutputFailure, AFullFileSystemIsOneLineWithItsCauseAndNoCrashAtExit) {
   const auto dir = test::scratch_dir("output_failure_full");
   const std::string fit = (test::binary_dir() / "rabbit_fit").string();
   const std::string command = "bash -c " + test::shell_quote("ulimit -f 64; trap '' XFSZ; exec " + fit + " " +
-                                                             test::example_tensor() + " -t 0 --saveHists "
+                                                             test::example_tensor() +
+                                                             " -t 0 --saveHists "
                                                              "--computeHistErrors --computeHistCov -o " +
                                                              dir.string() + " -v 1");
   const test::CommandResult r = test::run_command(command);

@@ -63,15 +63,24 @@ TEST(ValueRanges, EveryNumericOptionOutsideItsRangeIsRefusedNamingIt) {
        "argument --minimizerFtol: must be a finite number >= 0, got nan"},
       {[](FitOptions& o) { o.model.prefit_unconstrained_nuisance_uncertainty = -1; },
        "argument --prefitUnconstrainedNuisanceUncertainty: must be a finite number >= 0, got -1"},
-      {[nan](FitOptions& o) { o.model.expect_signal = {{"sig", nan}}; },
+      {[nan](FitOptions& o) {
+         o.model.expect_signal = {{"sig", nan}};
+       },
        "argument --expectSignal: value of 'sig' must be finite, got nan"},
-      {[](FitOptions& o) { o.model.set_constraint_minimum = {{"bkg", std::numeric_limits<double>::infinity()}}; },
+      {[](FitOptions& o) {
+         o.model.set_constraint_minimum = {{"bkg", std::numeric_limits<double>::infinity()}};
+       },
        "argument --setConstraintMinimum: value of 'bkg' must be finite, got inf"},
       {[](FitOptions& o) { o.scan_points = 0; }, "argument --scanPoints: must be >= 1"},
       {[](FitOptions& o) { o.scan_range = 0; }, "argument --scanRange: must be a finite number > 0, got 0"},
-      {[](FitOptions& o) { o.contour_levels = {1.0, -2.0}; },
+      {[](FitOptions& o) {
+         o.contour_levels = {1.0, -2.0};
+       },
        "argument --contourLevels: must be a finite number > 0, got -2"},
-      {[](FitOptions& o) { o.toys = {0, -2}; }, "argument --toys: must be >= -1, got -2"},
+      {[](FitOptions& o) {
+         o.toys = {0, -2};
+       },
+       "argument --toys: must be >= -1, got -2"},
       {[](FitOptions& o) { o.seed = -5; }, "argument --seed: must be >= 0, got -5"},
       {[](FitOptions& o) { o.max_restarts = -2; }, "argument --maxRestarts: must be >= -1, got -2"},
       {[nan](FitOptions& o) { o.stall_rel_tol = nan; }, "argument --stallRelTol: must be >= 0"},
@@ -140,16 +149,18 @@ TEST(FittableInput, NoProcessesAllZeroYieldsAndNegativeCountsNameTheDataset) {
 
   FitInputData negative = two_bin_input();
   negative.data_obs[1] = -2.0;
-  EXPECT_EQ(input_error(o, negative),
-            "in.hdf5: dataset 'hdata_obs': bin 1 has the negative count -2, which a Poisson fit of -t 0 cannot "
-            "use (--chisqFit or --covarianceFit can)");
+  EXPECT_EQ(
+      input_error(o, negative),
+      "in.hdf5: dataset 'hdata_obs': bin 1 has the negative count -2, which a Poisson fit of -t 0 cannot "
+      "use (--chisqFit or --covarianceFit can)");
   FitOptions asimov;  // -t -1 fits the expectation, not the data
   EXPECT_EQ(input_error(asimov, negative), "no " + std::string(typeid(InputError).name()));
   o.pseudo_data = std::vector<std::string>{};
   EXPECT_EQ(input_error(o, negative), "no " + std::string(typeid(InputError).name()));
   negative.pseudodata(0, 0) = -1.0;
-  EXPECT_EQ(input_error(o, negative).rfind("in.hdf5: dataset 'hpseudodata' (set 'ps'): bin 0 has the negative", 0),
-            0u)
+  EXPECT_EQ(
+      input_error(o, negative).rfind("in.hdf5: dataset 'hpseudodata' (set 'ps'): bin 0 has the negative", 0),
+      0u)
       << input_error(o, negative);
 }
 

@@ -2,7 +2,6 @@
 // that crashed or hung HDF5 inside H5Dread, tests/io/crashers/README.md) end in one InputError naming
 // the file and the dataset, quickly, and leave no HDF5 object open.
 #include <gtest/gtest.h>
-
 #include <hdf5.h>
 
 #include <chrono>

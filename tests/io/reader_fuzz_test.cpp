@@ -5,7 +5,6 @@
 // RABBIT_FUZZ_CASES (cases per input, default kDefaultCases) and RABBIT_FUZZ_SEED run it longer or
 // elsewhere (docs/reliability.md "Fuzzing": the longer local mode).
 #include <gtest/gtest.h>
-
 #include <hdf5.h>
 #include <unistd.h>
 
@@ -85,7 +84,8 @@ std::vector<uint8_t> read_bytes(const std::filesystem::path& path) {
 
 // Offsets of the HDF5 structures whose bytes the library dereferences: heaps, object headers, B-trees.
 std::vector<size_t> structure_offsets(const std::vector<uint8_t>& bytes) {
-  static const char* kSignatures[] = {"GCOL", "OHDR", "OCHK", "TREE", "HEAP", "SNOD", "BTHD", "BTLF", "FRHP", "FHDB"};
+  static const char* kSignatures[] = {"GCOL", "OHDR", "OCHK", "TREE", "HEAP",
+                                      "SNOD", "BTHD", "BTLF", "FRHP", "FHDB"};
   std::vector<size_t> out = {0};  // the superblock
   for (const char* sig : kSignatures) {
     for (size_t i = 0; i + 4 <= bytes.size(); ++i)
@@ -182,8 +182,8 @@ Tally fuzz_tensor(const std::filesystem::path& source, const std::string& label)
     } catch (const std::exception& e) {
       const std::string kept = path + "." + std::to_string(c);
       std::filesystem::copy_file(path, kept, std::filesystem::copy_options::overwrite_existing);
-      ADD_FAILURE() << description << ": not a rabbit::Error: " << e.what() << " (the case is kept as " << kept
-                    << ")";
+      ADD_FAILURE() << description << ": not a rabbit::Error: " << e.what() << " (the case is kept as "
+                    << kept << ")";
     }
     const ssize_t open_objects = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
     if (open_objects != 0) {
