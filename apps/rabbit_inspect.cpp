@@ -6,9 +6,11 @@
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"
+#include "rabbit/io/hdf5_reader.hpp"
 #include "rabbit/io/inspect.hpp"
 
 int main(int argc, char** argv) {
+  rabbit::h5::configure_hdf5_for_application();  // docs/reliability.md "HDF5's error printing and open files"
   CLI::App app{"Summary and diagnostics of a rabbit fit tensor"};
   std::string filename;
   bool strict = false, no_diagnostics = false;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "rabbit/core/error.hpp"
+#include "rabbit/io/hdf5_reader.hpp"
 #include "rabbit/io/tensor_writer.hpp"
 
 namespace {
@@ -294,6 +295,7 @@ void make_tensor(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rabbit::h5::configure_hdf5_for_application();  // docs/reliability.md "HDF5's error printing and open files"
   CLI::App app{"Writes the example rabbit fit tensor (the model of upstream's tests/make_tensor.py)"};
   Args args;
   app.add_option("-o,--output", args.output, "output file")->capture_default_str();

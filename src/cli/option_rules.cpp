@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -91,10 +92,72 @@ void check_l_curve(const FitOptions& o) {
   }
 }
 
+// docs/sharding-and-gpu.md "Device selection": the largest --nDevices.
+constexpr int64_t kMaxDevices = 64;
+
+// docs/user-guide.md "Value ranges": every numeric option's values that mean something; the rest name
+// the option in one line before any input is read.
+void check_at_least(const std::string& option, int64_t value, int64_t lowest) {
+  if (value < lowest)
+    throw OptionError(fmt::format("argument --{}: must be >= {}, got {}", option, lowest, value));
+}
+void check_non_negative(const std::string& option, double value) {
+  if (!(value >= 0.0) || !std::isfinite(value))
+    throw OptionError(fmt::format("argument --{}: must be a finite number >= 0, got {}", option, value));
+}
+void check_positive(const std::string& option, double value) {
+  if (!(value > 0.0) || !std::isfinite(value))
+    throw OptionError(fmt::format("argument --{}: must be a finite number > 0, got {}", option, value));
+}
+void check_finite(const std::string& option, const std::string& name, double value) {
+  if (!std::isfinite(value))
+    throw OptionError(
+        fmt::format("argument --{}: value of '{}' must be finite, got {}", option, name, value));
+}
+
+void check_value_ranges(const FitOptions& o) {
+  const ModelOptions& m = o.model;
+  if (o.minimizer_maxiter) check_at_least("minimizerMaxiter", *o.minimizer_maxiter, 0);
+  if (o.minimizer_gtol) check_non_negative("minimizerGtol", *o.minimizer_gtol);
+  if (o.minimizer_ftol) check_non_negative("minimizerFtol", *o.minimizer_ftol);
+  check_non_negative("prefitUnconstrainedNuisanceUncertainty", m.prefit_unconstrained_nuisance_uncertainty);
+  for (const auto& [name, value] : m.expect_signal) check_finite("expectSignal", name, value);
+  for (const auto& [name, value] : m.set_constraint_minimum)
+    check_finite("setConstraintMinimum", name, value);
+  check_positive("scanRange", o.scan_range);
+  for (double level : o.contour_levels) check_positive("contourLevels", level);
+  for (int64_t t : o.toys) check_at_least("toys", t, -1);
+  check_at_least("seed", o.seed, 0);
+  check_at_least("maxRestarts", o.max_restarts, -1);
+  // docs/sharding-and-gpu.md "Device selection": every shard holds its own n×n Hessian and thread, so a
+  // count no node has is a typo, not a request.
+  if (o.n_devices > kMaxDevices)
+    throw OptionError(fmt::format("argument --nDevices: must be <= {}, got {}", kMaxDevices, o.n_devices));
+}
+
+// docs/user-guide.md "Output": the result file stays inside -o; --outname and --postfix only name it.
+void check_output_name(const FitOptions& o) {
+  namespace fs = std::filesystem;
+  const fs::path name(o.outname);
+  if (o.outname.empty() || name.has_root_path())
+    throw OptionError(
+        fmt::format("argument --outname: must be a relative file name inside -o, got '{}'", o.outname));
+  const fs::path normal = name.lexically_normal();
+  if (normal.empty() || *normal.begin() == ".." || !normal.has_filename() || normal.filename() == "." ||
+      normal.filename() == "..")
+    throw OptionError(fmt::format(
+        "argument --outname: must name a file inside -o (no '..' leaving it, no trailing '/'), got '{}'",
+        o.outname));
+  if (o.postfix && o.postfix->find('/') != std::string::npos)
+    throw OptionError(fmt::format("argument --postfix: must not contain '/', got '{}'", *o.postfix));
+}
+
 }  // namespace
 
 void check_option_rules(const FitOptions& o) {
   check_choices(o);
+  check_value_ranges(o);
+  check_output_name(o);
   const ModelOptions& m = o.model;
   if (!(m.min_bb_kstat >= 0.0))
     throw OptionError(fmt::format("argument --minBBKstat: must be >= 0, got {}", m.min_bb_kstat));
@@ -108,7 +171,8 @@ void check_option_rules(const FitOptions& o) {
   if (o.scan_points < 1) throw OptionError("argument --scanPoints: must be >= 1");
   if (o.external_postfit_result && !o.external_postfit)
     throw OptionError("--externalPostfitResult needs --externalPostfit");
-  if (o.stall_rel_tol < 0) throw OptionError("argument --stallRelTol: must be >= 0");
+  if (!(o.stall_rel_tol >= 0) || !std::isfinite(o.stall_rel_tol))
+    throw OptionError("argument --stallRelTol: must be >= 0");
   check_devices(o);
   if (o.hvp_batch < 1) throw OptionError("argument --hvpBatch: must be >= 1");
   if (!(o.precondition_block_threshold >= 0.0) || !std::isfinite(o.precondition_block_threshold))

@@ -156,6 +156,45 @@ void check_chisq_input(const FitOptions& o, const FitInputData& input) {
     check(input.pseudodata.col(j), fmt::format("pseudodata set '{}'", input.pseudodatanames[j]));
 }
 
+// docs/user-guide.md "Inputs no fit can use": a tensor whose likelihood cannot be finite is refused before
+// the fit, naming the dataset, instead of ending in a non-finite objective.
+void check_fittable_input(const FitOptions& o, const FitInputData& input) {
+  if (input.nproc == 0)
+    throw InputError(
+        fmt::format("{}: dataset 'hprocs': lists no processes, there is nothing to fit", input.filename));
+  const std::string norm = input.sparse ? "hnorm_sparse/values" : "hnorm";
+  // A sparse tensor stores only non-zero yields (an empty list is all zero); a dense one all of them.
+  const bool all_zero =
+      input.sparse ? std::all_of(input.norm.begin(), input.norm.end(), [](double v) { return v == 0.0; })
+                   : !input.norm.empty() &&
+                         std::all_of(input.norm.begin(), input.norm.end(), [](double v) { return v == 0.0; });
+  if (all_zero)
+    throw InputError(
+        fmt::format("{}: dataset '{}': every yield is zero, there is nothing to fit", input.filename, norm));
+  // The Poisson likelihood of a negative count is undefined (docs/likelihood.md); -t 0 fits the data or the
+  // --pseudoData sets, toys are checked when drawn.
+  if (o.model.likelihood != DataLikelihood::poisson) return;
+  if (std::find(o.toys.begin(), o.toys.end(), 0) == o.toys.end()) return;
+  auto check = [&](const Eigen::VectorXd& counts, const std::string& dataset) {
+    for (int64_t b = 0; b < counts.size(); ++b)
+      if (counts[b] < 0.0)
+        throw InputError(fmt::format(
+            "{}: dataset {}: bin {} has the negative count {}, which a Poisson fit of -t 0 cannot use "
+            "(--chisqFit or --covarianceFit can)",
+            input.filename, dataset, b, counts[b]));
+  };
+  if (!o.pseudo_data) {
+    check(input.data_obs, "'hdata_obs'");
+    return;
+  }
+  for (int64_t j = 0; j < input.pseudodata.cols(); ++j) {
+    const std::string& name = input.pseudodatanames[j];
+    if (o.pseudo_data->empty() ||
+        std::find(o.pseudo_data->begin(), o.pseudo_data->end(), name) != o.pseudo_data->end())
+      check(input.pseudodata.col(j), fmt::format("'hpseudodata' (set '{}')", name));
+  }
+}
+
 }  // namespace
 
 RunCapabilities known_capabilities() {
@@ -183,6 +222,7 @@ void validate_run(const FitOptions& o, const FitInputData& input, const RunCapab
   const auto requested = requested_features(o, input);
   check_multi_device(o, requested, capabilities);
   check_backend(o, requested, capabilities);
+  check_fittable_input(o, input);
   check_covariance_input(o, input);
   check_chisq_input(o, input);
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "hdf5_structure_probe.hpp"
+#include "hdf5_vlen_heap_check.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/io/blosc_filters.hpp"
@@ -55,6 +57,20 @@ bool sanitize_utf8(std::string& s) {
 }
 
 }  // namespace
+
+// A buffer of `count` elements for `path`; a size no memory holds (a corrupt dataspace) is a one-line
+// ResourceError naming the dataset and the figure, not a bare std::bad_alloc.
+template <class T>
+std::vector<T> Reader::buffer_for(const std::string& path, int64_t count) const {
+  try {
+    return std::vector<T>(static_cast<size_t>(count));
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  throw ResourceError(filename_ + ": dataset '" + path + "': " + std::to_string(count) + " elements (" +
+                      std::to_string(static_cast<double>(count) * sizeof(T) / (1 << 30)) +
+                      " GiB) do not fit in memory");
+}
 
 std::string shape_to_string(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -131,6 +147,27 @@ std::string current_hdf5_error() {
   return s;
 }
 
+void configure_hdf5_for_application() {
+  H5dont_atexit();  // only effective before the library initializes: the first HDF5 call of main
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+std::string current_hdf5_cause() {
+  std::vector<std::string> descs;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_error, &descs);
+  // HDF5's file drivers record "..., errno = 13, error message = 'Permission denied', ...".
+  const std::string key = "error message = '";
+  for (const auto& d : descs) {
+    const size_t at = d.find(key);
+    if (at == std::string::npos) continue;
+    const size_t end = d.find('\'', at + key.size());
+    if (end == std::string::npos) continue;
+    H5Eclear2(H5E_DEFAULT);
+    return d.substr(at + key.size(), end - at - key.size());
+  }
+  return current_hdf5_error();
+}
+
 ErrorSilencer::ErrorSilencer() {
   H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
@@ -149,6 +186,12 @@ Reader::Reader(std::string filename) : filename_(std::move(filename)) {
     H5Eset_auto2(H5E_DEFAULT, saved_error_func_, saved_error_data_);
     throw InputError(filename_ +
                      ": not an HDF5 file (or unreadable): " + (cause.empty() ? "cannot open" : cause));
+  }
+  try {
+    probe_hdf5_structure(filename_);  // docs/reliability.md "Corrupt files and the HDF5 library"
+  } catch (...) {
+    H5Eset_auto2(H5E_DEFAULT, saved_error_func_, saved_error_data_);
+    throw;
   }
   file_ = Handle(H5Fopen(filename_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!file_.valid()) {
@@ -377,7 +420,7 @@ void Reader::read_doubles(const DatasetInfo& info, double* dst) const {
 }
 
 std::vector<double> Reader::read_doubles(const DatasetInfo& info) const {
-  std::vector<double> out(static_cast<size_t>(info.size));
+  std::vector<double> out = buffer_for<double>(info.path, info.size);
   read_doubles(info, out.data());
   return out;
 }
@@ -396,7 +439,7 @@ void Reader::read_doubles_range(const DatasetInfo& info, int64_t offset, int64_t
 }
 
 std::vector<int64_t> Reader::read_ints(const DatasetInfo& info) const {
-  std::vector<int64_t> out(static_cast<size_t>(info.size));
+  std::vector<int64_t> out = buffer_for<int64_t>(info.path, info.size);
   read_ints_range(info, 0, info.size, out.data());
   return out;
 }
@@ -424,7 +467,7 @@ std::vector<uint8_t> Reader::read_bytes(const DatasetInfo& info) const {
     fail(info.path, "must be a uint8 byte array, found " + info.type_description());
   }
   if (info.storage_rank != 1) fail(info.path, "must be 1-D");
-  std::vector<uint8_t> out(static_cast<size_t>(info.size));
+  std::vector<uint8_t> out = buffer_for<uint8_t>(info.path, info.size);
   read_numeric(info, H5T_NATIVE_UINT8, out.data(), 0, info.size);
   return out;
 }
@@ -440,13 +483,13 @@ std::vector<std::string> Reader::read_strings(const std::string& path) const {
   std::vector<std::string> out;
   if (n <= 0) return out;
   check_filters(d, path);
-  out.reserve(static_cast<size_t>(n));
   io::take_filter_error();
   if (H5Tis_variable_str(type) > 0) {
+    check_vlen_heap(filename_, file_, d, path, 1);
     Handle mem(H5Tcopy(H5T_C_S1));
     H5Tset_size(mem, H5T_VARIABLE);
     H5Tset_cset(mem, H5Tget_cset(type));
-    std::vector<char*> ptrs(static_cast<size_t>(n), nullptr);
+    std::vector<char*> ptrs = buffer_for<char*>(path, n);
     if (H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0) {
       std::string cause = io::take_filter_error();
       fail(path, cause.empty() ? current_hdf5_error() : cause);
@@ -457,7 +500,7 @@ std::vector<std::string> Reader::read_strings(const std::string& path) const {
     const size_t width = H5Tget_size(type);
     const H5T_str_t pad = H5Tget_strpad(type);
     Handle mem(H5Tcopy(type));
-    std::vector<char> raw(static_cast<size_t>(n) * width);
+    std::vector<char> raw = buffer_for<char>(path, static_cast<int64_t>(n) * static_cast<int64_t>(width));
     if (H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0) {
       std::string cause = io::take_filter_error();
       fail(path, cause.empty() ? current_hdf5_error() : cause);
@@ -495,8 +538,9 @@ std::vector<std::vector<int64_t>> Reader::read_ragged_ints(const std::string& pa
   std::vector<std::vector<int64_t>> out;
   if (n <= 0) return out;
   check_filters(d, path);
+  check_vlen_heap(filename_, file_, d, path, H5Tget_size(base));
   Handle mem(H5Tvlen_create(H5T_NATIVE_INT64));
-  std::vector<hvl_t> seqs(static_cast<size_t>(n));
+  std::vector<hvl_t> seqs = buffer_for<hvl_t>(path, n);
   io::take_filter_error();
   if (H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, seqs.data()) < 0) {
     std::string cause = io::take_filter_error();

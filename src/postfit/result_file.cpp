@@ -13,6 +13,7 @@
 #include "rabbit/core/logging.hpp"
 #include "rabbit/core/termination.hpp"
 #include "rabbit/io/blosc_filters.hpp"
+#include "rabbit/io/hdf5_reader.hpp"
 #include "result_layouts.hpp"
 
 namespace rabbit::result {
@@ -47,7 +48,7 @@ ResultWriter::ResultWriter(const std::string& final_path, Layout layout)
   h5::Handle fcpl(H5Pcreate(H5P_FILE_CREATE));
   H5Pset_link_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
   hid_t f = H5Fcreate(tmp_path_.c_str(), H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
-  if (f < 0) throw Error("cannot create the result file " + tmp_path_);
+  if (f < 0) throw Error("cannot create the result file " + tmp_path_ + ": " + h5::current_hdf5_cause());
   file_ = h5::Handle(f);
   if (layout_ == Layout::plain) {
     detail::write_plain_root_attributes(file_);

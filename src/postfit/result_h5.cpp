@@ -2,16 +2,19 @@
 #include <variant>
 
 #include "rabbit/core/error.hpp"
+#include "rabbit/io/hdf5_reader.hpp"
 #include "result_layouts.hpp"
 
 namespace rabbit::result::detail {
 
 void check(herr_t status, const std::string& what) {
-  if (status < 0) throw Error("HDF5 error while writing the result file: " + what);
+  if (status < 0)
+    throw Error("HDF5 error while writing the result file: " + what + ": " + h5::current_hdf5_cause());
 }
 
 h5::Handle check_id(hid_t id, const std::string& what) {
-  if (id < 0) throw Error("HDF5 error while writing the result file: " + what);
+  if (id < 0)
+    throw Error("HDF5 error while writing the result file: " + what + ": " + h5::current_hdf5_cause());
   return h5::Handle(id);
 }
 

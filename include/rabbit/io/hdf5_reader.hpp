@@ -98,6 +98,8 @@ class Reader {
   [[noreturn]] void fail_file(const std::string& what) const;
 
  private:
+  template <class T>
+  std::vector<T> buffer_for(const std::string& path, int64_t count) const;
   Handle open_dataset(const std::string& path) const;
   /// Every filter of the dataset must be available (docs/input-reader.md "Validation checklist" item 5),
   /// checked before reading.
@@ -129,6 +131,17 @@ class ErrorSilencer {
   H5E_auto2_t func_ = nullptr;
   void* data_ = nullptr;
 };
+
+/// Called first in every app's main (docs/reliability.md "HDF5's error printing and open files"):
+/// turns HDF5's automatic error-stack printing off for the whole program (the causes go into our
+/// one-line messages), and HDF5's exit handler off. Every file is closed by its Handle before main
+/// returns; a file whose close failed (disk full) cannot be closed again, and the library's shutdown
+/// would crash trying.
+void configure_hdf5_for_application();
+
+/// The cause of the failure on HDF5's current error stack: the operating system's message when HDF5
+/// recorded one ("Permission denied", "No space left on device"), else current_hdf5_error().
+std::string current_hdf5_cause();
 
 /// The innermost descriptions on HDF5's current error stack, joined ("unable to open file:
 /// file signature not found"); empty if the stack is empty.
