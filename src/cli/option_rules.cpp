@@ -71,6 +71,17 @@ void check_no_hessian(const FitOptions& o) {
     throw OptionError("--noHessian is incompatible with: " + fmt::format("{}", fmt::join(bad, ", ")));
 }
 
+// docs/user-guide.md "Rules across options": rabbit runs the saturated projection tests while it saves
+// the postfit histograms of its Project mappings; without them the option would do nothing.
+void check_saturated_projection_tests(const FitOptions& o) {
+  if (!o.compute_saturated_projection_tests) return;
+  const bool project = std::any_of(o.mappings.begin(), o.mappings.end(),
+                                   [](const auto& m) { return !m.empty() && m[0] == "Project"; });
+  if (!o.save_hists || !project || o.prefit_only)
+    throw OptionError(
+        "--computeSaturatedProjectionTests needs --saveHists, a -m Project mapping and a fit (not --prefitOnly)");
+}
+
 }  // namespace
 
 void check_option_rules(const FitOptions& o) {
@@ -99,6 +110,7 @@ void check_option_rules(const FitOptions& o) {
     throw OptionError(fmt::format("argument --preconditionRidge: must be a finite number >= 0, got {}",
                                   o.precondition_ridge));
   check_no_hessian(o);
+  check_saturated_projection_tests(o);
   // docs/user-guide.md "Toys": the covariance χ² has no Poisson counts to draw.
   const bool toys = std::any_of(o.toys.begin(), o.toys.end(), [](int64_t t) { return t >= 1; });
   if (toys && m.likelihood == DataLikelihood::covariance && o.toys_data_randomize == "poisson")

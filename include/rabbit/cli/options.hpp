@@ -60,6 +60,7 @@ struct FitOptions {
   bool compute_hist_cov = false;
   bool no_chi2 = false;
   bool compute_variations = false;
+  bool compute_saturated_projection_tests = false;
   bool no_postfit_profile_bb = false;
   std::vector<std::vector<std::string>> mappings;  // each: name then arguments
 
