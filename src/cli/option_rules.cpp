@@ -79,7 +79,8 @@ void check_saturated_projection_tests(const FitOptions& o) {
                                    [](const auto& m) { return !m.empty() && m[0] == "Project"; });
   if (!o.save_hists || !project || o.prefit_only)
     throw OptionError(
-        "--computeSaturatedProjectionTests needs --saveHists, a -m Project mapping and a fit (not --prefitOnly)");
+        "--computeSaturatedProjectionTests needs --saveHists, a -m Project mapping and a fit (not "
+        "--prefitOnly)");
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ SaturatedProjectionTests::SaturatedProjectionTests(FitContext& nominal) : nomina
   // refuses POIs that enter linearly beside them.
   if (model.options.allow_negative_param && model.parameters.npoi > 0)
     throw OptionError(
-        "--computeSaturatedProjectionTests cannot be combined with --allowNegativeParam (rabbit's composite of "
+        "--computeSaturatedProjectionTests cannot be combined with --allowNegativeParam (rabbit's composite "
+        "of "
         "the param model and the saturated model refuses POIs that enter linearly beside squared ones)");
   if (!model.regularizers.empty())
     throw OptionError("--computeSaturatedProjectionTests cannot be combined with -r/--regularization");
@@ -69,7 +70,8 @@ void SaturatedProjectionTests::copy_fit_state(Saturated& s) const {
     fitter.set_beta_centres(from.beta_centres());
 }
 
-void SaturatedProjectionTests::write(const postfit::Mapping& mapping, result::Group group, const VectorXd& x) {
+void SaturatedProjectionTests::write(const postfit::Mapping& mapping, result::Group group,
+                                     const VectorXd& x) {
   const auto it = by_key_.find(mapping.key());
   if (it == by_key_.end()) return;
   Saturated& s = *it->second;
@@ -85,7 +87,8 @@ void SaturatedProjectionTests::write(const postfit::Mapping& mapping, result::Gr
     VectorXd g;
     MatrixXd hess;
     if (!s.session->take_fit_hessian(g, hess)) s.ctx.fitter->value_grad_hess(xs, g, hess);
-    edm = postfit::covariance_from_hessian(hess, g, s.ctx.layout.floating, prefit_covariance(*s.ctx.model)).edm;
+    edm =
+        postfit::covariance_from_hessian(hess, g, s.ctx.layout.floating, prefit_covariance(*s.ctx.model)).edm;
     log().info("edmval: {}", py_float(*edm));
   }
   // docs/output-format.md "Saturated projection tests": the nominal fit's nllvalreduced (the same

@@ -302,7 +302,8 @@ Rule rule_for(const std::string& name, Quantity::Kind kind) {
     return Rule::skip;  // the path
   if (in_mapping && name.find("/channels/") != std::string::npos && starts_with(key, "cov_"))
     return Rule::skip;  // inputs
-  if (in_mapping && key == "edmval_saturated") return Rule::skip;  // the saturated fit's path
+  // The saturated fit's path (its parametrisation differs from rabbit's, differences-from-rabbit.md).
+  if (in_mapping && key == "edmval_saturated") return Rule::skip;
   if (kind == Quantity::Kind::scalar) {
     if (top_level && (key == "nllvalreduced" || key == "nllvalfull")) return Rule::nll;
     if (top_level && (key == "ndfsat" || key == "postfit_profile")) return Rule::exact;

@@ -18,9 +18,13 @@ BinGroups projection_groups(const FitInputData& input, const Mapping& mapping) {
   // rabbit's SaturatedProjectModel leaves a masked channel's parameters out of the likelihood, and
   // fails for a projection without kept axes (a float slice) and for channels with flow bins (its
   // reshape counts regular bins only); each is refused here rather than run differently.
-  if (out.masked) throw OptionError(what + ": channel " + out.name + " is masked (it has no data to saturate)");
-  if (out.flow) throw OptionError(what + ": channel " + out.name + " has flow bins, which rabbit's saturated model does not cover");
-  if (out.axes.empty()) throw OptionError(what + ": a projection without kept axes has no saturated test in rabbit");
+  if (out.masked)
+    throw OptionError(what + ": channel " + out.name + " is masked (it has no data to saturate)");
+  if (out.flow)
+    throw OptionError(what + ": channel " + out.name +
+                      " has flow bins, which rabbit's saturated model does not cover");
+  if (out.axes.empty())
+    throw OptionError(what + ": a projection without kept axes has no saturated test in rabbit");
 
   BinGroups groups;
   groups.group_of_bin.assign(static_cast<size_t>(input.nbinsfull), -1);
@@ -52,7 +56,8 @@ FitInputData with_free_group_scales(const FitInputData& input, const BinGroups& 
         "--computeSaturatedProjectionTests: {} has systematic_type normal, whose additive variations a free "
         "normalisation per projected bin cannot be added to",
         input.filename));
-  if (input.ranged) throw OptionError("--computeSaturatedProjectionTests needs a full read of " + input.filename);
+  if (input.ranged)
+    throw OptionError("--computeSaturatedProjectionTests needs a full read of " + input.filename);
   for (const auto& name : groups.names)
     if (std::find(input.systs.begin(), input.systs.end(), name) != input.systs.end() ||
         std::find(input.procs.begin(), input.procs.end(), name) != input.procs.end())

@@ -18,15 +18,17 @@ namespace {
 // The example's ch1 has axes a (10 bins) × b (5 bins); ch0_masked is masked.
 TEST(SaturatedProjectionTests, WrittenPerProjectMappingForEveryFit) {
   const auto dir = rabbit::test::scratch_dir("cli_saturated_projection");
-  const auto r = rabbit::test::run_rabbit_fit(example_tensor() +
-                                              " -t -1 0 1 --unblind --saveHists --computeSaturatedProjectionTests"
-                                              " -m Project ch1 b a -m Normalize ch1 b --outputFormat plain -o " +
-                                              dir.string());
+  const auto r =
+      rabbit::test::run_rabbit_fit(example_tensor() +
+                                   " -t -1 0 1 --unblind --saveHists --computeSaturatedProjectionTests"
+                                   " -m Project ch1 b a -m Normalize ch1 b --outputFormat plain -o " +
+                                   dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("Saturated chi2:"), std::string::npos) << r.output;
   ResultReader f((dir / "fitresults.hdf5").string());
   for (const std::string group : {"results_asimov", "results", "results_toy1"}) {
-    const std::string proj = group + "/mappings/Project ch1 b a/", norm = group + "/mappings/Normalize ch1 b/";
+    const std::string proj = group + "/mappings/Project ch1 b a/",
+                      norm = group + "/mappings/Normalize ch1 b/";
     EXPECT_EQ(f.scalar(proj + "ndf_saturated"), 50.0) << group;
     const double chi2 = f.scalar(proj + "chi2_saturated");
     // The nominal model is the saturated one at normalisations 1: the saturated minimum is lower.
@@ -48,7 +50,8 @@ TEST(SaturatedProjectionTests, RefusedWhereItCannotRunInOneLine) {
   const auto dir = rabbit::test::scratch_dir("cli_saturated_projection_refused");
   const std::string base = example_tensor() + " -t 0 --computeSaturatedProjectionTests -o " + dir.string();
   const std::string needs =
-      "rabbit_fit: error: --computeSaturatedProjectionTests needs --saveHists, a -m Project mapping and a fit "
+      "rabbit_fit: error: --computeSaturatedProjectionTests needs --saveHists, a -m Project mapping and a "
+      "fit "
       "(not --prefitOnly)\n";
   struct Case {
     std::string args, message;
@@ -61,7 +64,8 @@ TEST(SaturatedProjectionTests, RefusedWhereItCannotRunInOneLine) {
        "rabbit_fit: error: --computeSaturatedProjectionTests: -m Project ch0_masked x: channel ch0_masked is "
        "masked (it has no data to saturate)\n"},
       {" --saveHists -m Project ch1",
-       "rabbit_fit: error: --computeSaturatedProjectionTests: -m Project ch1: a projection without kept axes has "
+       "rabbit_fit: error: --computeSaturatedProjectionTests: -m Project ch1: a projection without kept axes "
+       "has "
        "no saturated test in rabbit\n"},
       {" --saveHists -m Project ch1 a --allowNegativeParam",
        "rabbit_fit: error: --computeSaturatedProjectionTests cannot be combined with --allowNegativeParam "

@@ -210,12 +210,13 @@ void check_mapping_plots(const ResultReader& r, const Json& plots, const std::st
       ADD_FAILURE() << w << ":\n" << (out.find("error") ? out.at("error").string() : "");
       continue;
     }
-    const std::string suffix = "_ch1_" + key.substr(0, key.find(' ')) + "_ch1_" + key.substr(key.rfind(' ') + 1);
+    const std::string suffix =
+        "_ch1_" + key.substr(0, key.find(' ')) + "_ch1_" + key.substr(key.rfind(' ') + 1);
     for (const char* stage : {"postfit_", "prefit_"}) {
       bool found = false;
       for (const auto& f : out.at("files").strings())
-        found = found || (f.rfind(stage, 0) == 0 && f.find(suffix) != std::string::npos &&
-                          f.size() > 4 && f.compare(f.size() - 4, 4, ".png") == 0);
+        found = found || (f.rfind(stage, 0) == 0 && f.find(suffix) != std::string::npos && f.size() > 4 &&
+                          f.compare(f.size() - 4, 4, ".png") == 0);
       EXPECT_TRUE(found) << w << " wrote no " << stage << "*" << suffix << "*.png";
     }
     const std::string group = "results/mappings/" + key + "/";
@@ -255,11 +256,11 @@ TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
         (c.name == "example" ? json_string((dir / "plots").string()) +
                                    ", \"upstream_file\": " + json_string((dir / "upstream.hdf5").string())
                              : "null") +
-        (c.name == kMappingPlotCase ? ", \"mapping_plots\": {\"dir\": " +
-                                          json_string((dir / "mapping_plots").string()) +
-                                          ", \"mappings\": [[\"Project\", \"ch1\", \"a\"], "
-                                          "[\"Normalize\", \"ch1\", \"b\"]]}"
-                                    : "") +
+        (c.name == kMappingPlotCase
+             ? ", \"mapping_plots\": {\"dir\": " + json_string((dir / "mapping_plots").string()) +
+                   ", \"mappings\": [[\"Project\", \"ch1\", \"a\"], "
+                   "[\"Normalize\", \"ch1\", \"b\"]]}"
+             : "") +
         "}";
   }
   std::ofstream(dir / "manifest.json") << manifest << "]";

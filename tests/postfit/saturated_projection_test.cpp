@@ -59,14 +59,17 @@ TEST(SaturatedProjection, RefusesWhatRabbitCannotFit) {
   auto groups = [&](std::vector<std::string> tokens) {
     return option_error([&] { postfit::projection_groups(in, *postfit::make_mapping(in, tokens)); });
   };
-  EXPECT_EQ(groups({"Project", "ch0_masked", "x"}),
-            "--computeSaturatedProjectionTests: -m Project ch0_masked x: channel ch0_masked is masked (it has no "
-            "data to saturate)");
-  EXPECT_EQ(groups({"Project", "ch1"}),
-            "--computeSaturatedProjectionTests: -m Project ch1: a projection without kept axes has no saturated "
-            "test in rabbit");
-  EXPECT_EQ(groups({"Normalize", "ch1", "b"}),
-            "--computeSaturatedProjectionTests: -m Normalize ch1 b: only Project mappings have a saturated test");
+  EXPECT_EQ(
+      groups({"Project", "ch0_masked", "x"}),
+      "--computeSaturatedProjectionTests: -m Project ch0_masked x: channel ch0_masked is masked (it has no "
+      "data to saturate)");
+  EXPECT_EQ(
+      groups({"Project", "ch1"}),
+      "--computeSaturatedProjectionTests: -m Project ch1: a projection without kept axes has no saturated "
+      "test in rabbit");
+  EXPECT_EQ(
+      groups({"Normalize", "ch1", "b"}),
+      "--computeSaturatedProjectionTests: -m Normalize ch1 b: only Project mappings have a saturated test");
   const FitInputData normal = read_fit_input(reference_tensor("normal.hdf5"));
   const auto g = postfit::projection_groups(normal, *postfit::make_mapping(normal, {"Project", "ch1", "a"}));
   EXPECT_NE(option_error([&] { postfit::with_free_group_scales(normal, g); }).find("systematic_type normal"),
@@ -91,7 +94,8 @@ class SaturatedInput : public ::testing::TestWithParam<std::string> {};
 // normalisation of rabbit's SaturatedProjectModel, s² = e^θ, on every process.
 TEST_P(SaturatedInput, ScalesEveryProcessOfAGroupsBins) {
   auto in = std::make_shared<const FitInputData>(read_fit_input(reference_tensor(GetParam())));
-  const postfit::BinGroups g = postfit::projection_groups(*in, *postfit::make_mapping(*in, {"Project", "ch1", "a"}));
+  const postfit::BinGroups g =
+      postfit::projection_groups(*in, *postfit::make_mapping(*in, {"Project", "ch1", "a"}));
   auto sat = std::make_shared<const FitInputData>(postfit::with_free_group_scales(*in, g));
   ASSERT_EQ(sat->nsyst, in->nsyst + 10);
   EXPECT_EQ(sat->nsystnoconstraint, in->nsystnoconstraint + 10);
@@ -101,7 +105,8 @@ TEST_P(SaturatedInput, ScalesEveryProcessOfAGroupsBins) {
   auto base = build_model(in, ModelOptions{});
   VectorXd x = base->parameters.x_default;
   const int64_t first_syst = base->parameters.nparams();
-  for (int64_t s = 0; s < in->nsyst; ++s) x(first_syst + s) = 0.7 * std::sin(1.0 + s);  // both interpolation sides
+  for (int64_t s = 0; s < in->nsyst; ++s)
+    x(first_syst + s) = 0.7 * std::sin(1.0 + s);  // both interpolation sides
   VectorXd theta(10);
   for (int64_t k = 0; k < 10; ++k) theta(k) = 0.15 * k - 0.6;
   VectorXd xs(x.size() + 10);
