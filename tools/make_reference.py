@@ -124,6 +124,16 @@ CASES = {
     # No --lCurveScan/--lCurveOptimize case: upstream (948a94a) runs its L curve only with BB (without,
     # lcurve.py fails taking log(ln + lc + lbeta) with lbeta None), and ours refuses it with BB
     # (docs/differences-from-rabbit.md); docs/validation.md "The L curve" has the check made instead.
+    # --computeSaturatedProjectionTests: one saturated refit per Project mapping (chi2_saturated,
+    # ndf_saturated, edmval_saturated in its group), none for Normalize; kept axes in both orders.
+    # (Upstream fails on a Project without kept axes, see docs/differences-from-rabbit.md.)
+    "saturated_projection": (
+        "dense.hdf5",
+        DATA
+        + ["--saveHists", "--computeHistErrors", "--computeSaturatedProjectionTests"]
+        + ["-m", "Project", "ch1", "a", "-m", "Project", "ch1", "b", "a", "-m", "Project", "ch0", "x"]
+        + ["-m", "Normalize", "ch1", "b"],
+    ),
 }
 
 # Mappings (`-m NAME ARGS`, spellings of upstream's rabbit/mappings/ parse_args) on dense.hdf5:

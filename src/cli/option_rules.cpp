@@ -152,6 +152,18 @@ void check_output_name(const FitOptions& o) {
     throw OptionError(fmt::format("argument --postfix: must not contain '/', got '{}'", *o.postfix));
 }
 
+// docs/user-guide.md "Rules across options": rabbit runs the saturated projection tests while it saves
+// the postfit histograms of its Project mappings; without them the option would do nothing.
+void check_saturated_projection_tests(const FitOptions& o) {
+  if (!o.compute_saturated_projection_tests) return;
+  const bool project = std::any_of(o.mappings.begin(), o.mappings.end(),
+                                   [](const auto& m) { return !m.empty() && m[0] == "Project"; });
+  if (!o.save_hists || !project || o.prefit_only)
+    throw OptionError(
+        "--computeSaturatedProjectionTests needs --saveHists, a -m Project mapping and a fit (not "
+        "--prefitOnly)");
+}
+
 }  // namespace
 
 void check_option_rules(const FitOptions& o) {
@@ -192,6 +204,7 @@ void check_option_rules(const FitOptions& o) {
   if (o.compute_hist_gaussian_impacts && m.likelihood == DataLikelihood::covariance && m.bin_by_bin_stat)
     throw OptionError(
         "--computeHistGaussianImpacts is not implemented with --covarianceFit and bin-by-bin statistics");
+  check_saturated_projection_tests(o);
   // docs/user-guide.md "Toys": the covariance χ² has no Poisson counts to draw.
   const bool toys = std::any_of(o.toys.begin(), o.toys.end(), [](int64_t t) { return t >= 1; });
   if (toys && m.likelihood == DataLikelihood::covariance && o.toys_data_randomize == "poisson")

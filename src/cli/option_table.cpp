@@ -133,7 +133,7 @@ const std::vector<Spec>& specs() {
        "histograms with each parameter varied by +-1 sigma"},
       {"--noChi2", "noChi2", K::flag, T::str, "false", {}, R::implemented, "skip the linear chi2 of each mapping"},
       {"--computeSaturatedProjectionTests", "computeSaturatedProjectionTests", K::flag, T::str, "false", {},
-       R::refused, "saturated test per Project mapping [not implemented yet]"},
+       R::implemented, "saturated likelihood test per -m Project mapping (with --saveHists)"},
       {"--noPostfitProfileBB", "noPostfitProfileBB", K::flag, T::str, "false", {}, R::implemented,
        "postfit histograms without profiling beta (postfit_profile = False)"},
       {"-m,--mapping", "mapping", K::append, T::str, "[]", {}, R::implemented,

@@ -294,6 +294,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   o.compute_hist_gaussian_impacts = flag("computeHistGaussianImpacts");
   o.no_chi2 = flag("noChi2");
   o.compute_variations = flag("computeVariations");
+  o.compute_saturated_projection_tests = flag("computeSaturatedProjectionTests");
   o.no_postfit_profile_bb = flag("noPostfitProfileBB");
   for (const auto& mp : parsed.occurrences["mapping"]) {
     // The name is checked here, the arguments when the mapping is built on the input (before any fit).

@@ -3,6 +3,7 @@
 // group, the shared axes, and per fit the mapping dict with the observed and expected histograms.
 // What is computed lives in postfit/; this class decides where it goes and under which names.
 #include <Eigen/Core>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,6 +41,10 @@ class ResultLayoutWriter {
   /// The expected histograms (inclusive, per process, variations, covariance, chi2) prefit or
   /// postfit at x with the parameter covariance cov, for each mapping.
   void save_hists(result::Group group, const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, bool prefit);
+  /// A step that adds to a mapping's postfit results, run after its histograms and chi2 with the
+  /// mapping's group and the postfit x (the saturated projection tests).
+  using MappingStep = std::function<void(const postfit::Mapping&, result::Group, const Eigen::VectorXd&)>;
+  void set_postfit_mapping_step(MappingStep step) { postfit_mapping_step_ = std::move(step); }
 
  private:
   /// One mapping of -m and its groups in the current fit's group.
@@ -63,6 +68,7 @@ class ResultLayoutWriter {
   std::map<std::string, result::Axis> shared_axes_;
   std::vector<MappingOutput> mappings_;  // the -m mappings in order, one per key (rabbit's dict)
   result::Group mapping_dict_;           // mapping dict of the current fit
+  MappingStep postfit_mapping_step_;     // set_postfit_mapping_step (may be empty)
 };
 
 }  // namespace rabbit::cli

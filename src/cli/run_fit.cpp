@@ -21,6 +21,7 @@
 #include "rabbit/core/memory_limit.hpp"
 #include "rabbit/core/termination.hpp"
 #include "result_layout_writer.hpp"
+#include "saturated_projection_tests.hpp"
 #include "scan_writer.hpp"
 #include "toy_generator.hpp"
 
@@ -55,6 +56,7 @@ class Run {
   std::unique_ptr<FitSession> session_;
   std::unique_ptr<ToyGenerator> toys_;
   std::unique_ptr<ResultLayoutWriter> out_;
+  std::unique_ptr<SaturatedProjectionTests> saturated_;  // --computeSaturatedProjectionTests
   int64_t toys_other_minimum_ = 0;  // --toysRandomizeParameters: toys ending in another minimum
 };
 
@@ -257,6 +259,12 @@ void Run::execute() {
   load();
   check_memory(ctx_);
   out_ = std::make_unique<ResultLayoutWriter>(ctx_);
+  if (o_.compute_saturated_projection_tests) {
+    saturated_ = std::make_unique<SaturatedProjectionTests>(ctx_);
+    out_->set_postfit_mapping_step([this](const postfit::Mapping& m, result::Group g, const VectorXd& x) {
+      saturated_->write(m, g, x);
+    });
+  }
   out_->write_meta();
   out_->flush();
   log().debug("{} seconds initialization time", seconds_since(t_start));

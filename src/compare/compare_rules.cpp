@@ -332,10 +332,13 @@ Rule rule_for(const std::string& name, Quantity::Kind kind) {
     return Rule::skip;  // the path
   if (in_mapping && name.find("/channels/") != std::string::npos && starts_with(key, "cov_"))
     return Rule::skip;  // inputs
+  // The saturated fit's path (its parametrisation differs from rabbit's, differences-from-rabbit.md).
+  if (in_mapping && key == "edmval_saturated") return Rule::skip;
   if (kind == Quantity::Kind::scalar) {
     if (top_level && (key == "nllvalreduced" || key == "nllvalfull")) return Rule::nll;
     if (top_level && (key == "ndfsat" || key == "postfit_profile")) return Rule::exact;
-    if (in_mapping && (key == "chi2" || key == "chi2_prefit" || key == "ndf" || key == "ndf_prefit"))
+    if (in_mapping && (key == "chi2" || key == "chi2_prefit" || key == "ndf" || key == "ndf_prefit" ||
+                       key == "chi2_saturated" || key == "ndf_saturated"))
       return Rule::chi2;
     return Rule::number;
   }

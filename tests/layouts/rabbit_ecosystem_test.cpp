@@ -3,7 +3,8 @@
 // Python process (tests/layouts/rabbit_tools.py, in the environment scripts/setup makes from PyPI:
 // rabbit-fit without TensorFlow, wums, hist, h5py) runs rabbit.io_tools.get_fitresult,
 // rabbit_print_impacts.py and rabbit_print_pulls_and_constraints.py on them, and for the example
-// rabbit_plot_pulls_and_impacts.py and rabbit_plot_hists.py headless. What they return and print
+// rabbit_plot_pulls_and_impacts.py and rabbit_plot_hists.py headless (and rabbit_plot_hists.py -m on the
+// Project and Normalize mappings of the saturated_projection case). What they return and print
 // must equal what the same fit wrote in the plain layout (a second run, single-threaded, so that
 // the numbers are identical; read by our plain reader, independent of our pickles), and the plots
 // must be written.
@@ -195,6 +196,39 @@ bool has_file(const Json& files, const std::string& suffix) {
   return false;
 }
 
+// The reference case whose -m Project and -m Normalize mappings (with their saturated tests) are
+// also plotted by rabbit_plot_hists.py -m.
+const std::string kMappingPlotCase = "saturated_projection";
+
+// rabbit_plot_hists.py -m KEY (postfit and --prefit) wrote its plots, and the chi2/ndf its get_chi2
+// reads for their label are ours (rabbit-fit 0.2.5 labels a mapping's plots with its linear chi2).
+void check_mapping_plots(const ResultReader& r, const Json& plots, const std::string& name) {
+  ASSERT_EQ(plots.object().size(), 2u) << name;
+  for (const auto& [key, out] : plots.object()) {
+    const std::string w = name + " rabbit_plot_hists.py -m " + key;
+    if (!out.at("ok").boolean()) {
+      ADD_FAILURE() << w << ":\n" << (out.find("error") ? out.at("error").string() : "");
+      continue;
+    }
+    const std::string suffix =
+        "_ch1_" + key.substr(0, key.find(' ')) + "_ch1_" + key.substr(key.rfind(' ') + 1);
+    for (const char* stage : {"postfit_", "prefit_"}) {
+      bool found = false;
+      for (const auto& f : out.at("files").strings())
+        found = found || (f.rfind(stage, 0) == 0 && f.find(suffix) != std::string::npos && f.size() > 4 &&
+                          f.compare(f.size() - 4, 4, ".png") == 0);
+      EXPECT_TRUE(found) << w << " wrote no " << stage << "*" << suffix << "*.png";
+    }
+    const std::string group = "results/mappings/" + key + "/";
+    for (const std::string fittype : {"postfit", "prefit"}) {
+      const Json& c = out.at("chi2").at(fittype);
+      const std::string tail = fittype == "prefit" ? "_prefit" : "";
+      EXPECT_TRUE(same(number(c[0]), r.scalar(group + "chi2" + tail))) << w << " " << fittype;
+      EXPECT_EQ(c[1].number(), r.scalar(group + "ndf" + tail)) << w << " " << fittype;
+    }
+  }
+}
+
 TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
   const fs::path py = python();
   ASSERT_TRUE(fs::exists(py)) << "upstream rabbit's Python tools are not installed (" << py
@@ -222,6 +256,11 @@ TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
         (c.name == "example" ? json_string((dir / "plots").string()) +
                                    ", \"upstream_file\": " + json_string((dir / "upstream.hdf5").string())
                              : "null") +
+        (c.name == kMappingPlotCase
+             ? ", \"mapping_plots\": {\"dir\": " + json_string((dir / "mapping_plots").string()) +
+                   ", \"mappings\": [[\"Project\", \"ch1\", \"a\"], "
+                   "[\"Normalize\", \"ch1\", \"b\"]]}"
+             : "") +
         "}";
   }
   std::ofstream(dir / "manifest.json") << manifest << "]";
@@ -284,6 +323,7 @@ TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
         EXPECT_TRUE(g.at("printed").find("pulls")) << what;
       }
     }
+    if (name == kMappingPlotCase) check_mapping_plots(r, report.at(name).at("mapping_plots"), name);
     if (name != "example") continue;
     const Json& plots = report.at(name).at("plots");
     for (const auto& [script, out] : plots.object())

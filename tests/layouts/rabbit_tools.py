@@ -6,10 +6,12 @@ manifest and checks what it reports against our own reader:
     python rabbit_tools.py MANIFEST.json REPORT.json
 
 MANIFEST: [{"name", "file", "results": [KEY or null, ...], "plot_dir": DIR or null,
-            "upstream_file": PATH (optional: write a file as upstream's Workspace does, for our reader)}]
+            "upstream_file": PATH (optional: write a file as upstream's Workspace does, for our reader),
+            "mapping_plots": {"dir": DIR, "mappings": [[NAME, ARG, ...], ...]} (optional)}]
 REPORT:   {name: {"groups": {KEY or "": {"entries": {PATH: hist or number}, "meta": {...},
            "aliases": {...}, "printed": {SCRIPT: {"ok", "stdout", "error"}}}},
-           "plots": {SCRIPT: {"ok", "error", "files": [...]}}}}
+           "plots": {SCRIPT: {"ok", "error", "files": [...]}},
+           "mapping_plots": {MAPPING KEY: {"ok", "error", "files", "chi2": {FITTYPE: [chi2, ndf, saturated]}}}}}
 
 Everything runs in this one process: the scripts through runpy with their command line in
 sys.argv and their stdout captured. A failure is recorded in the report, never raised, so the C++
@@ -137,6 +139,34 @@ def plots(path, plot_dir):
     return out
 
 
+def mapping_plots(path, plot_dir, mappings):
+    """rabbit_plot_hists.py -m NAME ARGS... for each mapping (postfit and --prefit), and the chi2 and
+    ndf that the script's own get_chi2 takes from the mapping's results for the plots' label."""
+    out = {}
+    script = runpy.run_module("bin.rabbit_plot_hists", run_name="rabbit_plot_hists")  # its functions
+    fitresult = io_tools.get_fitresult(path)
+    for tokens in mappings:
+        key = " ".join(tokens)
+        folder = f"{plot_dir}/{key.replace(' ', '_')}"
+        run = run_script("bin.rabbit_plot_hists", [path, "-m", *tokens, "-o", folder])
+        prefit = run_script("bin.rabbit_plot_hists", [path, "-m", *tokens, "--prefit", "-o", folder])
+        if not prefit["ok"]:
+            run = {**prefit, "ok": False}
+        run.pop("stdout", None)
+        run["files"] = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+        try:
+            instance = fitresult["physics_models"][key]
+            run["chi2"] = {}
+            for fittype in ("postfit", "prefit"):
+                chi2, ndf, saturated = script["get_chi2"](instance, False, fittype)
+                run["chi2"][fittype] = [number(chi2), int(ndf), bool(saturated)]
+        except Exception:
+            run["ok"] = False
+            run["error"] = traceback.format_exc()
+        out[key] = run
+    return out
+
+
 def write_upstream_file(path):
     """A result file written by wums' own pickler as upstream's Workspace writes one (hist objects,
     numpy scalars and name arrays, Blosc compression), for our reader to read: its entries."""
@@ -201,6 +231,13 @@ def main():
                 entry["groups"][key or ""] = {"error": traceback.format_exc()}
         if case.get("plot_dir"):
             entry["plots"] = plots(case["file"], case["plot_dir"])
+        if case.get("mapping_plots"):
+            try:
+                entry["mapping_plots"] = mapping_plots(
+                    case["file"], case["mapping_plots"]["dir"], case["mapping_plots"]["mappings"]
+                )
+            except Exception:
+                entry["mapping_plots"] = {"_error": {"ok": False, "error": traceback.format_exc()}}
         report[case["name"]] = entry
         if case.get("upstream_file"):
             try:

@@ -62,6 +62,7 @@ struct FitOptions {
   bool compute_hist_gaussian_impacts = false;
   bool no_chi2 = false;
   bool compute_variations = false;
+  bool compute_saturated_projection_tests = false;
   bool no_postfit_profile_bb = false;
   std::vector<std::vector<std::string>> mappings;  // each: name then arguments
   bool composite_mapping = false;                  // one CompositeMapping of all of them
