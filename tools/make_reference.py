@@ -134,6 +134,27 @@ CASES = {
         + ["-m", "Project", "ch1", "a", "-m", "Project", "ch1", "b", "a", "-m", "Project", "ch0", "x"]
         + ["-m", "Normalize", "ch1", "b"],
     ),
+    # impacts by refits (docs/output-format.md "Impacts by refits"): shifted frozen values, shifted
+    # constraint centres (one case with --globalAsymImpactsSigma and the Gaussian warm start)
+    # (upstream groups frozen parameters by their x index where its group lists hold systematic indices, one
+    # off by the number of POIs: the frozen ones here share their groups with the next systematic, so its
+    # grouped envelopes are right; docs/differences-from-rabbit.md)
+    "nonprofiled_impacts": (
+        "dense.hdf5",
+        DATA + ["--freezeParameters", "slope_2_signal_ch1", "slope_quad_signal_ch0SymAvg", "--nonProfiledImpacts"],
+    ),
+    # contour-based asymmetric impacts: two nuisances scanned, the freeze-group grouped impacts of all
+    "asym_impacts": (
+        "dense.hdf5",
+        DATA + ["--asymImpacts", "--asymImpactsInclude", "norm", "slope_signal_ch0", "--asymImpactsExclude", "slope_signal"],
+    ),
+    "global_asym_impacts": ("dense.hdf5", DATA + ["--globalAsymImpacts", "--globalAsymImpactsExclude", "slope_2.*"]),
+    "global_asym_impacts_sigma_warmstart": (
+        "dense.hdf5",
+        DATA
+        + ["--globalAsymImpacts", "--globalAsymImpactsInclude", "norm", "slope_signal.*", "bkg_norm"]
+        + ["--globalAsymImpactsSigma", "2", "--globalAsymImpactsLinearWarmstart"],
+    ),
 }
 
 # Mappings (`-m NAME ARGS`, spellings of upstream's rabbit/mappings/ parse_args) on dense.hdf5:

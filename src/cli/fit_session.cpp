@@ -120,13 +120,15 @@ MatrixXd FitSession::gauss_newton_matrix(postfit::RestrictedObjective& sub, cons
 }
 
 VectorXd FitSession::profile_minimize(Objective& obj, const std::vector<int64_t>& floating,
-                                      const VectorXd& x) {
+                                      const VectorXd& x, MinimizerResult* result) {
   postfit::RestrictedObjective sub(obj, floating, x);
   MinimizerOptions mo = min_options_;
   mo.callback = nullptr;
   mo.precondition = preconditioner_for(sub, floating, &obj == ctx_.fitter.get(), false);
   MinimizerResult r = minimize(sub, sub.restrict(x), mo);
-  return sub.expand(r.x);
+  VectorXd out = sub.expand(r.x);
+  if (result) *result = std::move(r);
+  return out;
 }
 
 VectorXd FitSession::minimize_full(const VectorXd& x0, bool log_iterations, MinimizerResult* result) {

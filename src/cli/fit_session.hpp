@@ -21,9 +21,10 @@ class FitSession {
   /// iteration and the preconditioner selection. Keeps the certificate's Hessian (take_fit_hessian).
   /// With --snapshotFile, snapshots the iterations and the end point (snapshot_writer.hpp).
   Eigen::VectorXd minimize_full(const Eigen::VectorXd& x0, bool log_iterations, MinimizerResult* result);
-  /// Minimises `obj` over `floating` from x, silently (profiles of scans and contours).
+  /// Minimises `obj` over `floating` from x, silently (profiles of scans and contours, refits of
+  /// impacts); `result` (optional) gets the minimizer's summary.
   Eigen::VectorXd profile_minimize(Objective& obj, const std::vector<int64_t>& floating,
-                                   const Eigen::VectorXd& x);
+                                   const Eigen::VectorXd& x, MinimizerResult* result = nullptr);
 
   /// The gradient and Hessian that certified the last minimize_full, at its end point, once: the
   /// covariance step uses them instead of evaluating the Hessian again. False when there are none.

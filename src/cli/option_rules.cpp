@@ -70,6 +70,8 @@ void check_no_hessian(const FitOptions& o) {
   if (o.compute_hist_gaussian_impacts) bad.push_back("--computeHistGaussianImpacts");
   if (o.scan && !o.scan_range_use_prefit) bad.push_back("--scan (without --scanRangeUsePrefit)");
   if (o.contour_scan) bad.push_back("--contourScan");
+  if (o.asym_impacts) bad.push_back("--asymImpacts");
+  if (o.global_asym_impacts_linear_warmstart) bad.push_back("--globalAsymImpactsLinearWarmstart");
   if (!bad.empty())
     throw OptionError("--noHessian is incompatible with: " + fmt::format("{}", fmt::join(bad, ", ")));
 }
@@ -205,6 +207,12 @@ void check_option_rules(const FitOptions& o) {
     throw OptionError(
         "--computeHistGaussianImpacts is not implemented with --covarianceFit and bin-by-bin statistics");
   check_saturated_projection_tests(o);
+  if (!(o.asym_impacts_tol > 0.0) || !std::isfinite(o.asym_impacts_tol))
+    throw OptionError(
+        fmt::format("argument --asymImpactsTol: must be a finite number > 0, got {}", o.asym_impacts_tol));
+  if (!(o.global_asym_impacts_sigma > 0.0) || !std::isfinite(o.global_asym_impacts_sigma))
+    throw OptionError(fmt::format("argument --globalAsymImpactsSigma: must be a finite number > 0, got {}",
+                                  o.global_asym_impacts_sigma));
   // docs/user-guide.md "Toys": the covariance χ² has no Poisson counts to draw.
   const bool toys = std::any_of(o.toys.begin(), o.toys.end(), [](int64_t t) { return t >= 1; });
   if (toys && m.likelihood == DataLikelihood::covariance && o.toys_data_randomize == "poisson")

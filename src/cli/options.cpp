@@ -284,6 +284,28 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   o.do_impacts = flag("doImpacts");
   o.global_impacts = flag("globalImpacts");
   o.gaussian_global_impacts = flag("gaussianGlobalImpacts");
+  o.non_profiled_impacts = flag("nonProfiledImpacts");
+  o.global_asym_impacts = flag("globalAsymImpacts");
+  o.asym_impacts = flag("asymImpacts");
+  if (auto* v = last("asymImpactsInclude")) o.asym_impacts_include = *v;
+  if (auto* v = last("asymImpactsExclude")) o.asym_impacts_exclude = *v;
+  str("asymImpactsHess", o.asym_impacts_hess);
+  real("asymImpactsTol", o.asym_impacts_tol);
+  if (flag("asymImpactsHess"))
+    o.warnings.push_back(
+        "--asymImpactsHess chooses the Hessian of SciPy's trust-constr; the contour points here are found by "
+        "profile fits and it has no effect");
+  if (auto* v = last("globalAsymImpactsInclude")) o.global_asym_impacts_include = *v;
+  if (auto* v = last("globalAsymImpactsExclude")) o.global_asym_impacts_exclude = *v;
+  real("globalAsymImpactsSigma", o.global_asym_impacts_sigma);
+  o.global_asym_impacts_linear_warmstart = flag("globalAsymImpactsLinearWarmstart");
+  // The refinements of --globalAsymImpacts alone would silently do nothing.
+  for (const char* name : {"globalAsymImpactsInclude", "globalAsymImpactsExclude", "globalAsymImpactsSigma",
+                           "globalAsymImpactsLinearWarmstart"})
+    if (!o.global_asym_impacts && flag(name))
+      throw OptionError(fmt::format("--{} needs --globalAsymImpacts", name));
+  for (const char* name : {"asymImpactsInclude", "asymImpactsExclude", "asymImpactsHess", "asymImpactsTol"})
+    if (!o.asym_impacts && flag(name)) throw OptionError(fmt::format("--{} needs --asymImpacts", name));
   // F.
   o.save_hists = flag("saveHists");
   o.save_hists_per_process = flag("saveHistsPerProcess");

@@ -1,7 +1,7 @@
 // The rabbit_fit run (docs/architecture.md, "The rabbit_fit run"): load, prefit outputs, the fits
 // in the order of -t, postfit quantities, the result file. This file is the sequence; each step
 // lives in its own unit: fit_context (load), fit_session (minimisation policy), toy_generator,
-// external_postfit, postfit_steps and impacts, scan_writer, result_layout_writer (the file).
+// external_postfit, postfit_steps and impacts, refit_impacts, scan_writer, result_layout_writer (the file).
 #include "rabbit/cli/run_fit.hpp"
 
 #include <fmt/format.h>
@@ -16,6 +16,7 @@
 #include "fit_session.hpp"
 #include "l_curve_steps.hpp"
 #include "postfit_steps.hpp"
+#include "refit_impacts.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/core/memory_limit.hpp"
@@ -72,6 +73,7 @@ void Run::load() {
   if (o_.external_postfit) external_.emplace(o_, ctx_.model->parameters.names);
   make_run_fitter(ctx_);
   describe_layout(ctx_);
+  check_refit_impacts(ctx_);
   session_ = std::make_unique<FitSession>(ctx_);
   toys_ = std::make_unique<ToyGenerator>(ctx_);
 }
@@ -236,6 +238,7 @@ void Run::run_one(int64_t fit_index, const std::string& group_name, const DataSe
     }
     write_likelihood_values(ctx_, g, x);
     write_parameters(ctx_, *out_, g, cpp, x, var);
+    if (refit_impacts_requested(o_)) write_refit_impacts(ctx_, *session_, *out_, g, x, cov, have_cov);
     if (o_.scan || o_.contour_scan) {
       if (!have_cov && (o_.contour_scan || !o_.scan_range_use_prefit))
         throw OptionError("--scan/--contourScan need the covariance (not available with --noHessian)");

@@ -269,6 +269,10 @@ void compare_impacts(const std::string& name, const Quantity& a, const Quantity&
                "'s (names or order)");
     long row_stride = 1;
     for (size_t i = 1; i < axes.size(); ++i) row_stride *= static_cast<long>(axes[i].extent);
+    // The floor's parameter: the row of [parms, impacts]; the column of the refit kinds' [impacts,
+    // downUpVar, parms] (docs/output-format.md "Impacts by refits").
+    const bool by_column = (ends_with(name, "impacts_asym") || ends_with(name, "impacts_asym_grouped")) &&
+                           axes.size() == 3 && axes[2].category;
     for (size_t k = 0; k < al.size(); ++k) {
       const long ia = al.a(k), ib = al.b(k);
       if (ib < 0) {
@@ -276,15 +280,19 @@ void compare_impacts(const std::string& name, const Quantity& a, const Quantity&
         continue;
       }
       double poi_sigma = 0.0;
-      if (!axes.empty() && axes[0].category) {
+      if (by_column) {
+        const auto it = context.sigma_of_parameter.find(
+            axes[2].labels[static_cast<size_t>(ia % static_cast<long>(axes[2].extent))]);
+        if (it != context.sigma_of_parameter.end()) poi_sigma = it->second;
+      } else if (!axes.empty() && axes[0].category) {
         const auto it = context.sigma_of_parameter.find(axes[0].labels[static_cast<size_t>(ia / row_stride)]);
         if (it != context.sigma_of_parameter.end()) poi_sigma = it->second;
       }
       const auto label = [&] { return al.label(k); };
       const double rel = entry_tolerance(context, name, label).value_or(tol.impact_relative);
       const double av = a.hist.values[ia];
-      r.check(label, av, b.hist.values[ib],
-              std::max(rel * std::abs(av), tol.impact_floor_of_poi_sigma * poi_sigma));
+      const double floor = by_column ? tol.refit_impact_floor_of_sigma : tol.impact_floor_of_poi_sigma;
+      r.check(label, av, b.hist.values[ib], std::max(rel * std::abs(av), floor * poi_sigma));
     }
   }
   r.finish(out);
@@ -344,7 +352,9 @@ Rule rule_for(const std::string& name, Quantity::Kind kind) {
   }
   if (top_level && (key == "parms" || key == "parms_prefit")) return Rule::parameters;
   if (top_level && key == "cov") return Rule::covariance;
-  if (top_level && (ends_with(key, "impacts") || ends_with(key, "impacts_grouped"))) return Rule::impacts;
+  if (top_level && (ends_with(key, "impacts") || ends_with(key, "impacts_grouped") || ends_with(key, "impacts_asym") ||
+                    ends_with(key, "impacts_asym_grouped")))
+    return Rule::impacts;
   if (top_level && starts_with(key, "nll_scan")) return Rule::nll_scan;
   if (in_mapping && ends_with(key, "_cov")) return Rule::hist_covariance;
   if (in_mapping && (ends_with(key, "_global_impacts") || ends_with(key, "_global_impacts_grouped")))

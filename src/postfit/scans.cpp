@@ -105,7 +105,8 @@ Scan1D scan_1d(Objective& objective, const ProfileMinimizer& minimizer, const st
 
 ContourPoint contour_point(Objective& objective, const ProfileMinimizer& minimizer,
                            const std::vector<int64_t>& floating, const Eigen::VectorXd& xhat, double lmin,
-                           int64_t p, const Eigen::VectorXd& cov_column, double level, int side) {
+                           int64_t p, const Eigen::VectorXd& cov_column, double level, int side,
+                           double tolerance) {
   std::vector<int64_t> others;
   for (auto i : floating)
     if (i != p) others.push_back(i);
@@ -153,7 +154,8 @@ ContourPoint contour_point(Objective& objective, const ProfileMinimizer& minimiz
       gbest = g;
       xbest = xt;
     }
-    if (std::abs(g) < 1e-10 * std::max(1.0, target) || std::abs(t_hi - t_lo) < 1e-12 * sigma) break;
+    if (std::abs(g) < std::min(1e-10, tolerance) * std::max(1.0, target) || std::abs(t_hi - t_lo) < 1e-12 * sigma)
+      break;
     if (g < 0.0) {
       t_lo = t;
       g_lo = g;
@@ -166,7 +168,7 @@ ContourPoint contour_point(Objective& objective, const ProfileMinimizer& minimiz
       last_side = 1;
     }
   }
-  if (std::abs(gbest) > 1e-6 * std::max(1.0, target)) return out;
+  if (std::abs(gbest) > tolerance * std::max(1.0, target)) return out;
   out.displacement = xbest - xhat;
   out.success = true;
   return out;

@@ -101,7 +101,7 @@ TEST(Options, OutputFileName) {
 }
 
 TEST(Options, RefusedAndInvalid) {
-  EXPECT_EQ(error_of({"in.hdf5", "--asymImpacts"}), "option --asymImpacts is not implemented yet");
+  EXPECT_EQ(error_of({"in.hdf5", "--scan2D", "sig", "norm"}), "option --scan2D is not implemented yet");
   EXPECT_EQ(error_of({"in.hdf5", "--contourScan2D", "a", "b"}),
             "Likelihood contour scans in 2D are not yet implemented");
   EXPECT_NE(error_of({"in.hdf5", "--minimizerMethod", "BFGS"}).find("not implemented"), std::string::npos);

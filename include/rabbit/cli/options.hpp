@@ -51,6 +51,18 @@ struct FitOptions {
   bool do_impacts = false;
   bool global_impacts = false;
   bool gaussian_global_impacts = false;
+  // impacts by refits (docs/output-format.md "Impacts by refits")
+  bool non_profiled_impacts = false;
+  bool asym_impacts = false;
+  std::optional<std::vector<std::string>> asym_impacts_include;  // set: given
+  std::optional<std::vector<std::string>> asym_impacts_exclude;
+  std::string asym_impacts_hess = "exact";  // SciPy trust-constr's; no effect here (user-guide.md)
+  double asym_impacts_tol = 1e-6;
+  bool global_asym_impacts = false;
+  std::optional<std::vector<std::string>> global_asym_impacts_include;  // set: given
+  std::optional<std::vector<std::string>> global_asym_impacts_exclude;
+  double global_asym_impacts_sigma = 1.0;
+  bool global_asym_impacts_linear_warmstart = false;
 
   // ---- F. histograms
   bool save_hists = false;

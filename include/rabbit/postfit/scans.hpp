@@ -63,9 +63,11 @@ struct ContourPoint {
 /// docs/output-format.md "Likelihood scans and contours" contour at level c (Δ(2NLL) = c²) on side s = ±1:
 /// the point that extremises x_p on the contour is where the profile likelihood in x_p reaches L_min + c²/2;
 /// found by a safeguarded secant/bisection search on x_p, each step a profile fit. cov_column = C[:, p] gives
-/// the Gaussian start x_hat + s·c·C[:,p]/sqrt(C_pp).
+/// the Gaussian start x_hat + s·c·C[:,p]/sqrt(C_pp). The point is accepted when its profile ΔNLL is within
+/// tolerance·max(1, c²/2) of c²/2 (--asymImpactsTol; 1e-6 for --contourScan).
 ContourPoint contour_point(Objective& objective, const ProfileMinimizer& minimizer,
                            const std::vector<int64_t>& floating, const Eigen::VectorXd& xhat, double lmin,
-                           int64_t p, const Eigen::VectorXd& cov_column, double level, int side);
+                           int64_t p, const Eigen::VectorXd& cov_column, double level, int side,
+                           double tolerance = 1e-6);
 
 }  // namespace rabbit::postfit
