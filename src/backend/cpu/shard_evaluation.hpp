@@ -47,7 +47,7 @@ struct Request {
 /// Phase-B sums of one thread.
 struct Accum {
   double f = 0.0;
-  Eigen::VectorXd y, gpi;  // K2ᵀ(φc) [W], Σ φ a per process [P]
+  Eigen::VectorXd y, gpi;  // K2ᵀ(φc) [W], Σ φ a per process [P] (per (bin, process) for a bin-dependent model)
   Eigen::MatrixXd O, hpi;  // HVP: K2ᵀ ω [W × k], per-process π part [P × k]
   Eigen::MatrixXd HJ;      // Σ Jᵀ M J (full, n × n)
   Eigen::MatrixXd HE;      // Σ w E Eᵀ (lower, S × S)
@@ -112,6 +112,7 @@ class ShardEvaluation {
                   Accum& acc, const double* zcoupled, bool gradient = true) const;
   void init_accum(Accum& acc, const Request& req, int64_t k) const;
   double finish(Request& req, std::vector<Accum>& accs);
+  double finish_bin_dependent(Request& req, const Accum& tot, const Eigen::VectorXd& yd);
 
   // ---- point cache (point_cache.cpp) ----
   void cache_bin(int64_t b, BinScratch& sc, bool to_cache) const;
