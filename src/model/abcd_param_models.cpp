@@ -2,6 +2,8 @@
 // in the regions' bins is a free positive parameter per bin (the square of a fit variable), and whose rate
 // in the signal region D is a monomial of them, D = f · Π_k s_k^{e_k} (ABCD: a·c/b; extended ABCD:
 // c·ax·b²/(bx·a²)), f the optional MC correction. As in rabbit, a zero denominator s_k is replaced by 1e-10.
+#include "abcd_param_models.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -10,7 +12,6 @@
 #include <cmath>
 #include <limits>
 
-#include "abcd_param_models.hpp"
 #include "bin_dependent_param_model.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/model_options.hpp"
@@ -110,9 +111,10 @@ class AbcdFamilyModel final : public BinDependentParamModel {
     const std::string model = shape.name;
     const size_t nregions = shape.free_regions.size() + 1;
     if (args.size() < nregions + 1)
-      fail(model, fmt::format("expected [yieldCorrection:0|1] PROCESS and {} regions (CHANNEL [AXIS:INDEX ...] "
-                              "each), got {} argument(s)",
-                              nregions, args.size()));
+      fail(model,
+           fmt::format("expected [yieldCorrection:0|1] PROCESS and {} regions (CHANNEL [AXIS:INDEX ...] "
+                       "each), got {} argument(s)",
+                       nregions, args.size()));
     size_t t = 0;
     bool yield_correction = false;
     const std::string yc = "yieldCorrection:";
@@ -123,7 +125,8 @@ class AbcdFamilyModel final : public BinDependentParamModel {
     process_ = args[t++];
     auto pit = std::find(in.procs.begin(), in.procs.end(), process_);
     if (pit == in.procs.end())
-      fail(model, fmt::format("process '{}' not found; processes: [{}]", process_, fmt::join(in.procs, ", ")));
+      fail(model,
+           fmt::format("process '{}' not found; processes: [{}]", process_, fmt::join(in.procs, ", ")));
     proc_ = pit - in.procs.begin();
     // regions in command-line order: the free ones as cli_order lists them, then D
     std::vector<RegionSpec> specs(nregions);
@@ -141,8 +144,7 @@ class AbcdFamilyModel final : public BinDependentParamModel {
         ++t;
       }
     }
-    if (t < args.size())
-      fail(model, fmt::format("unexpected argument(s) after region D: '{}'", args[t]));
+    if (t < args.size()) fail(model, fmt::format("unexpected argument(s) after region D: '{}'", args[t]));
     for (size_t k = 0; k < nregions; ++k) {
       const bool free = k + 1 < nregions;
       bins_.push_back(region_bins(model, in, specs[k], process_, free ? &names_ : nullptr));
@@ -151,15 +153,14 @@ class AbcdFamilyModel final : public BinDependentParamModel {
     for (size_t k = 1; k < nregions; ++k)
       if (static_cast<int64_t>(bins_[k].size()) != n_)
         fail(model, fmt::format("all regions must have the same number of bins; {} has {}, {} has {}",
-                                shape.free_regions[0], n_,
-                                k + 1 < nregions ? shape.free_regions[k] : "D", bins_[k].size()));
+                                shape.free_regions[0], n_, k + 1 < nregions ? shape.free_regions[k] : "D",
+                                bins_[k].size()));
     // which region bin each global bin is (one region per bin: rabbit's scatter would be ill-defined)
     slot_of_.assign(nbinsfull_, -1);
     for (size_t k = 0; k < nregions; ++k)
       for (int64_t i = 0; i < n_; ++i) {
         auto& s = slot_of_[bins_[k][i]];
-        if (s >= 0)
-          fail(model, fmt::format("bin {} of the input is in more than one region", bins_[k][i]));
+        if (s >= 0) fail(model, fmt::format("bin {} of the input is in more than one region", bins_[k][i]));
         s = static_cast<int64_t>(k) * n_ + i;
       }
     mc_factor_ = Eigen::VectorXd::Ones(n_);
@@ -201,8 +202,8 @@ class AbcdFamilyModel final : public BinDependentParamModel {
     return out;
   }
 
-  Eigen::MatrixXd curvature_product(const Eigen::VectorXd& pi, int64_t b0, int64_t b1, const Eigen::MatrixXd& w,
-                                    const Eigen::MatrixXd& v) const override {
+  Eigen::MatrixXd curvature_product(const Eigen::VectorXd& pi, int64_t b0, int64_t b1,
+                                    const Eigen::MatrixXd& w, const Eigen::MatrixXd& v) const override {
     Eigen::MatrixXd out = Eigen::MatrixXd::Zero(npou(), v.cols());
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t s = slot_of_[b];
@@ -252,7 +253,8 @@ class AbcdFamilyModel final : public BinDependentParamModel {
   void signal_region_derivatives(const Eigen::VectorXd& pi, int64_t i, Eigen::VectorXd& g,
                                  Eigen::MatrixXd* h) const {
     const int64_t K = nfree();
-    Eigen::VectorXd s = Eigen::VectorXd::Ones(K), ds = Eigen::VectorXd::Zero(K), d2s = Eigen::VectorXd::Zero(K);
+    Eigen::VectorXd s = Eigen::VectorXd::Ones(K), ds = Eigen::VectorXd::Zero(K),
+                    d2s = Eigen::VectorXd::Zero(K);
     Eigen::VectorXi e = Eigen::VectorXi::Zero(K);
     for (const bool den : {false, true})
       for (const auto& f : den ? shape_.denominator : shape_.numerator) {
@@ -282,7 +284,8 @@ class AbcdFamilyModel final : public BinDependentParamModel {
     if (!h) return;
     h->resize(K, K);
     for (int64_t a = 0; a < K; ++a)
-      for (int64_t c = 0; c < K; ++c) (*h)(a, c) = a == c ? p2[a] * others(a, a) : p1[a] * p1[c] * others(a, c);
+      for (int64_t c = 0; c < K; ++c)
+        (*h)(a, c) = a == c ? p2[a] * others(a, a) : p1[a] * p1[c] * others(a, c);
   }
 
   /// f_i = Π_k N_k^{e_k} / N_D of the process' MC templates (rabbit's mc_factor_D), a zero template in a
@@ -310,9 +313,9 @@ class AbcdFamilyModel final : public BinDependentParamModel {
   int64_t nproc_, nbinsfull_;
   std::string process_;
   int64_t proc_ = 0;
-  int64_t n_ = 0;                            // bins per region
-  std::vector<std::vector<int64_t>> bins_;   // per region (free ones in parameter order, then D)
-  std::vector<int64_t> slot_of_;             // global bin → region·n + i, or −1
+  int64_t n_ = 0;                           // bins per region
+  std::vector<std::vector<int64_t>> bins_;  // per region (free ones in parameter order, then D)
+  std::vector<int64_t> slot_of_;            // global bin → region·n + i, or −1
   std::vector<std::string> names_;
   Eigen::VectorXd mc_factor_;
 };
@@ -329,8 +332,11 @@ std::shared_ptr<const ParamModel> make_abcd(const FitInputData& input, const Par
 std::shared_ptr<const ParamModel> make_extended_abcd(const FitInputData& input, const ParamModelSpec& spec,
                                                      const ExpectSignal&, bool) {
   // D = c·ax·b²/(bx·a²); parameters A B C Ax Bx; the command line gives Ax Bx A B C D.
-  static const FamilyShape shape{
-      "ExtendedABCD", {"A", "B", "C", "Ax", "Bx"}, {3, 4, 0, 1, 2}, {{2, 1}, {3, 1}, {1, 2}}, {{4, 1}, {0, 2}}};
+  static const FamilyShape shape{"ExtendedABCD",
+                                 {"A", "B", "C", "Ax", "Bx"},
+                                 {3, 4, 0, 1, 2},
+                                 {{2, 1}, {3, 1}, {1, 2}},
+                                 {{4, 1}, {0, 2}}};
   return std::make_shared<AbcdFamilyModel>(input, shape, spec.args);
 }
 

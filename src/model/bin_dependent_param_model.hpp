@@ -38,9 +38,10 @@ class BinDependentParamModel : public ParamModel {
 
  private:
   [[noreturn]] void refuse(const char* what) const {
-    throw Error(fmt::format("param model {} depends on the bin: {} per process is not defined (use the bin-range "
-                            "methods)",
-                            model_name(), what));
+    throw Error(
+        fmt::format("param model {} depends on the bin: {} per process is not defined (use the bin-range "
+                    "methods)",
+                    model_name(), what));
   }
 };
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "abcd_param_models.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/model_options.hpp"
 #include "rabbit/model/param_model.hpp"
-#include "abcd_param_models.hpp"
 
 namespace rabbit {
 namespace {
@@ -305,8 +305,8 @@ class CompositeModel final : public ParamModel {
     if (bin_independent()) return ParamModel::rates_jvp(pi, b0, b1, v, dr);
     dr = rate_jacobian(pi, b0, b1) * v;
   }
-  Eigen::MatrixXd curvature_product(const Eigen::VectorXd& pi, int64_t b0, int64_t b1, const Eigen::MatrixXd& w,
-                                    const Eigen::MatrixXd& v) const override {
+  Eigen::MatrixXd curvature_product(const Eigen::VectorXd& pi, int64_t b0, int64_t b1,
+                                    const Eigen::MatrixXd& w, const Eigen::MatrixXd& v) const override {
     if (bin_independent()) return ParamModel::curvature_product(pi, b0, b1, w, v);
     const auto rs = member_bin_rates(pi, b0, b1);
     const int64_t nb = b1 - b0, nm = static_cast<int64_t>(models_.size());
@@ -372,7 +372,8 @@ class CompositeModel final : public ParamModel {
     }
     return rs;
   }
-  Eigen::VectorXd flat_product_except(const std::vector<Eigen::VectorXd>& rs, size_t skip1, size_t skip2) const {
+  Eigen::VectorXd flat_product_except(const std::vector<Eigen::VectorXd>& rs, size_t skip1,
+                                      size_t skip2) const {
     Eigen::VectorXd p = Eigen::VectorXd::Ones(rs.empty() ? 0 : rs[0].size());
     for (size_t j = 0; j < rs.size(); ++j)
       if (j != skip1 && j != skip2) p = p.cwiseProduct(rs[j]);

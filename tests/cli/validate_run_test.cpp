@@ -214,9 +214,10 @@ TEST(ValidateRun, TheCudaBackendRefusesBinDependentParamModels) {
   EXPECT_NO_THROW(rabbit::cli::validate_run(o, small_input(), cpu_build()));
   o.n_devices = 1;
   o.backend = "cuda";
-  EXPECT_EQ(run_error(o),
-            "--backend cuda does not support --paramModel ABCD (the GPU kernels take one rate per process, not "
-            "per bin); use --backend cpu");
+  EXPECT_EQ(
+      run_error(o),
+      "--backend cuda does not support --paramModel ABCD (the GPU kernels take one rate per process, not "
+      "per bin); use --backend cpu");
 }
 
 TEST(ValidateRun, CudaToysWithMaskedFullModeEntries) {

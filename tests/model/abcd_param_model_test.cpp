@@ -40,7 +40,8 @@ void check_derivatives(const ParamModel& m, const VectorXd& pi, int64_t b0, int6
   const MatrixXd J = MatrixXd(m.rate_jacobian(pi, b0, b1));
   ASSERT_EQ(J.rows(), nb * P);
   ASSERT_EQ(J.cols(), M);
-  const MatrixXd J_fd = test::central_jacobian([&](const VectorXd& x) { return flat_rates(m, x, b0, b1); }, pi, h);
+  const MatrixXd J_fd =
+      test::central_jacobian([&](const VectorXd& x) { return flat_rates(m, x, b0, b1); }, pi, h);
   EXPECT_LT((J - J_fd).cwiseAbs().maxCoeff(), 1e-7);
 
   MatrixXd w(nb, P);
@@ -127,9 +128,9 @@ TEST(AbcdParamModel, YieldCorrectionMultipliesTheMonteCarloFactor) {
 
 TEST(AbcdParamModel, ExtendedAbcdRatesAndDerivatives) {
   // six one-bin regions (the command line gives Ax Bx A B C D): bins 0, 1, 2, 3, 4 and 7
-  const std::vector<std::string> args = {"nonprompt", "fakes", "iso:0", "pt:0", "fakes", "iso:0", "pt:1",
-                                         "fakes",     "iso:1", "pt:0", "fakes", "iso:1", "pt:1",
-                                         "ch_C",      "pt:0",  "ch_D",  "pt:1"};
+  const std::vector<std::string> args = {"nonprompt", "fakes", "iso:0", "pt:0", "fakes", "iso:0",
+                                         "pt:1",      "fakes", "iso:1", "pt:0", "fakes", "iso:1",
+                                         "pt:1",      "ch_C",  "pt:0",  "ch_D", "pt:1"};
   auto m = abcd(args, "ExtendedABCD");
   ASSERT_EQ(m->npou(), 5);
   // parameter order A, B, C, Ax, Bx
@@ -184,9 +185,10 @@ void expect_error(const std::vector<std::string>& args, const std::string& messa
 }
 
 TEST(AbcdParamModel, BadArgumentsGiveOneLineErrors) {
-  expect_error({"nonprompt", "fakes"},
-               "--paramModel ABCD: expected [yieldCorrection:0|1] PROCESS and 4 regions (CHANNEL [AXIS:INDEX ...] "
-               "each), got 2 argument(s)");
+  expect_error(
+      {"nonprompt", "fakes"},
+      "--paramModel ABCD: expected [yieldCorrection:0|1] PROCESS and 4 regions (CHANNEL [AXIS:INDEX ...] "
+      "each), got 2 argument(s)");
   expect_error({"fake", "fakes", "iso:0", "fakes", "iso:1", "ch_C", "ch_D"},
                "--paramModel ABCD: process 'fake' not found; processes: [signal, nonprompt, ewk]");
   expect_error({"nonprompt", "fakes", "iso:0", "fakes", "iso:1", "ch_X", "ch_D"},

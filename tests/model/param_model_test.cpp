@@ -141,8 +141,9 @@ TEST(ParamModel, BadSpecsAreOptionErrors) {
   const std::string unknown = error_of([&] {
     make_param_model(*in, {ParamModelSpec{"SmoothABCD", {}}}, {}, false);
   });
-  EXPECT_NE(unknown.find("unknown param model 'SmoothABCD'; supported: Ones, Mu, Mixture, ABCD, ExtendedABCD"),
-            std::string::npos)
+  EXPECT_NE(
+      unknown.find("unknown param model 'SmoothABCD'; supported: Ones, Mu, Mixture, ABCD, ExtendedABCD"),
+      std::string::npos)
       << unknown;
   EXPECT_NE(unknown.find("not implemented"), std::string::npos);
   EXPECT_NE(error_of([&] {

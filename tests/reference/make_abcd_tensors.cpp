@@ -67,7 +67,8 @@ void write_abcd(const std::string& dir) {
   w.add_data("ch_D", data({&sig_D, &np_D}, 2.9));
   w.add_process("ch_C", "signal", sig_C.values, true, sig_C.sumw2);
   w.add_process("ch_D", "signal", sig_D.values, true, sig_D.sumw2);
-  w.add_process("ch_fakes", "nonprompt", concat(np_A.values, np_B.values), false, concat(np_A.sumw2, np_B.sumw2));
+  w.add_process("ch_fakes", "nonprompt", concat(np_A.values, np_B.values), false,
+                concat(np_A.sumw2, np_B.sumw2));
   w.add_process("ch_C", "nonprompt", np_C.values, false, np_C.sumw2);
   w.add_process("ch_D", "nonprompt", np_D.values, false, np_D.sumw2);
   w.add_norm_systematic("lumi", {"signal"}, "ch_C", {1.02});

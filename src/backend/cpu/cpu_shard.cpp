@@ -57,7 +57,8 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
     if (s.nparams_ > 0 && !s.layout.lognormal) {
       MatrixXd rho;
       s.model_->param_model->bin_rates(s.model_->parameters.x_default.head(s.nparams_), 0, s.nbinsfull_, rho);
-      for (int64_t b = 0; b < s.nbinsfull_; ++b) s.rho_bins_.segment(b * s.nproc_, s.nproc_) = rho.row(b).transpose();
+      for (int64_t b = 0; b < s.nbinsfull_; ++b)
+        s.rho_bins_.segment(b * s.nproc_, s.nproc_) = rho.row(b).transpose();
     }
   } else if (s.nparams_ > 0 && !s.layout.lognormal) {
     s.model_->param_model->rates(s.model_->parameters.x_default.head(s.nparams_), s.rho_, nullptr);

@@ -25,9 +25,9 @@ struct PointState {
   // all bins, at row b·P + p. The per-process sums of the accumulator follow the same rows.
   bool bin_dependent = false;
   int64_t nproc = 0;
-  Eigen::VectorXd rb;                                  // r_bp            [nbinsfull·P]
-  Eigen::SparseMatrix<double, Eigen::RowMajor> jb;     // ∂r_bp/∂π        [nbinsfull·P × M]
-  Eigen::MatrixXd drb;                                 // ∂r_bp/∂π u_π    [nbinsfull·P × k]
+  Eigen::VectorXd rb;                               // r_bp            [nbinsfull·P]
+  Eigen::SparseMatrix<double, Eigen::RowMajor> jb;  // ∂r_bp/∂π        [nbinsfull·P × M]
+  Eigen::MatrixXd drb;                              // ∂r_bp/∂π u_π    [nbinsfull·P × k]
 
   /// The rates of bin b, indexed by process.
   const double* rates_of(int64_t b) const { return bin_dependent ? rb.data() + b * nproc : r.data(); }

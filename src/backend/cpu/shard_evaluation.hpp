@@ -47,7 +47,9 @@ struct Request {
 /// Phase-B sums of one thread.
 struct Accum {
   double f = 0.0;
-  Eigen::VectorXd y, gpi;  // K2ᵀ(φc) [W], Σ φ a per process [P] (per (bin, process) for a bin-dependent model)
+  // gpi, hpi, X and Ypp have a row per (bin, process) for a bin-dependent param model
+  // (docs/likelihood.md "Bin-dependent rates")
+  Eigen::VectorXd y, gpi;  // K2ᵀ(φc) [W], Σ φ a per process [P]
   Eigen::MatrixXd O, hpi;  // HVP: K2ᵀ ω [W × k], per-process π part [P × k]
   Eigen::MatrixXd HJ;      // Σ Jᵀ M J (full, n × n)
   Eigen::MatrixXd HE;      // Σ w E Eᵀ (lower, S × S)

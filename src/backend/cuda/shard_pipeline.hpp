@@ -131,8 +131,9 @@ class ShardPipeline : public ShardEvaluator {
       throw OptionError("--covarianceFit is not supported by the CUDA backend; use --backend cpu");
     // The kernels take one rate per process; the ABCD family's rates differ per bin.
     if (model_->param_model && !model_->param_model->bin_independent())
-      throw OptionError("--paramModel: bin-dependent param models (ABCD family) are not supported by the CUDA "
-                        "backend; use --backend cpu");
+      throw OptionError(
+          "--paramModel: bin-dependent param models (ABCD family) are not supported by the CUDA "
+          "backend; use --backend cpu");
     // The SVD regulariser reads the predicted yields of all bins (masked channels included), which
     // only the CPU shard evaluates; silently dropping its penalty would change the fit.
     if (!model_->regularizers.empty() && needs_observables(*model_))

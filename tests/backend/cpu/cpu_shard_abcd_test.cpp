@@ -32,8 +32,9 @@ struct Config {
 };
 
 std::string describe(const Config& c) {
-  return fmt::format("{}{}_{}_bb{}{}_{}_lik{}{}", c.abcd, c.yield_correction ? "_yc" : "", c.sparse ? "sparse" : "dense",
-                     c.bb ? static_cast<int>(c.bb_type) : -1, c.bb_mode == BBMode::full ? "full" : "lite",
+  return fmt::format("{}{}_{}_bb{}{}_{}_lik{}{}", c.abcd, c.yield_correction ? "_yc" : "",
+                     c.sparse ? "sparse" : "dense", c.bb ? static_cast<int>(c.bb_type) : -1,
+                     c.bb_mode == BBMode::full ? "full" : "lite",
                      c.normal_systematics ? "normal" : "lognormal", static_cast<int>(c.likelihood), "");
 }
 
@@ -52,11 +53,11 @@ std::shared_ptr<Model> abcd_model(const Config& c) {
     in->data_cov_inv = cov.inverse();
   }
   ModelOptions o;
-  std::vector<std::string> args = c.abcd == "ABCD" ? test::abcd_arguments()
-                                                   : std::vector<std::string>{"nonprompt", "fakes", "iso:0", "pt:0",
-                                                                              "fakes", "iso:0", "pt:1", "fakes",
-                                                                              "iso:1", "pt:0", "fakes", "iso:1",
-                                                                              "pt:1", "ch_C", "pt:0", "ch_D", "pt:1"};
+  std::vector<std::string> args =
+      c.abcd == "ABCD" ? test::abcd_arguments()
+                       : std::vector<std::string>{"nonprompt", "fakes", "iso:0", "pt:0", "fakes", "iso:0",
+                                                  "pt:1",      "fakes", "iso:1", "pt:0", "fakes", "iso:1",
+                                                  "pt:1",      "ch_C",  "pt:0",  "ch_D", "pt:1"};
   if (c.yield_correction) args.insert(args.begin(), "yieldCorrection:1");
   o.param_models = {ParamModelSpec{"Mu", {}}, ParamModelSpec{c.abcd, args}};
   o.likelihood = c.likelihood;
@@ -75,7 +76,9 @@ VectorXd abcd_point(const Model& m) {
   return xi;
 }
 
-double rel_err(double a, double b, double scale) { return std::abs(a - b) / std::max({std::abs(b), scale, 1e-3}); }
+double rel_err(double a, double b, double scale) {
+  return std::abs(a - b) / std::max({std::abs(b), scale, 1e-3});
+}
 
 void check_nll_derivatives(const Config& c) {
   SCOPED_TRACE(describe(c));
