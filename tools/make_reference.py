@@ -41,6 +41,9 @@ ALL_OUT = ["--doImpacts", "--globalImpacts", "--saveHists", "--computeHistErrors
 # mode is used there instead (our rabbit_fit accepts and ignores the option).
 SPARSE = ["--globalImpactsDisableJVP"]
 
+# ABCD regions of abcd.hdf5: A = ch_fakes iso:0, B = ch_fakes iso:1, C = ch_C, D = ch_D
+ABCD = ["ABCD", "nonprompt", "ch_fakes", "iso:0", "ch_fakes", "iso:1", "ch_C", "ch_D"]
+
 # name -> (tensor, arguments after the tensor file name)
 CASES = {
     # tensor layouts and systematic types (default BB: lite gamma)
@@ -154,6 +157,26 @@ CASES = {
         DATA
         + ["--globalAsymImpacts", "--globalAsymImpactsInclude", "norm", "slope_signal.*", "bkg_norm"]
         + ["--globalAsymImpactsSigma", "2", "--globalAsymImpactsLinearWarmstart"],
+    ),
+    # the ABCD family (docs/model.md "Bin-dependent param models") on the tensors of make_abcd_tensors.cpp.
+    # --noChi2: with a free rate per bin of A, B, C the prediction's covariance is singular in those bins
+    # and the linear chi2 r^T V^-1 r is rounding (upstream gives 3e4 where ours gives 0.09 on extended_abcd).
+    # abcd_only_bb_full has no POI: no impacts (the empty impacts histograms' axes differ from upstream's).
+    "abcd": ("abcd.hdf5", DATA + ALL_OUT + ["--noChi2", "--paramModel", "Mu", "--paramModel"] + ABCD),
+    "abcd_yield_correction": (
+        "abcd.hdf5",
+        DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noChi2", "--paramModel", "Mu"]
+        + ["--paramModel", ABCD[0], "yieldCorrection:1"] + ABCD[1:],
+    ),
+    "abcd_only_bb_full": (
+        "abcd.hdf5",
+        DATA + ["--saveHists", "--computeHistErrors", "--noChi2", "--binByBinStatMode", "full", "--paramModel"]
+        + ABCD,
+    ),
+    "extended_abcd": (
+        "extended_abcd.hdf5",
+        DATA + ALL_OUT + ["--noChi2", "--paramModel", "Mu", "--paramModel", "ExtendedABCD", "nonprompt"]
+        + ["ch_Ax", "ch_Bx", "ch_A", "ch_B", "ch_C", "ch_D"],
     ),
 }
 

@@ -13,6 +13,7 @@
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/fit/devices.hpp"
+#include "rabbit/model/param_model.hpp"
 
 namespace rabbit::cli {
 namespace {
@@ -59,6 +60,11 @@ std::vector<Requested> requested_features(const FitOptions& o, const FitInputDat
     out.push_back(
         {FitFeature::observable_regularizers, fmt::format("--regularization {}", fmt::join(names, ",")), ""});
   }
+  for (const auto& spec : m.param_models)
+    if (param_model_depends_on_bin(spec.name)) {
+      out.push_back({FitFeature::bin_dependent_rates, fmt::format("--paramModel {}", spec.name), ""});
+      break;
+    }
   if (o.diagnostics && m.bin_by_bin_stat)
     out.push_back({FitFeature::beta_space_diagnostics, "--diagnostics with bin-by-bin statistics",
                    "or add --noBinByBinStat"});
@@ -208,6 +214,7 @@ RunCapabilities known_capabilities() {
       {FitFeature::observable_regularizers, yields_of_all_bins + ", which only the CPU backend evaluates"},
       {FitFeature::bb_centres_on_masked_full_entries,
        "the GPU pipeline does not differentiate BB centres beta0 != 1 on masked full-mode entries"},
+      {FitFeature::bin_dependent_rates, "the GPU kernels take one rate per process, not per bin"},
   };
   caps.unsupported_sharded = {
       {FitFeature::covariance_likelihood, "the dense data covariance couples all bins"},

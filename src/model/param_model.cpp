@@ -3,6 +3,8 @@
 // [P × M] in every bin, so each contraction over bins first sums the bin weights per process.
 #include "rabbit/model/param_model.hpp"
 
+#include <vector>
+
 namespace rabbit {
 
 void ParamModel::bin_rates(const Eigen::VectorXd& pi, int64_t b0, int64_t b1, Eigen::MatrixXd& r) const {
@@ -33,6 +35,22 @@ void ParamModel::rates_jvp(const Eigen::VectorXd& pi, int64_t b0, int64_t b1, co
 Eigen::MatrixXd ParamModel::curvature_product(const Eigen::VectorXd& pi, int64_t, int64_t,
                                               const Eigen::MatrixXd& w, const Eigen::MatrixXd& v) const {
   return rate_curvature(pi, w.colwise().sum().transpose()) * v;
+}
+
+Eigen::SparseMatrix<double, Eigen::RowMajor> ParamModel::rate_jacobian(const Eigen::VectorXd& pi, int64_t b0,
+                                                                       int64_t b1) const {
+  Eigen::VectorXd row;
+  Eigen::MatrixXd jac;
+  rates(pi, row, &jac);
+  const int64_t P = jac.rows(), M = jac.cols();
+  std::vector<Eigen::Triplet<double>> nz;
+  for (int64_t b = 0; b < b1 - b0; ++b)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t i = 0; i < M; ++i)
+        if (jac(p, i) != 0.0) nz.emplace_back(b * P + p, i, jac(p, i));
+  Eigen::SparseMatrix<double, Eigen::RowMajor> out((b1 - b0) * P, M);
+  out.setFromTriplets(nz.begin(), nz.end());
+  return out;
 }
 
 }  // namespace rabbit

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "abcd_param_models.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/model_options.hpp"
@@ -265,10 +266,74 @@ class CompositeModel final : public ParamModel {
   }
   bool allow_negative_param() const override { return allow_negative_; }
   bool is_linear() const override { return is_linear_; }
-  // The bin-range methods are ParamModel's defaults, built on rates() above: exact while every member
-  // is bin-independent, which build_model requires for now.
+  // The bin-range methods: ParamModel's defaults (built on rates() above) while every member is
+  // bin-independent; with a bin-dependent member (ABCD), the product rule over the members' own
+  // bin-range methods (docs/model.md "Bin-dependent param models").
   bool bin_independent() const override {
     return std::all_of(models_.begin(), models_.end(), [](const auto& m) { return m->bin_independent(); });
+  }
+  void bin_rates(const Eigen::VectorXd& pi, int64_t b0, int64_t b1, Eigen::MatrixXd& r) const override {
+    if (bin_independent()) return ParamModel::bin_rates(pi, b0, b1, r);
+    r = Eigen::MatrixXd::Ones(b1 - b0, nproc_);
+    for (size_t k = 0; k < models_.size(); ++k) {
+      Eigen::MatrixXd rk;
+      models_[k]->bin_rates(gather(k, pi), b0, b1, rk);
+      r = r.cwiseProduct(rk);
+    }
+  }
+  Eigen::SparseMatrix<double, Eigen::RowMajor> rate_jacobian(const Eigen::VectorXd& pi, int64_t b0,
+                                                             int64_t b1) const override {
+    if (bin_independent()) return ParamModel::rate_jacobian(pi, b0, b1);
+    const auto rs = member_bin_rates(pi, b0, b1);
+    Eigen::SparseMatrix<double, Eigen::RowMajor> out((b1 - b0) * nproc_, nparams());
+    for (size_t k = 0; k < models_.size(); ++k) {
+      // ∂r/∂π_k = (Π_{l≠k} r_l) ∂r_k/∂π_k, placed at the composite positions of model k's parameters
+      const Eigen::VectorXd others = flat_product_except(rs, k, k);
+      const Eigen::SparseMatrix<double, Eigen::RowMajor> placed =
+          models_[k]->rate_jacobian(gather(k, pi), b0, b1) * placement(k);
+      out += others.asDiagonal() * placed;
+    }
+    return out;
+  }
+  void rates_vjp(const Eigen::VectorXd& pi, int64_t b0, int64_t b1, const Eigen::MatrixXd& w,
+                 Eigen::VectorXd& g) const override {
+    if (bin_independent()) return ParamModel::rates_vjp(pi, b0, b1, w, g);
+    g = rate_jacobian(pi, b0, b1).transpose() * flat(w);
+  }
+  void rates_jvp(const Eigen::VectorXd& pi, int64_t b0, int64_t b1, const Eigen::MatrixXd& v,
+                 Eigen::MatrixXd& dr) const override {
+    if (bin_independent()) return ParamModel::rates_jvp(pi, b0, b1, v, dr);
+    dr = rate_jacobian(pi, b0, b1) * v;
+  }
+  Eigen::MatrixXd curvature_product(const Eigen::VectorXd& pi, int64_t b0, int64_t b1,
+                                    const Eigen::MatrixXd& w, const Eigen::MatrixXd& v) const override {
+    if (bin_independent()) return ParamModel::curvature_product(pi, b0, b1, w, v);
+    const auto rs = member_bin_rates(pi, b0, b1);
+    const int64_t nb = b1 - b0, nm = static_cast<int64_t>(models_.size());
+    const Eigen::VectorXd wf = flat(w);
+    std::vector<Eigen::SparseMatrix<double, Eigen::RowMajor>> js(nm);
+    std::vector<Eigen::SparseMatrix<double, Eigen::RowMajor>> place(nm);
+    for (int64_t k = 0; k < nm; ++k) {
+      js[k] = models_[k]->rate_jacobian(gather(k, pi), b0, b1);
+      place[k] = placement(k);
+    }
+    Eigen::MatrixXd out = Eigen::MatrixXd::Zero(nparams(), v.cols());
+    for (int64_t k = 0; k < nm; ++k) {
+      // own curvature of model k, weighted by the other factors
+      const Eigen::VectorXd wk = wf.cwiseProduct(flat_product_except(rs, k, k));
+      Eigen::MatrixXd wk_bins(nb, nproc_);
+      for (int64_t b = 0; b < nb; ++b) wk_bins.row(b) = wk.segment(b * nproc_, nproc_).transpose();
+      const Eigen::MatrixXd vk = place[k] * v;
+      out += place[k].transpose() * models_[k]->curvature_product(gather(k, pi), b0, b1, wk_bins, vk);
+      // cross terms: Σ_bp w_bp Π_{others} r_bp ∂r_k/∂a ∂r_l/∂b
+      for (int64_t l = 0; l < nm; ++l) {
+        if (l == k) continue;
+        const Eigen::VectorXd wkl = wf.cwiseProduct(flat_product_except(rs, k, l));
+        const Eigen::MatrixXd jl_v = js[l] * (place[l] * v);
+        out += place[k].transpose() * (js[k].transpose() * (wkl.asDiagonal() * jl_v));
+      }
+    }
+    return out;
   }
   Eigen::VectorXd prior_sigmas() const override { return permuted_priors(true); }
   Eigen::VectorXd prior_means() const override { return permuted_priors(false); }
@@ -286,6 +351,33 @@ class CompositeModel final : public ParamModel {
   }
   void scatter(size_t k, const Eigen::VectorXd& v, Eigen::VectorXd& out) const {
     for (int64_t i = 0; i < v.size(); ++i) out[position(k, i)] = v[i];
+  }
+  /// Selection [nparams(model k) × nparams()]: row i picks the composite position of k's parameter i.
+  Eigen::SparseMatrix<double, Eigen::RowMajor> placement(size_t k) const {
+    Eigen::SparseMatrix<double, Eigen::RowMajor> s(models_[k]->nparams(), nparams());
+    for (int64_t i = 0; i < models_[k]->nparams(); ++i) s.insert(i, position(k, i)) = 1.0;
+    return s;
+  }
+  /// w [nb × P] flattened as rows b·P + p (the row order of rate_jacobian).
+  static Eigen::VectorXd flat(const Eigen::MatrixXd& w) {
+    const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> wr = w;
+    return Eigen::Map<const Eigen::VectorXd>(wr.data(), wr.size());
+  }
+  std::vector<Eigen::VectorXd> member_bin_rates(const Eigen::VectorXd& pi, int64_t b0, int64_t b1) const {
+    std::vector<Eigen::VectorXd> rs(models_.size());
+    for (size_t k = 0; k < models_.size(); ++k) {
+      Eigen::MatrixXd rk;
+      models_[k]->bin_rates(gather(k, pi), b0, b1, rk);
+      rs[k] = flat(rk);
+    }
+    return rs;
+  }
+  Eigen::VectorXd flat_product_except(const std::vector<Eigen::VectorXd>& rs, size_t skip1,
+                                      size_t skip2) const {
+    Eigen::VectorXd p = Eigen::VectorXd::Ones(rs.empty() ? 0 : rs[0].size());
+    for (size_t j = 0; j < rs.size(); ++j)
+      if (j != skip1 && j != skip2) p = p.cwiseProduct(rs[j]);
+    return p;
   }
   Eigen::VectorXd product_except(const std::vector<Eigen::VectorXd>& rs, size_t skip1, size_t skip2) const {
     Eigen::VectorXd p = Eigen::VectorXd::Ones(nproc_);
@@ -317,8 +409,6 @@ class CompositeModel final : public ParamModel {
   bool is_linear_ = true;
 };
 
-using ExpectSignal = std::vector<std::pair<std::string, double>>;
-
 void expect_no_arguments(const ParamModelSpec& spec) {
   if (!spec.args.empty())
     throw OptionError(fmt::format("--paramModel {} takes no arguments, got {}", spec.name, spec.args.size()));
@@ -344,13 +434,16 @@ std::shared_ptr<const ParamModel> make_mixture(const FitInputData& input, const 
 /// The registry of --paramModel names (docs/architecture.md "How to add a param model"): one line per model.
 struct ParamModelEntry {
   const char* name;
+  bool bin_dependent;
   std::shared_ptr<const ParamModel> (*make)(const FitInputData&, const ParamModelSpec&, const ExpectSignal&,
                                             bool);
 };
 constexpr ParamModelEntry kParamModels[] = {
-    {"Ones", make_ones},
-    {"Mu", make_mu},
-    {"Mixture", make_mixture},
+    {"Ones", false, make_ones},
+    {"Mu", false, make_mu},
+    {"Mixture", false, make_mixture},
+    {"ABCD", true, make_abcd},
+    {"ExtendedABCD", true, make_extended_abcd},
 };
 
 }  // namespace
@@ -364,6 +457,12 @@ const std::vector<std::string>& supported_param_models() {
   return names;
 }
 
+bool param_model_depends_on_bin(const std::string& name) {
+  for (const auto& e : kParamModels)
+    if (name == e.name) return e.bin_dependent;
+  return false;
+}
+
 std::shared_ptr<const ParamModel> make_param_model(
     const FitInputData& input, const std::vector<ParamModelSpec>& specs,
     const std::vector<std::pair<std::string, double>>& expect_signal, bool allow_negative_param) {
@@ -375,8 +474,8 @@ std::shared_ptr<const ParamModel> make_param_model(
                                     [&](const ParamModelEntry& e) { return spec.name == e.name; });
     if (entry == std::end(kParamModels))
       throw OptionError(
-          fmt::format("--paramModel: unknown param model '{}'; supported: {} (rabbit's ABCD, AxisNorm, "
-                      "AxisExp, AxisBernstein, "
+          fmt::format("--paramModel: unknown param model '{}'; supported: {} (rabbit's SmoothABCD, "
+                      "SmoothExtendedABCD, the *IsoMT variants, AxisNorm, AxisExp, AxisBernstein, "
                       "SaturatedProjectModel and user-defined models are not implemented)",
                       spec.name, fmt::join(supported_param_models(), ", ")));
     models.push_back(entry->make(input, spec, expect_signal, allow_negative_param));

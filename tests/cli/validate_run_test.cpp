@@ -206,6 +206,20 @@ TEST(ValidateRun, WhatTheCudaBackendCannotDo) {
             "yields of all bins, which only the CPU backend evaluates); use --backend cpu");
 }
 
+TEST(ValidateRun, TheCudaBackendRefusesBinDependentParamModels) {
+  FitOptions o;
+  o.model.param_models = {{"Mu", {}}, {"ABCD", {"nonprompt", "ch_A", "ch_B", "ch_C", "ch_D"}}};
+  EXPECT_NO_THROW(rabbit::cli::validate_run(o, small_input(), cuda_build()));  // auto: runs on the CPU
+  o.n_devices = 2;  // CPU shards evaluate their own bins
+  EXPECT_NO_THROW(rabbit::cli::validate_run(o, small_input(), cpu_build()));
+  o.n_devices = 1;
+  o.backend = "cuda";
+  EXPECT_EQ(
+      run_error(o),
+      "--backend cuda does not support --paramModel ABCD (the GPU kernels take one rate per process, not "
+      "per bin); use --backend cpu");
+}
+
 TEST(ValidateRun, CudaToysWithMaskedFullModeEntries) {
   FitOptions o;
   o.backend = "cuda";

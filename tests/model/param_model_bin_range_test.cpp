@@ -1,6 +1,6 @@
 // The bin-range API of ParamModel (include/rabbit/model/param_model.hpp; docs/model.md "Param models"):
 // the defaults agree with the per-process rates and their derivatives agree with finite differences;
-// build_model refuses a bin-dependent model; the registry lists the supported models.
+// the registry lists the supported models (the bin-dependent ABCD family: abcd_param_model_test.cpp).
 #include <gtest/gtest.h>
 
 #include "rabbit/core/error.hpp"
@@ -132,39 +132,9 @@ TEST(ParamModelBinRange, CompositeCurvatureProduct) {
   EXPECT_DOUBLE_EQ(cv(2, 0), 3.0);  // Σ_b w_b,sig over the three bins
 }
 
-/// A model whose rates depend on the bin (as rabbit's ABCD does): refused until the backends use the
-/// bin-range API.
-class BinDependentModel final : public ParamModel {
- public:
-  int64_t npoi() const override { return 0; }
-  int64_t npou() const override { return 0; }
-  std::vector<std::string> names() const override { return {}; }
-  Eigen::VectorXd default_values() const override { return VectorXd(0); }
-  void rates(const VectorXd&, VectorXd& r, MatrixXd* jac) const override {
-    r = VectorXd::Ones(4);
-    if (jac) jac->setZero(4, 0);
-  }
-  MatrixXd rate_curvature(const VectorXd&, const VectorXd&) const override { return MatrixXd(0, 0); }
-  bool bin_independent() const override { return false; }
-};
-
-TEST(ParamModelBinRange, BuildModelRefusesABinDependentModel) {
-  ModelOptions options;
-  options.param_models = {ParamModelSpec{"ABCD", {}}};
-  try {
-    build_model(test::small_input(), options, std::make_shared<BinDependentModel>());
-    FAIL() << "no OptionError";
-  } catch (const OptionError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "--paramModel: param model ABCD depends on the bin; not supported by this release");
-  }
-  // the built-in models are bin-independent and build
-  options.param_models = {};
-  EXPECT_NO_THROW(build_model(test::small_input(), options));
-}
-
 TEST(ParamModelBinRange, SupportedModelsComeFromTheRegistry) {
-  EXPECT_EQ(supported_param_models(), (std::vector<std::string>{"Ones", "Mu", "Mixture"}));
+  EXPECT_EQ(supported_param_models(),
+            (std::vector<std::string>{"Ones", "Mu", "Mixture", "ABCD", "ExtendedABCD"}));
 }
 
 }  // namespace

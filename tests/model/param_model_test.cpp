@@ -139,9 +139,11 @@ TEST(ParamModel, ExpectSignalValidatedByEverySubModel) {
 TEST(ParamModel, BadSpecsAreOptionErrors) {
   auto in = test::small_input();
   const std::string unknown = error_of([&] {
-    make_param_model(*in, {ParamModelSpec{"ABCD", {}}}, {}, false);
+    make_param_model(*in, {ParamModelSpec{"SmoothABCD", {}}}, {}, false);
   });
-  EXPECT_NE(unknown.find("unknown param model 'ABCD'; supported: Ones, Mu, Mixture"), std::string::npos)
+  EXPECT_NE(
+      unknown.find("unknown param model 'SmoothABCD'; supported: Ones, Mu, Mixture, ABCD, ExtendedABCD"),
+      std::string::npos)
       << unknown;
   EXPECT_NE(unknown.find("not implemented"), std::string::npos);
   EXPECT_NE(error_of([&] {

@@ -15,6 +15,7 @@ enum class FitFeature {
   observable_regularizers,            // regularisers on the predicted yields of all bins (SVD)
   bb_centres_on_masked_full_entries,  // BB centres β⁰ ≠ 1 on masked full-mode entries (frequentist toys)
   beta_space_diagnostics,             // the β-space EDM of the diagnostics with BB
+  bin_dependent_rates,                // a param model whose rates differ per bin (the ABCD family)
 };
 
 /// One limit: the feature and why it cannot be evaluated.

@@ -6,6 +6,7 @@
 // (rabbit's ABCD) included, as contractions over a range of bins [b0, b1) × processes, so that a shard
 // evaluates only its own bins; their defaults derive them from the per-process rates.
 #include <Eigen/Core>
+#include <Eigen/SparseCore>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,8 +32,9 @@ class ParamModel {
   /// Σ_p w_p ∂²r_p/∂π∂πᵀ [nparams × nparams] (zero for models linear in each process' rate).
   virtual Eigen::MatrixXd rate_curvature(const Eigen::VectorXd& pi, const Eigen::VectorXd& w) const = 0;
 
-  /// Whether r is the same in every bin (true for the built-in models). build_model refuses a
-  /// bin-dependent model until the backends consume the bin-range methods below.
+  /// Whether r is the same in every bin (Ones, Mu, Mixture). A bin-dependent model (the ABCD family)
+  /// answers false; the CPU backend then evaluates it through the bin-range methods below, and
+  /// rates()/rate_curvature() are not asked of it.
   virtual bool bin_independent() const { return true; }
 
   // ---- bin-range API: bins [b0, b1) of the full bin axis, nb = b1 − b0, P = nproc ----
@@ -48,6 +50,11 @@ class ParamModel {
   /// Curvature product: (Σ_bp w_bp ∂²r_bp/∂π∂πᵀ) v [nparams × k] for w [nb × P], v [nparams × k].
   virtual Eigen::MatrixXd curvature_product(const Eigen::VectorXd& pi, int64_t b0, int64_t b1,
                                             const Eigen::MatrixXd& w, const Eigen::MatrixXd& v) const;
+  /// The Jacobian itself, sparse: J [nb·P × nparams], row (b − b0)·P + p = ∂r_bp/∂π. The backends read
+  /// its rows per (bin, process) entry for the dense Hessian and the yield Jacobians; an ABCD rate
+  /// depends on at most three parameters, so J has a few nonzeros per row.
+  virtual Eigen::SparseMatrix<double, Eigen::RowMajor> rate_jacobian(const Eigen::VectorXd& pi, int64_t b0,
+                                                                     int64_t b1) const;
 
   /// Whether the POIs enter linearly (--allowNegativeParam) rather than squared.
   virtual bool allow_negative_param() const { return false; }
@@ -71,5 +78,8 @@ std::shared_ptr<const ParamModel> make_param_model(
 
 /// Names accepted by make_param_model, in registry order.
 const std::vector<std::string>& supported_param_models();
+/// Whether the registered model of that name has rates that differ per bin (the ABCD family); false for
+/// unknown names.
+bool param_model_depends_on_bin(const std::string& name);
 
 }  // namespace rabbit

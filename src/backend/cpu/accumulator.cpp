@@ -49,13 +49,15 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
   const int64_t k = sc.k;
   // gradient
   const int64_t ne = e1 - e0;
+  // row of (b, p) in the per-process sums: p, or b·P + p for a bin-dependent param model
+  const int64_t roff = pt.bin_dependent ? b * P : 0;
   if (!gradient) {
   } else if (!L.sparse && ne > 0) {
     VectorXd wv(ne);
     for (int64_t e = e0; e < e1; ++e) {
       const int64_t i = slot + e - e0;
       wv[e - e0] = sc.phi[i] * sc.c[i];
-      acc.gpi[L.entry_proc[e]] += sc.phi[i] * sc.a[i];
+      acc.gpi[roff + L.entry_proc[e]] += sc.phi[i] * sc.a[i];
     }
     const RowBlock Kb(L.dense_row(e0), ne, W);
     acc.y.noalias() += Kb.transpose() * wv;
@@ -64,7 +66,7 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
       const int64_t i = slot + e - e0;
       const int p = L.entry_proc[e];
       L.row_axpy(e, sc.phi[i] * sc.c[i], acc.y.data());
-      acc.gpi[p] += sc.phi[i] * sc.a[i];
+      acc.gpi[roff + p] += sc.phi[i] * sc.a[i];
     }
   }
   if (k > 0) {
@@ -109,7 +111,7 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
           pipart += sc.phi[i] * sc.a[i] * sc.dLam[i * k + j];
         }
         omega[j] = om;
-        acc.hpi(p, j) += pipart;
+        acc.hpi(roff + p, j) += pipart;
       }
       if (!L.sparse) {
         for (int64_t j = 0; j < k; ++j) Omega(e - e0, j) = omega[j];
@@ -129,11 +131,11 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
       const int p = L.entry_proc[e];
       const double w = sc.d[i] * sc.c[i] * sc.c[i] + (L.lognormal ? sc.phi[i] * sc.N[i] : 0.0);
       const double xw = sc.d[i] * sc.c[i] * sc.a[i] + (L.lognormal ? sc.phi[i] * sc.a[i] : 0.0);
-      acc.Ypp[p] += sc.d[i] * sc.a[i] * sc.a[i];
+      acc.Ypp[roff + p] += sc.d[i] * sc.a[i] * sc.a[i];
       if (xw != 0.0 && M > 0) {
         VectorXd tmp = VectorXd::Zero(S);
         L.row_E_axpy(e, xw, pt.hp.data(), tmp.data());
-        acc.X.row(p) += tmp.transpose();
+        acc.X.row(roff + p) += tmp.transpose();
       }
       if (w != 0.0) {
         const double sw = std::sqrt(std::abs(w));
@@ -158,7 +160,11 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
         for (int a = 0; a < nc; ++a) {
           const double u = sc.U[i * nc + a];
           if (u == 0.0) continue;
-          if (M > 0) Jb.col(a).head(M) += (u * sc.a[i]) * pt.jr.row(p).transpose();
+          if (M > 0 && pt.bin_dependent) {
+            pt.add_rate_gradient(b, p, u * sc.a[i], Jb.col(a).data());
+          } else if (M > 0) {
+            Jb.col(a).head(M) += (u * sc.a[i]) * pt.jr.row(p).transpose();
+          }
           L.row_E_axpy(e, u * sc.c[i], pt.hp.data(), Jb.col(a).data() + M);
         }
       }
@@ -177,16 +183,17 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
 inline void ShardEvaluation::init_accum(Accum& acc, const Request& req, int64_t k) const {
   acc.f = 0.0;
   acc.y = VectorXd::Zero(W);
-  acc.gpi = VectorXd::Zero(P);
+  const int64_t rows = pt.bin_dependent ? s.nbinsfull_ * P : P;  // the per-process sums' rows
+  acc.gpi = VectorXd::Zero(rows);
   if (k > 0) {
     acc.O = MatrixXd::Zero(W, k);
-    acc.hpi = MatrixXd::Zero(P, k);
+    acc.hpi = MatrixXd::Zero(rows, k);
   }
   if (req.hess) {
     acc.HJ = MatrixXd::Zero(n, n);
     acc.HE = MatrixXd::Zero(S, S);
-    acc.X = MatrixXd::Zero(P, S);
-    acc.Ypp = VectorXd::Zero(P);
+    acc.X = MatrixXd::Zero(rows, S);
+    acc.Ypp = VectorXd::Zero(rows);
     acc.Epos.resize(S, kHessBlock);
     acc.Eneg.resize(S, kHessBlock);
     acc.Lrows.resize(n, kHessBlock);
@@ -221,11 +228,19 @@ inline double ShardEvaluation::finish(Request& req, std::vector<Accum>& accs) {
   if (req.grad_out) {
     VectorXd& g = *req.grad_out;
     g.resize(n);
-    if (M > 0) g.head(M) = pt.jr.transpose() * tot.gpi;
+    if (M > 0 && pt.bin_dependent) {
+      g.head(M) = pt.jb.transpose() * tot.gpi;
+    } else if (M > 0) {
+      g.head(M) = pt.jr.transpose() * tot.gpi;
+    }
     g.tail(S) = gth;
   }
   MatrixXd curv;  // 𝒞_ππ
-  if (M > 0 && (pt.k > 0 || req.hess)) curv = s.model_->param_model->rate_curvature(pt.pi, tot.gpi);
+  if (pt.bin_dependent) {
+    if (M > 0 && (pt.k > 0 || req.hess)) return finish_bin_dependent(req, tot, yd);
+  } else if (M > 0 && (pt.k > 0 || req.hess)) {
+    curv = s.model_->param_model->rate_curvature(pt.pi, tot.gpi);
+  }
   if (pt.k > 0 && req.hv_out) {
     MatrixXd& HV = *req.hv_out;
     HV.resize(n, pt.k);
@@ -251,6 +266,42 @@ inline double ShardEvaluation::finish(Request& req, std::vector<Accum>& accs) {
       H.topRightCorner(M, S) += Hpt;
       H.bottomLeftCorner(S, M) += Hpt.transpose();
     }
+  }
+  return tot.f;
+}
+
+// finish() for a bin-dependent param model (docs/likelihood.md "Bin-dependent rates"): the per-(bin,
+// process) sums contract with the sparse rate Jacobian, and the rates' curvature is the model's
+// curvature product with the weights Σ φ a of each (bin, process).
+inline double ShardEvaluation::finish_bin_dependent(Request& req, const Accum& tot, const VectorXd& yd) {
+  const ParamModel& pm = *s.model_->param_model;
+  const int64_t B = s.nbinsfull_;
+  MatrixXd w(B, P);  // Σ φ a per bin and process
+  for (int64_t b = 0; b < B; ++b) w.row(b) = tot.gpi.segment(b * P, P).transpose();
+  if (pt.k > 0 && req.hv_out) {
+    MatrixXd& HV = *req.hv_out;
+    HV.resize(n, pt.k);
+    MatrixXd oth = tot.O.topRows(S);
+    if (!L.symmetric) {
+      oth += pt.hp.asDiagonal() * tot.O.bottomRows(S);
+      oth += (pt.hpp.cwiseProduct(yd)).asDiagonal() * pt.Vtheta;
+    }
+    HV.bottomRows(S) = oth;
+    HV.topRows(M) = pt.jb.transpose() * tot.hpi + pm.curvature_product(pt.pi, 0, B, w, pt.Vpi);
+  }
+  if (req.hess && req.hess_out) {
+    MatrixXd& H = *req.hess_out;
+    H = 0.5 * (tot.HJ + tot.HJ.transpose());
+    MatrixXd HEfull = tot.HE.selfadjointView<Eigen::Lower>();
+    H.bottomRightCorner(S, S) += HEfull;
+    if (!L.symmetric) H.bottomRightCorner(S, S).diagonal() += pt.hpp.cwiseProduct(yd);
+    const Eigen::SparseMatrix<double> ypp_j = tot.Ypp.asDiagonal() * pt.jb;
+    MatrixXd Hpp = pm.curvature_product(pt.pi, 0, B, w, MatrixXd::Identity(M, M));
+    Hpp += MatrixXd(pt.jb.transpose() * ypp_j);
+    H.topLeftCorner(M, M) += 0.5 * (Hpp + Hpp.transpose());
+    const MatrixXd Hpt = pt.jb.transpose() * tot.X;
+    H.topRightCorner(M, S) += Hpt;
+    H.bottomLeftCorner(S, M) += Hpt.transpose();
   }
   return tot.f;
 }

@@ -107,7 +107,11 @@ inline void ShardEvaluation::add_entry_jacobian(int64_t e, const BinScratch& sc,
                                                 double* row) const {
   if (w == 0.0) return;
   const int p = L.entry_proc[e];
-  for (int64_t k = 0; k < M; ++k) row[k] += w * sc.a[i] * pt.jr(p, k);
+  if (pt.bin_dependent) {
+    pt.add_rate_gradient(L.bin_of(e), p, w * sc.a[i], row);
+  } else {
+    for (int64_t k = 0; k < M; ++k) row[k] += w * sc.a[i] * pt.jr(p, k);
+  }
   L.row_E_axpy(e, w * sc.c[i], pt.hp.data(), row + M);
 }
 

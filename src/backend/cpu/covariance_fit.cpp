@@ -373,7 +373,11 @@ inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs,
           const int a = which == 0 ? col[e] : col2[e];
           if (a < 0) continue;
           const int64_t v = a * B + b;
-          if (M > 0) J.col(v).head(M) += sc.a[e] * pt.jr.row(p).transpose();
+          if (M > 0 && pt.bin_dependent) {
+            pt.add_rate_gradient(b, p, sc.a[e], J.col(v).data());
+          } else if (M > 0) {
+            J.col(v).head(M) += sc.a[e] * pt.jr.row(p).transpose();
+          }
           L.row_E_axpy(e, sc.c[e], pt.hp.data(), J.col(v).data() + M);
         }
       }

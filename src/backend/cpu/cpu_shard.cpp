@@ -50,8 +50,19 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
   // ρ (normal pre-scaling, docs/likelihood.md "Systematic type normal"): the param model at the stored
   // defaults.
   s.rho_ = VectorXd::Ones(s.nproc_);
-  if (s.nparams_ > 0 && !s.layout.lognormal)
+  s.bin_rates_ = s.model_->param_model && !s.model_->param_model->bin_independent();
+  if (s.bin_rates_) {
+    // the same per (bin, process) for a bin-dependent model (docs/likelihood.md "Bin-dependent rates")
+    s.rho_bins_ = VectorXd::Ones(s.nbinsfull_ * s.nproc_);
+    if (s.nparams_ > 0 && !s.layout.lognormal) {
+      MatrixXd rho;
+      s.model_->param_model->bin_rates(s.model_->parameters.x_default.head(s.nparams_), 0, s.nbinsfull_, rho);
+      for (int64_t b = 0; b < s.nbinsfull_; ++b)
+        s.rho_bins_.segment(b * s.nproc_, s.nproc_) = rho.row(b).transpose();
+    }
+  } else if (s.nparams_ > 0 && !s.layout.lognormal) {
     s.model_->param_model->rates(s.model_->parameters.x_default.head(s.nparams_), s.rho_, nullptr);
+  }
   cpu_detail::build_bb_statistics(s);
   cpu_detail::build_covariance_matrices(s);
   cpu_detail::build_beta_variation_sources(s);

@@ -30,6 +30,10 @@ struct EntryLayout {
   static EntryLayout build(const FitInputData& in);
 
   int64_t entries(int64_t b) const { return bin_ptr[b + 1] - bin_ptr[b]; }
+  /// The bin of entry e (binary search over bin_ptr).
+  int64_t bin_of(int64_t e) const {
+    return std::upper_bound(bin_ptr.begin(), bin_ptr.end(), e) - bin_ptr.begin() - 1;
+  }
   /// The largest number of entries of one bin in [first, last).
   int64_t max_entries(int64_t first, int64_t last) const {
     int64_t m = 0;

@@ -119,7 +119,11 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
       if (!eng.prof.active(e)) continue;
       A += sc.N[e - e0];
       const int p = L.entry_proc[e];
-      if (M > 0) JA.head(M) += sc.a[e - e0] * eng.pt.jr.row(p).transpose();
+      if (M > 0 && eng.pt.bin_dependent) {
+        eng.pt.add_rate_gradient(b, p, sc.a[e - e0], JA.data());
+      } else if (M > 0) {
+        JA.head(M) += sc.a[e - e0] * eng.pt.jr.row(p).transpose();
+      }
       L.row_E_axpy(e, sc.c[e - e0], eng.pt.hp.data(), JA.data() + M);
     }
     // lite normal-additive: the bin's s·β is distributed in proportion to N/A (A' = 1 where A ≤ 0,
@@ -145,7 +149,11 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
         }
       }
       VectorXd r = VectorXd::Zero(n);
-      if (M > 0) r.head(M) = (kv * sc.a[e - e0]) * eng.pt.jr.row(p).transpose();
+      if (M > 0 && eng.pt.bin_dependent) {
+        eng.pt.add_rate_gradient(b, p, kv * sc.a[e - e0], r.data());
+      } else if (M > 0) {
+        r.head(M) = (kv * sc.a[e - e0]) * eng.pt.jr.row(p).transpose();
+      }
       L.row_E_axpy(e, kv * sc.c[e - e0], eng.pt.hp.data(), r.data() + M);
       if (extra != 0.0) r += extra * JA;
       J.row((b - first) * P + p) = r.transpose();

@@ -32,7 +32,18 @@ inline void PointState::prepare(const ShardState& s, const Eigen::VectorXd& xi, 
     hpp[j] = h2;
   }
   pi = xi.head(M);
-  if (s.model_->param_model) {
+  nproc = P;
+  bin_dependent = s.bin_rates_;
+  if (bin_dependent) {
+    const ParamModel& pm = *s.model_->param_model;
+    Eigen::MatrixXd rates_by_bin;
+    pm.bin_rates(pi, 0, s.nbinsfull_, rates_by_bin);
+    rb.resize(s.nbinsfull_ * P);
+    for (int64_t b = 0; b < s.nbinsfull_; ++b) rb.segment(b * P, P) = rates_by_bin.row(b).transpose();
+    jb = pm.rate_jacobian(pi, 0, s.nbinsfull_);
+    r.resize(0);
+    jr.resize(0, 0);
+  } else if (s.model_->param_model) {
     s.model_->param_model->rates(pi, r, &jr);
   } else {
     r = Eigen::VectorXd::Ones(P);
@@ -45,7 +56,11 @@ inline void PointState::prepare(const ShardState& s, const Eigen::VectorXd& xi, 
     Um.resize(W, k);
     Um.topRows(S) = Vtheta;
     if (!s.layout.symmetric) Um.bottomRows(S) = hp.asDiagonal() * Vtheta;
-    dr = jr * Vpi;
+    if (bin_dependent) {
+      drb = jb * Vpi;
+    } else {
+      dr = jr * Vpi;
+    }
   }
 }
 

@@ -38,6 +38,12 @@ inline void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, boo
     if (!directions_only) lam_block.noalias() = Kb * pt.m;
     if (k > 0) dlam_block.noalias() = Kb * pt.Um;
   }
+  // the rates, ρ and rate directions of this bin: per process, or per (bin, process) for a bin-dependent
+  // param model (docs/likelihood.md "Bin-dependent rates")
+  const double* rate = pt.rates_of(b);
+  const double* rho = s.rho_of(b);
+  const double* dr = k == 0 ? nullptr : pt.bin_dependent ? pt.drb.data() + b * P : pt.dr.data();
+  const int64_t dr_stride = k == 0 ? 0 : pt.bin_dependent ? pt.drb.rows() : pt.dr.rows();
   for (int64_t e = e0; e < e1; ++e) {
     const int64_t i = slot + (e - e0);
     const int p = L.entry_proc[e];
@@ -47,12 +53,12 @@ inline void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, boo
       if (L.lognormal) {
         const double q = n0 * std::exp(lam);
         sc.a[i] = q;
-        sc.N[i] = pt.r[p] * q;
+        sc.N[i] = rate[p] * q;
         sc.c[i] = sc.N[i];
       } else {
         sc.a[i] = n0;
-        sc.N[i] = pt.r[p] * n0 + s.rho_[p] * lam;
-        sc.c[i] = s.rho_[p];
+        sc.N[i] = rate[p] * n0 + rho[p] * lam;
+        sc.c[i] = rho[p];
       }
     }
     if (k > 0) {
@@ -60,7 +66,7 @@ inline void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, boo
       double* dn = &sc.dN[i * k];
       for (int64_t j = 0; j < k; ++j)
         dl[j] = L.sparse ? L.row_dot(e, pt.Um.col(j).data()) : dlam_block(e - e0, j);
-      for (int64_t j = 0; j < k; ++j) dn[j] = sc.a[i] * pt.dr(p, j) + sc.c[i] * dl[j];
+      for (int64_t j = 0; j < k; ++j) dn[j] = sc.a[i] * dr[p + j * dr_stride] + sc.c[i] * dl[j];
     }
   }
 }

@@ -47,6 +47,8 @@ struct Request {
 /// Phase-B sums of one thread.
 struct Accum {
   double f = 0.0;
+  // gpi, hpi, X and Ypp have a row per (bin, process) for a bin-dependent param model
+  // (docs/likelihood.md "Bin-dependent rates")
   Eigen::VectorXd y, gpi;  // K2ᵀ(φc) [W], Σ φ a per process [P]
   Eigen::MatrixXd O, hpi;  // HVP: K2ᵀ ω [W × k], per-process π part [P × k]
   Eigen::MatrixXd HJ;      // Σ Jᵀ M J (full, n × n)
@@ -112,6 +114,7 @@ class ShardEvaluation {
                   Accum& acc, const double* zcoupled, bool gradient = true) const;
   void init_accum(Accum& acc, const Request& req, int64_t k) const;
   double finish(Request& req, std::vector<Accum>& accs);
+  double finish_bin_dependent(Request& req, const Accum& tot, const Eigen::VectorXd& yd);
 
   // ---- point cache (point_cache.cpp) ----
   void cache_bin(int64_t b, BinScratch& sc, bool to_cache) const;

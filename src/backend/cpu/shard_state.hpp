@@ -25,6 +25,11 @@ struct ShardState {
   DataLikelihood likelihood_ = DataLikelihood::poisson;
   EntryLayout layout;
   Eigen::VectorXd rho_;  // normal-type pre-scaling ρ_p
+  // a bin-dependent param model (ABCD): rates per (bin, process), and ρ per (bin, process) [nbinsfull·P]
+  bool bin_rates_ = false;
+  Eigen::VectorXd rho_bins_;
+  /// ρ of bin b, indexed by process.
+  const double* rho_of(int64_t b) const { return bin_rates_ ? rho_bins_.data() + b * nproc_ : rho_.data(); }
 
   // observed data over all B observed bins
   Eigen::VectorXd nobs_, varnobs_, lognobs_;

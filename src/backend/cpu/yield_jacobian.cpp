@@ -58,6 +58,7 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
   // the π part of an entry's row: w ∂r_p/∂π (the θ part is row_E_axpy)
   auto add_pi_row = [&](int64_t e, double w, double* row) {
     const int p = L.entry_proc[e];
+    if (eng.pt.bin_dependent) return eng.pt.add_rate_gradient(L.bin_of(e), p, w, row);
     for (int64_t k = 0; k < M; ++k) row[k] += w * eng.pt.jr(p, k);
   };
   if (betavar_rows && through_beta && s.coupled) {

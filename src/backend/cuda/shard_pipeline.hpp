@@ -129,6 +129,11 @@ class ShardPipeline : public ShardEvaluator {
     const FitInputData& in = *model_->input;
     if (model_->options.likelihood == DataLikelihood::covariance)
       throw OptionError("--covarianceFit is not supported by the CUDA backend; use --backend cpu");
+    // The kernels take one rate per process; the ABCD family's rates differ per bin.
+    if (model_->param_model && !model_->param_model->bin_independent())
+      throw OptionError(
+          "--paramModel: bin-dependent param models (ABCD family) are not supported by the CUDA "
+          "backend; use --backend cpu");
     // The SVD regulariser reads the predicted yields of all bins (masked channels included), which
     // only the CPU shard evaluates; silently dropping its penalty would change the fit.
     if (!model_->regularizers.empty() && needs_observables(*model_))
