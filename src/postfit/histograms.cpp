@@ -358,7 +358,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     VectorXd cbeta;
     process_beta_terms(G, cbeta);
     const MatrixXd GC = Hinv.size() ? MatrixXd(G * Hinv) : MatrixXd(G * cbeta.asDiagonal());
-    out.inclusive_var = (JC.array() * Jy.array()).rowwise().sum() + (GC.array() * MatrixXd(G).array()).rowwise().sum();
+    out.inclusive_var =
+        (JC.array() * Jy.array()).rowwise().sum() + (GC.array() * MatrixXd(G).array()).rowwise().sum();
     if (req.covariance) out.inclusive_cov = JC * Jy.transpose() + GC * G.transpose();
   } else if (req.errors || req.covariance) {
     out.inclusive_var = (JC.array() * Jy.array()).rowwise().sum();

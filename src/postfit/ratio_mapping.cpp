@@ -23,7 +23,9 @@ using Triplet = Eigen::Triplet<double>;
 
 enum class Combine { ratio, normratio, difference, asymmetry };
 
-bool has_colon(const std::string& s) { return s.find(':') != std::string::npos; }
+bool has_colon(const std::string& s) {
+  return s.find(':') != std::string::npos;
+}
 
 std::vector<std::string> process_list(const std::string& arg) {
   std::vector<std::string> out;
@@ -48,9 +50,10 @@ bool same_axis(const AxisInfo& a, const AxisInfo& b) {
 
 class RatioMapping final : public Mapping {
  public:
-  RatioMapping(const FitInputData& input, const std::string& name, Combine combine, const std::vector<std::string>& a,
-               const std::vector<std::string>& num_procs, const std::vector<std::string>& den_procs,
-               const std::string& num_sel, const std::string& den_sel, std::string key)
+  RatioMapping(const FitInputData& input, const std::string& name, Combine combine,
+               const std::vector<std::string>& a, const std::vector<std::string>& num_procs,
+               const std::vector<std::string>& den_procs, const std::string& num_sel,
+               const std::string& den_sel, std::string key)
       : name_(name),
         key_(std::move(key)),
         combine_(combine),
@@ -65,9 +68,10 @@ class RatioMapping final : public Mapping {
       same = same && same_sizes && same_axis(na[k], da[k]);
     }
     if (!same_sizes)
-      throw OptionError(fmt::format("-m {}: the numerator's and the denominator's axes must have the same numbers "
-                                    "of bins",
-                                    name));
+      throw OptionError(
+          fmt::format("-m {}: the numerator's and the denominator's axes must have the same numbers "
+                      "of bins",
+                      name));
     ChannelInfo out;
     const bool one_channel = a[0] == a[1];
     if (one_channel) {
@@ -75,9 +79,10 @@ class RatioMapping final : public Mapping {
       out.flow = num_.channel().flow;
     } else {
       if (num_.channel().flow || den_.channel().flow)
-        throw OptionError(fmt::format("-m {}: channels {} and {} differ and one has flow bins, which rabbit's "
-                                      "ratio of two channels leaves out of its axes",
-                                      name, a[0], a[1]));
+        throw OptionError(
+            fmt::format("-m {}: channels {} and {} differ and one has flow bins, which rabbit's "
+                        "ratio of two channels leaves out of its axes",
+                        name, a[0], a[1]));
       out.name = a[0] + "_" + a[1];
     }
     if (same) {
@@ -111,7 +116,9 @@ class RatioMapping final : public Mapping {
   bool has_per_process() const override { return false; }
 
   // The process-inclusive form (data, chi2): every process, as rabbit's Term.select of ν.
-  VectorXd apply(const VectorXd& nu_full) const override { return combine(num_.select(nu_full), den_.select(nu_full)); }
+  VectorXd apply(const VectorXd& nu_full) const override {
+    return combine(num_.select(nu_full), den_.select(nu_full));
+  }
   MappingJacobian jacobian(const VectorXd& nu_full) const override {
     return chain(num_.select(nu_full), den_.select(nu_full), num_.matrix(), den_.matrix());
   }
@@ -204,9 +211,10 @@ std::unique_ptr<Mapping> make_ratio_like(const FitInputData& input, const std::s
   size_t next = 2;
   if (args.size() > 2 && !has_colon(args[2])) {
     if (args.size() < 4 || has_colon(args[3]))
-      throw OptionError(fmt::format("-m {}: processes {} for the numerator need the denominator's too (None for "
-                                    "all)",
-                                    name, args[2]));
+      throw OptionError(
+          fmt::format("-m {}: processes {} for the numerator need the denominator's too (None for "
+                      "all)",
+                      name, args[2]));
     num_procs = process_list(args[2]);
     den_procs = process_list(args[3]);
     next = 4;
@@ -216,14 +224,16 @@ std::unique_ptr<Mapping> make_ratio_like(const FitInputData& input, const std::s
     sels.push_back(args[k]);
   }
   if (sels.size() == 1)
-    throw OptionError(fmt::format("-m {}: selection {} for the numerator needs the denominator's too (None:None "
-                                  "for none)",
-                                  name, sels[0]));
+    throw OptionError(
+        fmt::format("-m {}: selection {} for the numerator needs the denominator's too (None:None "
+                    "for none)",
+                    name, sels[0]));
   if (sels.size() > 2) throw OptionError(fmt::format("-m {}: unexpected argument {}", name, sels[2]));
   if (sels.empty()) sels = {"None:None", "None:None"};
   std::string key = name;
   for (const auto& a : args) key += " " + a;
-  return std::make_unique<RatioMapping>(input, name, combine, args, num_procs, den_procs, sels[0], sels[1], key);
+  return std::make_unique<RatioMapping>(input, name, combine, args, num_procs, den_procs, sels[0], sels[1],
+                                        key);
 }
 
 }  // namespace
@@ -231,13 +241,16 @@ std::unique_ptr<Mapping> make_ratio_like(const FitInputData& input, const std::s
 std::unique_ptr<Mapping> make_ratio_mapping(const FitInputData& input, const std::vector<std::string>& args) {
   return make_ratio_like(input, "Ratio", Combine::ratio, args);
 }
-std::unique_ptr<Mapping> make_normratio_mapping(const FitInputData& input, const std::vector<std::string>& args) {
+std::unique_ptr<Mapping> make_normratio_mapping(const FitInputData& input,
+                                                const std::vector<std::string>& args) {
   return make_ratio_like(input, "Normratio", Combine::normratio, args);
 }
-std::unique_ptr<Mapping> make_difference_mapping(const FitInputData& input, const std::vector<std::string>& args) {
+std::unique_ptr<Mapping> make_difference_mapping(const FitInputData& input,
+                                                 const std::vector<std::string>& args) {
   return make_ratio_like(input, "Difference", Combine::difference, args);
 }
-std::unique_ptr<Mapping> make_asymmetry_mapping(const FitInputData& input, const std::vector<std::string>& args) {
+std::unique_ptr<Mapping> make_asymmetry_mapping(const FitInputData& input,
+                                                const std::vector<std::string>& args) {
   return make_ratio_like(input, "Asymmetry", Combine::asymmetry, args);
 }
 

@@ -16,7 +16,9 @@ namespace {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-bool has_colon(const std::string& s) { return s.find(':') != std::string::npos; }
+bool has_colon(const std::string& s) {
+  return s.find(':') != std::string::npos;
+}
 
 // rabbit's comma-separated process list, "None" entries dropped.
 std::vector<std::string> process_list(const std::string& arg) {
@@ -59,7 +61,9 @@ class SelectMapping final : public Mapping {
 
   VectorXd apply(const VectorXd& nu_full) const override { return term_.select(nu_full); }
   MappingJacobian jacobian(const VectorXd&) const override { return matrix_; }
-  MatrixXd apply_per_process(const MatrixXd& n_full) const override { return term_.select_per_process(n_full); }
+  MatrixXd apply_per_process(const MatrixXd& n_full) const override {
+    return term_.select_per_process(n_full);
+  }
   MappingJacobian jacobian_per_process(const MatrixXd&) const override { return term_.per_process_matrix(); }
 
  private:
@@ -71,7 +75,8 @@ class SelectMapping final : public Mapping {
 
 }  // namespace
 
-std::unique_ptr<Mapping> make_select_mapping(const FitInputData& input, const std::vector<std::string>& args) {
+std::unique_ptr<Mapping> make_select_mapping(const FitInputData& input,
+                                             const std::vector<std::string>& args) {
   if (args.empty()) throw OptionError("-m Select: a channel name is required");
   // rabbit's Select.parse_args: the processes are the first argument after the channel when it has no
   // ':', the selection the first argument with one; the key leaves the channel out.
@@ -86,8 +91,8 @@ std::unique_ptr<Mapping> make_select_mapping(const FitInputData& input, const st
     }
   for (size_t k = 0; k < rest.size(); ++k)
     if ((k > 0 || has_colon(rest[k])) && rest[k] != selection)
-      throw OptionError(fmt::format("-m Select: unexpected argument {} (expected CHANNEL [PROCESSES] [SELECTION])",
-                                    rest[k]));
+      throw OptionError(fmt::format(
+          "-m Select: unexpected argument {} (expected CHANNEL [PROCESSES] [SELECTION])", rest[k]));
   if (rest.size() > 2) throw OptionError("-m Select: at most CHANNEL PROCESSES SELECTION");
   std::string key = "Select";
   for (const auto& a : rest) key += " " + a;

@@ -81,7 +81,8 @@ class SelectionParser {
       }
     if (split == std::string::npos) return {0, real(body)};
     const double offset = real(body.substr(0, split));
-    if (offset != std::floor(offset)) fail(fmt::format("'{}': the real part must be a whole number of bins", s));
+    if (offset != std::floor(offset))
+      fail(fmt::format("'{}': the real part must be a whole number of bins", s));
     return {static_cast<int64_t>(offset), real(body.substr(split))};
   }
 
@@ -113,7 +114,8 @@ Term::Term(const FitInputData& input, const std::string& mapping, const std::str
     : nbinsfull_(input.nbinsfull), nproc_(input.nproc) {
   const auto ch = std::find_if(input.channels.begin(), input.channels.end(),
                                [&](const ChannelInfo& c) { return c.name == channel; });
-  if (ch == input.channels.end()) throw OptionError(fmt::format("-m {}: unknown channel {}", mapping, channel));
+  if (ch == input.channels.end())
+    throw OptionError(fmt::format("-m {}: unknown channel {}", mapping, channel));
   channel_ = *ch;
   for (const auto& p : processes)
     if (std::find(input.procs.begin(), input.procs.end(), p) == input.procs.end())
@@ -143,9 +145,11 @@ Term::Term(const FitInputData& input, const std::string& mapping, const std::str
       AxisSelection& s = sel[a];
       if (v.rfind("slice(", 0) == 0 && v.back() == ')') {
         const auto args = split_outside_parentheses(v.substr(6, v.size() - 7), ',');
-        if (args.size() < 1 || args.size() > 3) parse.fail(fmt::format("'{}' takes one to three arguments", v));
+        if (args.size() < 1 || args.size() > 3)
+          parse.fail(fmt::format("'{}' takes one to three arguments", v));
         std::vector<std::optional<Location>> bound;
-        for (const auto& x : args) bound.push_back(x == "None" ? std::nullopt : std::optional(parse.location(x)));
+        for (const auto& x : args)
+          bound.push_back(x == "None" ? std::nullopt : std::optional(parse.location(x)));
         s.sliced = true;
         if (args.size() == 1) {
           s.stop = bound[0];  // Python's slice(stop)
@@ -154,7 +158,8 @@ Term::Term(const FitInputData& input, const std::string& mapping, const std::str
           s.stop = bound[1];
         }
         if (args.size() == 3 && bound[2]) {
-          if (bound[2]->value || bound[2]->offset < 1) parse.fail(fmt::format("'{}': the step must be a positive integer", v));
+          if (bound[2]->value || bound[2]->offset < 1)
+            parse.fail(fmt::format("'{}': the step must be a positive integer", v));
           s.step = bound[2]->offset;
         }
       } else if (v == "sum") {
@@ -181,9 +186,10 @@ Term::Term(const FitInputData& input, const std::string& mapping, const std::str
     const AxisSelection& s = sel[a];
     extent[a] = channel_.flow ? in.extent() : in.size;
     if (channel_.flow && (s.sliced || !s.rebin_edges.empty()))
-      parse.fail(fmt::format("axis {}: channel {} has flow bins, which rabbit's Term slices as regular bins; "
-                             "only sum and None apply there",
-                             in.name, channel));
+      parse.fail(
+          fmt::format("axis {}: channel {} has flow bins, which rabbit's Term slices as regular bins; "
+                      "only sum and None apply there",
+                      in.name, channel));
     AxisInfo out = in;
     std::vector<int64_t> map(static_cast<size_t>(extent[a]));
     for (int64_t c = 0; c < extent[a]; ++c) map[c] = c;
@@ -232,7 +238,8 @@ Term::Term(const FitInputData& input, const std::string& mapping, const std::str
       for (double e : s.rebin_edges) {
         const auto it = std::find_if(old.begin(), old.end(), [&](double o) { return close(o, e); });
         if (it == old.end()) parse.fail(fmt::format("rebin edge {} is not an edge of axis {}", e, in.name));
-        if (!kept.empty() && *it <= kept.back()) parse.fail(fmt::format("rebin edges of axis {} must increase", in.name));
+        if (!kept.empty() && *it <= kept.back())
+          parse.fail(fmt::format("rebin edges of axis {} must increase", in.name));
         kept.push_back(*it);
       }
       std::vector<int64_t> segment(static_cast<size_t>(out.size));
@@ -335,7 +342,8 @@ MappingJacobian Term::per_process_matrix() const {
   for (size_t b = 0; b < target_.size(); ++b)
     if (target_[b] >= 0)
       for (int64_t k = 0; k < nsel; ++k)
-        t.emplace_back(target_[b] * nsel + k, (channel_.start + static_cast<int64_t>(b)) * nproc_ + procs[k], 1.0);
+        t.emplace_back(target_[b] * nsel + k, (channel_.start + static_cast<int64_t>(b)) * nproc_ + procs[k],
+                       1.0);
   MappingJacobian m(size_ * nsel, nbinsfull_ * nproc_);
   m.setFromTriplets(t.begin(), t.end());
   return m;

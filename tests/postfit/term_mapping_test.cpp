@@ -55,7 +55,9 @@ MatrixXd yields() {
     for (int p = 0; p < 3; ++p) n(b, p) = (b + 1.0) * (p + 1.0) + p;
   return n;
 }
-VectorXd nu() { return yields().rowwise().sum(); }
+VectorXd nu() {
+  return yields().rowwise().sum();
+}
 
 std::unique_ptr<postfit::Mapping> make(const std::vector<std::string>& tokens) {
   return postfit::make_mapping(input(), tokens);
@@ -93,8 +95,8 @@ void expect_jacobians_match_differences(const postfit::Mapping& m) {
       test::central_jacobian([&](const VectorXd& v) { return m.apply_processes(unvec(v, 3)); }, xn, 1e-4);
   EXPECT_LT((MatrixXd(m.jacobian_processes(yields())) - fdn).cwiseAbs().maxCoeff(), 1e-8) << m.key();
   if (!m.has_per_process()) return;
-  const MatrixXd fdp =
-      test::central_jacobian([&](const VectorXd& v) { return vec(m.apply_per_process(unvec(v, 3))); }, xn, 1e-4);
+  const MatrixXd fdp = test::central_jacobian(
+      [&](const VectorXd& v) { return vec(m.apply_per_process(unvec(v, 3))); }, xn, 1e-4);
   EXPECT_LT((MatrixXd(m.jacobian_per_process(yields())) - fdp).cwiseAbs().maxCoeff(), 1e-8) << m.key();
 }
 
@@ -197,10 +199,12 @@ TEST(RatioMappings, ProcessSelectionsMapThePerProcessYields) {
   EXPECT_TRUE(m->needs_processes());
   EXPECT_FALSE(m->has_data());  // rabbit's Term.has_data
   const MatrixXd N = yields();
-  const VectorXd expected = N.col(0).segment(8, 4).cwiseQuotient(N.col(1).segment(8, 4) + N.col(2).segment(8, 4));
+  const VectorXd expected =
+      N.col(0).segment(8, 4).cwiseQuotient(N.col(1).segment(8, 4) + N.col(2).segment(8, 4));
   EXPECT_TRUE(m->apply_processes(N).isApprox(expected, 1e-15));
   const auto none = make({"Ratio", "other", "other", "None", "sig"});  // None: every process
-  EXPECT_TRUE(none->apply_processes(N).isApprox(nu().segment(8, 4).cwiseQuotient(N.col(0).segment(8, 4)), 1e-15));
+  EXPECT_TRUE(
+      none->apply_processes(N).isApprox(nu().segment(8, 4).cwiseQuotient(N.col(0).segment(8, 4)), 1e-15));
 }
 
 TEST(RatioMappings, JacobiansMatchCentralDifferences) {
@@ -213,24 +217,28 @@ TEST(RatioMappings, JacobiansMatchCentralDifferences) {
 TEST(TermMappings, BadArgumentsAreOneLineNamingTheMapping) {
   EXPECT_EQ(option_error({"Select", "nope"}), "-m Select: unknown channel nope");
   EXPECT_EQ(option_error({"Select", "obs", "q:sum"}), "-m Select: unknown axis q of channel obs");
-  EXPECT_EQ(option_error({"Select", "obs", "sig,top"}), "-m Select: unknown process top (the input has sig, bkg, bkg_2)");
+  EXPECT_EQ(option_error({"Select", "obs", "sig,top"}),
+            "-m Select: unknown process top (the input has sig, bkg, bkg_2)");
   EXPECT_EQ(option_error({"Select", "obs", "b:slice(1,x)"}),
             "-m Select: bad axis selection b:slice(1,x): 'x' is not an integer");
   EXPECT_EQ(option_error({"Select", "obs", "b:rebin(0,1.5,4)"}),
             "-m Select: bad axis selection b:rebin(0,1.5,4): rebin edge 1.5 is not an edge of axis b");
   EXPECT_EQ(option_error({"Select", "obs", "b:slice(3,1)"}),
             "-m Select: bad axis selection b:slice(3,1): axis b: the selection keeps no bin");
-  EXPECT_EQ(option_error({"Select", "obs", "b"}), "-m Select: unknown process b (the input has sig, bkg, bkg_2)");
+  EXPECT_EQ(option_error({"Select", "obs", "b"}),
+            "-m Select: unknown process b (the input has sig, bkg, bkg_2)");
   EXPECT_EQ(option_error({"Select", "obs", "sig", "bkg"}),
             "-m Select: unexpected argument bkg (expected CHANNEL [PROCESSES] [SELECTION])");
   EXPECT_EQ(option_error({"Ratio", "obs"}), "-m Ratio: a numerator and a denominator channel are required");
-  EXPECT_EQ(option_error({"Normratio", "obs", "other", "a:sum"}),
-            "-m Normratio: selection a:sum for the numerator needs the denominator's too (None:None for none)");
+  EXPECT_EQ(
+      option_error({"Normratio", "obs", "other", "a:sum"}),
+      "-m Normratio: selection a:sum for the numerator needs the denominator's too (None:None for none)");
   EXPECT_EQ(option_error({"Asymmetry", "obs", "other", "sig"}),
             "-m Asymmetry: processes sig for the numerator need the denominator's too (None for all)");
   EXPECT_EQ(option_error({"Difference", "obs", "other"}),
             "-m Difference: the numerator's and the denominator's axes must have the same numbers of bins");
-  EXPECT_EQ(option_error({"Ratio", "obs", "other", "None:None", "a:sum", "b:sum"}), "-m Ratio: unexpected argument b:sum");
+  EXPECT_EQ(option_error({"Ratio", "obs", "other", "None:None", "a:sum", "b:sum"}),
+            "-m Ratio: unexpected argument b:sum");
 }
 
 }  // namespace

@@ -17,15 +17,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path reference_dir() { return rabbit::test::source_dir() / "tests" / "reference"; }
+fs::path reference_dir() {
+  return rabbit::test::source_dir() / "tests" / "reference";
+}
 
 class PendingMappingFit : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PendingMappingFit, AgreesWithUpstreamBesidesHistogramImpacts) {
   const std::string name = GetParam();
-  const auto ref = rabbit::io::Json::parse_file((reference_dir() / "pending_mappings" / (name + ".json")).string());
+  const auto ref =
+      rabbit::io::Json::parse_file((reference_dir() / "pending_mappings" / (name + ".json")).string());
   const fs::path out = rabbit::test::scratch_dir("pending_" + name);
-  std::string args = rabbit::test::shell_quote((reference_dir() / "tensors" / ref.at("tensor").string()).string());
+  std::string args =
+      rabbit::test::shell_quote((reference_dir() / "tensors" / ref.at("tensor").string()).string());
   for (const auto& a : ref.at("args").strings())
     if (a != "--computeHistImpacts") args += " " + rabbit::test::shell_quote(a);
   args += " -o " + rabbit::test::shell_quote(out.string()) + " --outname fit.hdf5";
@@ -49,10 +53,12 @@ TEST_P(PendingMappingFit, AgreesWithUpstreamBesidesHistogramImpacts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pending, PendingMappingFit,
-                         ::testing::Values("map_select_ch1_range", "map_select_ch1_procs_sum", "map_select_ch1_rebin",
-                                           "map_ratio_masked_ch0", "map_ratio_ch0_ch1", "map_ratio_procs",
-                                           "map_normratio_ch0_ch1", "map_two_mappings", "map_project_ch1_a",
-                                           "map_project_ch1_b_a", "map_project_ch0_total", "map_project_masked",
+                         ::testing::Values("map_select_ch1_range", "map_select_ch1_procs_sum",
+                                           "map_select_ch1_rebin", "map_ratio_masked_ch0",
+                                           "map_ratio_ch0_ch1", "map_ratio_procs", "map_normratio_ch0_ch1",
+                                           "map_ratio_procs_ch0_ch1", "map_asymmetry_procs_full",
+                                           "map_two_mappings", "map_project_ch1_a", "map_project_ch1_b_a",
+                                           "map_project_ch0_total", "map_project_masked",
                                            "map_normalize_ch1_b", "map_normalize_ch0"));
 
 }  // namespace
