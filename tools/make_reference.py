@@ -207,6 +207,17 @@ MAPPING_CASES = {
     "map_ratio_ch0_ch1": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Ratio", "ch0", "ch1", "None:None", "b:sum"]),
     # process selections on both sides
     "map_ratio_procs": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Ratio", "ch0", "ch0", "sig", "bkg,bkg_2"]),
+    # processes on both sides of two channels: the bins' β do not cancel (BB lite, then full)
+    "map_ratio_procs_ch0_ch1": (
+        "dense.hdf5",
+        DATA + HIST_OUT + ["-m", "Ratio", "ch0", "ch1", "sig", "bkg", "None:None", "b:sum"],
+    ),
+    "map_asymmetry_procs_full": (
+        "dense.hdf5",
+        DATA
+        + HIST_OUT
+        + ["--binByBinStatMode", "full", "-m", "Asymmetry", "ch0", "ch1", "sig", "sig", "None:None", "b:sum"],
+    ),
     "map_normratio_ch0_ch1": (
         "dense.hdf5",
         DATA + HIST_OUT + ["-m", "Normratio", "ch0", "ch1", "None:None", "b:sum"],

@@ -70,7 +70,10 @@ void ResultLayoutWriter::save_observed_hists(result::Group group, const VectorXd
     if (!mapping.has_data()) continue;
     std::cout << "Save data histogram for " << mapping.key() << std::endl;
     const MappedCounts data = map_counts(mapping, input.nbinsfull, d, dv, cov);
-    const MappedCounts fit_data = map_counts(mapping, input.nbinsfull, nobs, nv, nobs_cov);
+    // The fit's data carry the input covariance only in a covariance fit (rabbit's fitter.data_cov_inv
+    // is None otherwise); else their variances nv, through the mapping's Jacobian.
+    const MappedCounts fit_data =
+        map_counts(mapping, input.nbinsfull, nobs, nv, lik == DataLikelihood::covariance ? cov : nullptr);
     const auto& channels = mapping.channels();
     for (size_t c = 0; c < channels.size(); ++c) {
       const auto& ch = channels[c];
@@ -124,8 +127,9 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
   req.prefit = prefit || o.no_postfit_profile_bb;
   req.errors = o.compute_hist_errors;
   req.covariance = o.compute_hist_cov;
-  req.per_process = o.save_hists_per_process;
-  req.errors_per_process = o.compute_hist_errors_per_process;
+  // rabbit's skip_per_process: the Ratio family has no per-process histograms.
+  req.per_process = o.save_hists_per_process && mapping.has_per_process();
+  req.errors_per_process = o.compute_hist_errors_per_process && mapping.has_per_process();
   req.chi2 = !o.no_chi2 && mapping.has_data();
   req.global_impacts = o.compute_hist_impacts;
   req.gaussian_global_impacts = o.compute_hist_gaussian_impacts;
@@ -172,7 +176,12 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
     }
     if (req.per_process) {
       std::vector<Axis> paxes = axes;
-      paxes.push_back(Axis::strcat("processes", input.procs));
+      std::vector<std::string> procs = input.procs;
+      if (!mapping.process_selection().empty()) {
+        procs.clear();
+        for (int64_t p : mapping.process_selection()) procs.push_back(input.procs[p]);
+      }
+      paxes.push_back(Axis::strcat("processes", procs));
       RowMajorMatrix pp = h.per_process.middleRows(ch.start, nb);
       RowMajorMatrix pv;
       if (req.errors_per_process) pv = h.per_process_var.middleRows(ch.start, nb);
@@ -203,10 +212,20 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
       b.head(bhat.size()) = bhat;
       c.set_stored_beta(b);
     }
-    MatrixXd J = c.yield_jacobian(xis, 0, nbf, YieldModel::BetaMode::stored) * d1.asDiagonal();
-    VectorXd nu;  // ∂y/∂ν is taken at ν (only a mapping other than the identity needs it)
-    if (!mapping.is_identity()) c.expected_yields(xis, 0, nbf, YieldModel::BetaMode::stored, &nu);
-    J = mapping.chain(nu, std::move(J));
+    MatrixXd J;
+    if (mapping.needs_processes()) {
+      // A mapping of the per-process yields: ∂y/∂vec(N) · ∂vec(N)/∂x.
+      VectorXd nu;
+      MatrixXd N;
+      c.expected_yields(xis, 0, nbf, YieldModel::BetaMode::stored, &nu, &N);
+      J = mapping.jacobian_processes(N) *
+          MatrixXd(c.process_yield_jacobian(xis, 0, nbf, YieldModel::BetaMode::stored) * d1.asDiagonal());
+    } else {
+      J = c.yield_jacobian(xis, 0, nbf, YieldModel::BetaMode::stored) * d1.asDiagonal();
+      VectorXd nu;  // ∂y/∂ν is taken at ν (only a mapping other than the identity needs it)
+      if (!mapping.is_identity()) c.expected_yields(xis, 0, nbf, YieldModel::BetaMode::stored, &nu);
+      J = mapping.chain(nu, std::move(J));
+    }
     if (ctx_.bb_on) c.set_stored_beta(stored);
     for (size_t ci = 0; ci < channels.size(); ++ci) {
       const auto& ch = channels[ci];

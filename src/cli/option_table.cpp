@@ -137,7 +137,8 @@ const std::vector<Spec>& specs() {
       {"--noPostfitProfileBB", "noPostfitProfileBB", K::flag, T::str, "false", {}, R::implemented,
        "postfit histograms without profiling beta (postfit_profile = False)"},
       {"-m,--mapping", "mapping", K::append, T::str, "[]", {}, R::implemented,
-       "NAME [ARG...]: mapping for the output histograms (this release: BaseMapping)"},
+       "NAME [ARG...]: mapping for the output histograms (BaseMapping, Project, Normalize, Select, Ratio, "
+       "Normratio, Difference, Asymmetry)"},
       {"--compositeMapping", "compositeMapping", K::flag, T::str, "false", {}, R::implemented,
        "wrap all mappings into one, with the covariance across them"},
       // G. scans

@@ -122,14 +122,19 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   // Everything is computed on the yields ν of all bins and carried to y = f(ν) by the sparse A = ∂y/∂ν
   // (docs/architecture.md "Mappings"); the identity (BaseMapping) skips every product with A.
   const bool identity = mapping.is_identity();
+  // A mapping of the per-process yields N (needs_processes): A = ∂y/∂vec(N) and J = ∂vec(N)/∂x below,
+  // so that every product A J keeps its form (docs/architecture.md "Process-selecting mappings").
+  const bool by_process = mapping.needs_processes();
+  if (by_process && req.chi2)
+    throw Error(mapping.key() + ": a mapping of the per-process yields has no data and no chi2");
   HistogramResult out;
   VectorXd nu;
   MatrixXd per_process;
-  const bool need_per_process = req.per_process || (!identity && req.errors_per_process);
+  const bool need_per_process = req.per_process || (!identity && req.errors_per_process) || by_process;
   shard.expected_yields(xi, 0, nbf, mode, &nu, need_per_process ? &per_process : nullptr);
   MappingJacobian A;
-  if (!identity) A = mapping.jacobian(nu);
-  out.inclusive = identity ? nu : mapping.apply(nu);
+  if (!identity) A = by_process ? mapping.jacobian_processes(per_process) : mapping.jacobian(nu);
+  out.inclusive = identity ? nu : by_process ? mapping.apply_processes(per_process) : mapping.apply(nu);
   if (req.per_process) out.per_process = identity ? per_process : mapping.apply_per_process(per_process);
   const bool any_impacts = req.global_impacts || req.gaussian_global_impacts;
   const bool need_incl = req.errors || req.covariance || req.chi2 || any_impacts;
@@ -141,7 +146,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   const VectorXd& varn = fitter.observed_variances();
 
   // Parameter part: J = ∂ν/∂x [nbf × npar], J_y = A J [ny × npar]; JC = J_y C.
-  MatrixXd J = shard.yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal();
+  MatrixXd J = by_process ? MatrixXd(shard.process_yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal())
+                          : MatrixXd(shard.yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal());
   MatrixXd mapped_J;
   if (!identity) mapped_J = A * J;
   const MatrixXd& Jy = identity ? J : mapped_J;
@@ -180,6 +186,20 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   // Beta variations: ∂ν_b/∂β_e (rabbit's pdexpdbeta) couples masked bins to observed entries.
   MatrixXd betavar_partials;
   if (bb && shard.beta_variations_active()) betavar_partials = shard.beta_yield_partials(xi, 0, nbf, mode);
+  if (by_process && betavar_partials.size())
+    throw Error(mapping.key() +
+                ": a mapping of the per-process yields with beta variations is not supported (their "
+                "partials are per bin, not per process)");
+  if (by_process && bb && !req.prefit) {
+    // ∂N/∂x holds β fixed where ∂ν/∂x follows β̂(x): add ∂N_bp/∂β_e · dβ̂_e/dx on the observed bins, as
+    // the per-process errors below do.
+    const MatrixXd Bp = profiled_beta_jacobian(fitter, x, d1);
+    for (int64_t b = 0; b < nobs; ++b)
+      for (int64_t p = 0; p < P; ++p)
+        if (bbr.dN(b, p) != 0.0) J.row(b * P + p) += bbr.dN(b, p) * Bp.row(bbr.entry(b, p));
+    mapped_J = A * J;
+    JC = Jy * cov;
+  }
   auto entry_row_sum = [&](int64_t e) -> double {
     const int64_t b = e / P, p = e % P;
     return bbr.c(e) + dd(b) * bbr.dN(b, p) * bbr.dN.row(b).sum();
@@ -294,7 +314,42 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     return Ar.cwiseAbs2() * beta_diagonal(Ar.cols(), false);
   };
 
-  if (req.errors || req.covariance || any_impacts) {
+  // The β part of a mapping of N: G = A U with U[b·P + p, e(b, p)] = ∂N_bp/∂β_e, and Cov(β) the dense
+  // H_ββ⁻¹ of the covariance fit, else diagonal: 1/H_b per bin (lite) or the entry's 1/(row sum of H_ββ)
+  // (full), the forms bb_incl_cov takes for the inclusive bins.
+  auto process_beta_terms = [&](MappingJacobian& G, VectorXd& cbeta) {
+    const int64_t ne = bbr.beta.size();
+    std::vector<Eigen::Triplet<double>> t;
+    for (int64_t b = 0; b < nbf; ++b)
+      for (int64_t p = 0; p < P; ++p)
+        if (bbr.dN(b, p) != 0.0) t.emplace_back(b * P + p, bbr.entry(b, p), bbr.dN(b, p));
+    MappingJacobian U(nbf * P, ne);
+    U.setFromTriplets(t.begin(), t.end());
+    G = A * U;
+    if (Hinv.size()) return;
+    cbeta = VectorXd::Zero(ne);
+    for (int64_t b = 0; b < nbf; ++b) {
+      if (!bbr.full) {
+        const double u = bbr.dN.row(b).sum(), H = bbr.c(b) + dd(b) * u * u;
+        cbeta(b) = H > 0.0 ? 1.0 / H : 0.0;
+        continue;
+      }
+      for (int64_t p = 0; p < P; ++p) {
+        const double u = bbr.dN(b, p);
+        const double row = bbr.c(bbr.entry(b, p)) + dd(b) * u * bbr.dN.row(b).sum();
+        cbeta(bbr.entry(b, p)) = u != 0.0 && row > 0.0 ? 1.0 / row : 0.0;
+      }
+    }
+  };
+  if (by_process && bb && (req.errors || req.covariance)) {
+    MappingJacobian G;
+    VectorXd cbeta;
+    process_beta_terms(G, cbeta);
+    const MatrixXd GC = Hinv.size() ? MatrixXd(G * Hinv) : MatrixXd(G * cbeta.asDiagonal());
+    out.inclusive_var =
+        (JC.array() * Jy.array()).rowwise().sum() + (GC.array() * MatrixXd(G).array()).rowwise().sum();
+    if (req.covariance) out.inclusive_cov = JC * Jy.transpose() + GC * G.transpose();
+  } else if (req.errors || req.covariance || any_impacts) {
     out.inclusive_var = (JC.array() * Jy.array()).rowwise().sum();
     if (identity) {
       for (int64_t b = 0; b < nbf; ++b) out.inclusive_var(b) += bb_incl_cov(b, b);
@@ -302,7 +357,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       out.inclusive_var += mapped_beta_var(A);
     }
   }
-  if (req.covariance) {
+  if (req.covariance && !(by_process && bb)) {
     out.inclusive_cov = JC * Jy.transpose();
     if (identity) {
       for (int64_t b = 0; b < nbf; ++b)
@@ -395,10 +450,14 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       v += Ap.cwiseAbs2() * s;
     }
     const int64_t rows = identity ? nbf : mapping.size();
-    out.per_process_var.resize(rows, P);
+    // The processes of the output: all, or those a Select keeps (Mapping::process_selection).
+    const int64_t Pout = identity || mapping.process_selection().empty()
+                             ? P
+                             : static_cast<int64_t>(mapping.process_selection().size());
+    out.per_process_var.resize(rows, Pout);
     for (int64_t b = 0; b < rows; ++b)
-      for (int64_t p = 0; p < P; ++p)
-        out.per_process_var(b, p) = v(b * P + p) + (identity ? bb_proc_var(b, p) : 0.0);
+      for (int64_t p = 0; p < Pout; ++p)
+        out.per_process_var(b, p) = v(b * Pout + p) + (identity ? bb_proc_var(b, p) : 0.0);
   }
 
   // (U H_ββ⁻¹)[b, e(b, p)] without the covariance fit's dense inverse, H_ββ diagonal per entry (lite)

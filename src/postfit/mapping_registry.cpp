@@ -20,6 +20,11 @@ constexpr Entry kMappings[] = {
     {"BaseMapping", make_base_mapping},
     {"Project", make_project_mapping},
     {"Normalize", make_normalize_mapping},
+    {"Select", make_select_mapping},
+    {"Ratio", make_ratio_mapping},
+    {"Normratio", make_normratio_mapping},
+    {"Difference", make_difference_mapping},
+    {"Asymmetry", make_asymmetry_mapping},
 };
 
 }  // namespace

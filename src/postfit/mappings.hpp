@@ -18,4 +18,16 @@ std::unique_ptr<Mapping> make_project_mapping(const FitInputData& input,
 std::unique_ptr<Mapping> make_normalize_mapping(const FitInputData& input,
                                                 const std::vector<std::string>& args);
 
+/// `-m Select CHANNEL [PROCESSES] [SELECTION]`: one channel through a Term (select_mapping.cpp).
+std::unique_ptr<Mapping> make_select_mapping(const FitInputData& input, const std::vector<std::string>& args);
+/// `-m Ratio NUM DEN [NUMPROCS DENPROCS] [NUMSEL DENSEL]` and its kin Normratio, Difference, Asymmetry:
+/// two Terms combined bin by bin (ratio_mapping.cpp).
+std::unique_ptr<Mapping> make_ratio_mapping(const FitInputData& input, const std::vector<std::string>& args);
+std::unique_ptr<Mapping> make_normratio_mapping(const FitInputData& input,
+                                                const std::vector<std::string>& args);
+std::unique_ptr<Mapping> make_difference_mapping(const FitInputData& input,
+                                                 const std::vector<std::string>& args);
+std::unique_ptr<Mapping> make_asymmetry_mapping(const FitInputData& input,
+                                                const std::vector<std::string>& args);
+
 }  // namespace rabbit::postfit

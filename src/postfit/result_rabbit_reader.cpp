@@ -165,6 +165,8 @@ class RabbitReader : public ReaderBackend {
         }
         numbers.push_back(v);
       }
+      // An IntCategory axis (a Ratio's a0, a1, ...) holds its categories as integers.
+      for (int64_t c : info[k].categories_int) numbers.push_back(static_cast<double>(c));
       h.axis_values.push_back(numbers);
       h.shape.push_back(count[k]);
     }

@@ -64,11 +64,14 @@ TEST(Mapping, BaseMappingIsTheIdentityOverAllChannels) {
 
 TEST(Mapping, RegistryRefusesUnknownNamesAndArguments) {
   auto in = input_with_channels(ShardConfig{});
-  EXPECT_EQ(postfit::supported_mappings(), (std::vector<std::string>{"BaseMapping", "Project", "Normalize"}));
+  EXPECT_EQ(postfit::supported_mappings(),
+            (std::vector<std::string>{"BaseMapping", "Project", "Normalize", "Select", "Ratio", "Normratio",
+                                      "Difference", "Asymmetry"}));
   EXPECT_EQ(option_error([&] {
-              postfit::make_mapping(*in, {"Ratio", "obs", "masked"});
+              postfit::make_mapping(*in, {"LamTung", "obs"});
             }),
-            "mapping Ratio is not implemented yet (this release supports BaseMapping, Project, Normalize)");
+            "mapping LamTung is not implemented yet (this release supports BaseMapping, Project, Normalize, "
+            "Select, Ratio, Normratio, Difference, Asymmetry)");
   EXPECT_EQ(option_error([&] {
               postfit::make_mapping(*in, {"BaseMapping", "obs"});
             }),

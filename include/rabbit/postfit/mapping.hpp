@@ -41,15 +41,32 @@ class Mapping {
   virtual int64_t ndf_reduction() const { return 0; }
   /// y = ν: the histogram code then skips every product with ∂y/∂ν.
   virtual bool is_identity() const { return false; }
+  /// Whether the histograms are a function of the per-process yields N rather than of ν (rabbit's
+  /// need_processes: a Ratio that selects processes). Then apply_processes and jacobian_processes give
+  /// them, and the uncertainties chain through ∂N/∂θ; apply and jacobian still give rabbit's map of
+  /// process-inclusive counts, which the data and the chi2 use (docs/architecture.md "Mappings").
+  virtual bool needs_processes() const { return false; }
+  /// Whether per-process histograms exist (rabbit's skip_per_process, true for the Ratio family).
+  virtual bool has_per_process() const { return true; }
+  /// Indices of the processes of the per-process output, in input order; empty for all of them
+  /// (rabbit's channel_info "processes" of a Select with a process selection).
+  virtual std::vector<int64_t> process_selection() const { return {}; }
 
   /// y [size()] from ν [nbinsfull].
   virtual Eigen::VectorXd apply(const Eigen::VectorXd& nu_full) const = 0;
   /// ∂y/∂ν [size() × nbinsfull] at ν (constant for linear mappings).
   virtual MappingJacobian jacobian(const Eigen::VectorXd& nu_full) const = 0;
-  /// Per process: N [nbinsfull × nproc] to Y [size() × nproc] (rabbit's compute_flat_per_process).
+  /// Per process: N [nbinsfull × nproc] to Y [size() × nout] (rabbit's compute_flat_per_process), nout
+  /// the processes of process_selection() (all when it is empty).
   virtual Eigen::MatrixXd apply_per_process(const Eigen::MatrixXd& n_full) const = 0;
-  /// ∂vec(Y)/∂vec(N) at N with rows i·nproc + p and columns b·nproc + p [size()·nproc × nbinsfull·nproc].
+  /// ∂vec(Y)/∂vec(N) at N with rows i·nout + k and columns b·nproc + p [size()·nout × nbinsfull·nproc].
   virtual MappingJacobian jacobian_per_process(const Eigen::MatrixXd& n_full) const = 0;
+  /// With needs_processes(): y [size()] from N [nbinsfull × nproc].
+  virtual Eigen::VectorXd apply_processes(const Eigen::MatrixXd& n_full) const {
+    return apply(n_full.rowwise().sum());
+  }
+  /// With needs_processes(): ∂y/∂vec(N) [size() × nbinsfull·nproc], columns b·nproc + p.
+  virtual MappingJacobian jacobian_processes(const Eigen::MatrixXd& n_full) const;
 
   /// ∂y/∂ν · J for J = ∂ν/∂(something) [nbinsfull × k]: a sparse-times-dense product costing k per
   /// nonzero of ∂y/∂ν; J itself (moved, no copy) for the identity.
