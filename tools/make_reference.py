@@ -107,6 +107,12 @@ CASES = {
         "dense.hdf5",
         DATA + ["--saveHists", "--computeHistErrors", "--computeHistCov", "--computeHistImpacts"],
     ),
+    # one Newton step from the defaults instead of the fit (on dense.hdf5 and normal.hdf5, also with
+    # --chisqFit or --noBinByBinStat, the postfit Hessian at the point the step reaches is not
+    # positive-definite: upstream and ours end with the same one-line error)
+    "force_linear": ("symmetric.hdf5", DATA + ["--forceLinear"]),
+    # 2D profile scan on a 5x5 grid (the spiral of two rings)
+    "scan2d": ("dense.hdf5", DATA + ["--scan2D", "sig", "bkg_norm", "--scanPoints", "5", "--scanRange", "2"]),
 }
 
 # Mappings (`-m NAME ARGS`, spellings of upstream's rabbit/mappings/ parse_args) on dense.hdf5:
