@@ -178,6 +178,12 @@ CASES = {
         DATA + ALL_OUT + ["--noChi2", "--paramModel", "Mu", "--paramModel", "ExtendedABCD", "nonprompt"]
         + ["ch_Ax", "ch_Bx", "ch_A", "ch_B", "ch_C", "ch_D"],
     ),
+    # one Newton step from the defaults instead of the fit (on dense.hdf5 and normal.hdf5, also with
+    # --chisqFit or --noBinByBinStat, the postfit Hessian at the point the step reaches is not
+    # positive-definite: upstream and ours end with the same one-line error)
+    "force_linear": ("symmetric.hdf5", DATA + ["--forceLinear"]),
+    # 2D profile scan on a 5x5 grid (the spiral of two rings)
+    "scan2d": ("dense.hdf5", DATA + ["--scan2D", "sig", "bkg_norm", "--scanPoints", "5", "--scanRange", "2"]),
 }
 
 # Mappings (`-m NAME ARGS`, spellings of upstream's rabbit/mappings/ parse_args) on dense.hdf5:

@@ -21,6 +21,8 @@ class FitSession {
   /// iteration and the preconditioner selection. Keeps the certificate's Hessian (take_fit_hessian).
   /// With --snapshotFile, snapshots the iterations and the end point (snapshot_writer.hpp).
   Eigen::VectorXd minimize_full(const Eigen::VectorXd& x0, bool log_iterations, MinimizerResult* result);
+  /// --forceLinear: one Newton step over the floating parameters from x0 (linear_step.cpp).
+  Eigen::VectorXd newton_step_full(const Eigen::VectorXd& x0, MinimizerResult* result);
   /// Minimises `obj` over `floating` from x, silently (profiles of scans and contours, refits of
   /// impacts); `result` (optional) gets the minimizer's summary.
   Eigen::VectorXd profile_minimize(Objective& obj, const std::vector<int64_t>& floating,

@@ -267,6 +267,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   o.no_hessian = flag("noHessian");
   o.no_edm = flag("noEDM");
   o.no_fit = flag("noFit");
+  o.force_linear = flag("forceLinear");
   o.diagnostics = flag("diagnostics");
   o.prefit_only = flag("prefitOnly");
   o.full_nll = flag("fullNll");
@@ -348,6 +349,8 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
     o.contour_levels.clear();
     for (const auto& s : *v) o.contour_levels.push_back(to_real("contourLevels", s));
   }
+  o.scan_2d = parsed.occurrences["scan2D"];
+  o.contour_scan_2d = parsed.occurrences["contourScan2D"];
   // H.
   if (auto* v = last("toys")) {
     o.toys.clear();
@@ -394,9 +397,6 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
 
   // What this release does not implement is refused before the rules are checked (one line each, first one
   // wins);
-  // --contourScan2D is not implemented upstream either.
-  if (given.count("contourScan2D"))
-    throw OptionError("Likelihood contour scans in 2D are not yet implemented");
   for (const auto& s : specs())
     if (s.tier == Tier::refused && given.count(long_name(s)))
       throw OptionError(fmt::format("option --{} is not implemented yet", long_name(s)));

@@ -20,12 +20,14 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using result::Axis;
 
-void write_minimizer_summary(result::Group g, result::Group cpp, const MinimizerResult& mr) {
+void write_minimizer_summary(result::Group g, result::Group cpp, const MinimizerResult& mr, bool epochs) {
   const int64_t n = static_cast<int64_t>(mr.loss_history.size());
-  result::write_hist(g, "epoch_loss", {Axis::integer("epoch", 0, n)}, mr.loss_history.data(), nullptr,
-                     "epoch loss");
-  result::write_hist(g, "epoch_time", {Axis::integer("epoch", 0, n)}, mr.time_history.data(), nullptr,
-                     "epoch time");
+  if (epochs) {
+    result::write_hist(g, "epoch_loss", {Axis::integer("epoch", 0, n)}, mr.loss_history.data(), nullptr,
+                       "epoch loss");
+    result::write_hist(g, "epoch_time", {Axis::integer("epoch", 0, n)}, mr.time_history.data(), nullptr,
+                       "epoch time");
+  }
   result::set_attr(cpp, "minimizer_method", mr.method);
   result::write_scalar_str(result::only_in(cpp, result::Layout::rabbit), "minimizer_method", mr.method);
   result::write_scalar(cpp, "minimizer_status", static_cast<int64_t>(mr.status));

@@ -11,7 +11,10 @@
 namespace rabbit::cli {
 
 /// epoch_loss/epoch_time and the _cpp minimizer diagnostics of the reported fit.
-void write_minimizer_summary(result::Group group, result::Group cpp, const MinimizerResult& mr);
+/// epochs: also the epoch_loss/epoch_time histograms (not for --forceLinear, which has no iterations,
+/// as upstream writes none).
+void write_minimizer_summary(result::Group group, result::Group cpp, const MinimizerResult& mr,
+                             bool epochs = true);
 
 /// The covariance at x: from the certificate's Hessian (or a new one), with the EDM and the
 /// requested impacts; under --noHessian the EDM and the reported variances by CG on

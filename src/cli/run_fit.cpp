@@ -140,12 +140,14 @@ VectorXd Run::minimize_fit(int64_t fit_index, const VectorXd& nobs, VectorXd x,
     const VectorXd stored_beta = ctx_.yield_model().stored_beta();
     if (bb) fitter.set_stored_beta(ctx_.yield_model().beta_centres());
     MinimizerResult mr0;
-    const VectorXd x0 = session_->minimize_full(x_unrandomized, false, &mr0);
+    const VectorXd x0 = o_.force_linear ? session_->newton_step_full(x_unrandomized, &mr0)
+                                        : session_->minimize_full(x_unrandomized, false, &mr0);
     nll_unrandomized = fitter.value(x0);
     if (bb) fitter.set_stored_beta(stored_beta);
   }
   MinimizerResult mr;
-  x = session_->minimize_full(x, true, &mr);
+  // --forceLinear: one Newton step instead of the fit (docs/user-guide.md "Minimizer options").
+  x = o_.force_linear ? session_->newton_step_full(x, &mr) : session_->minimize_full(x, true, &mr);
   if (nll_unrandomized) {
     const double nll = fitter.value(x);
     const bool other =
@@ -160,7 +162,7 @@ VectorXd Run::minimize_fit(int64_t fit_index, const VectorXd& nobs, VectorXd x,
     }
   }
   if (ctx_.bb_on && !o_.no_postfit_profile_bb) log().info("profile beta");
-  write_minimizer_summary(g, cpp, mr);
+  write_minimizer_summary(g, cpp, mr, !o_.force_linear);
   return x;
 }
 
@@ -239,9 +241,10 @@ void Run::run_one(int64_t fit_index, const std::string& group_name, const DataSe
     write_likelihood_values(ctx_, g, x);
     write_parameters(ctx_, *out_, g, cpp, x, var);
     if (refit_impacts_requested(o_)) write_refit_impacts(ctx_, *session_, *out_, g, x, cov, have_cov);
-    if (o_.scan || o_.contour_scan) {
-      if (!have_cov && (o_.contour_scan || !o_.scan_range_use_prefit))
-        throw OptionError("--scan/--contourScan need the covariance (not available with --noHessian)");
+    if (o_.scan || o_.contour_scan || !o_.scan_2d.empty() || !o_.contour_scan_2d.empty()) {
+      if (!have_cov && (o_.contour_scan || !o_.contour_scan_2d.empty() || !o_.scan_range_use_prefit))
+        throw OptionError(
+            "--scan/--scan2D/--contourScan/--contourScan2D need the covariance (not available with --noHessian)");
       write_scans(ctx_, *session_, *out_, g, x, cov);
     }
     if (o_.save_hists) out_->save_hists(g, x, cov, false);

@@ -48,6 +48,7 @@ enum class Rule {
   hist_covariance,  // the mappings' bin-by-bin covariances
   hist_impacts,     // the mappings' global impacts per bin (relative, floor of the largest)
   nll_scan,         // ΔNLL along a scan: absolute
+  nll_scan_grid,    // nll_scan2D_*: grid points matched by position (docs/validation.md "Cases")
 };
 Rule rule_for(const std::string& name, Quantity::Kind kind);
 

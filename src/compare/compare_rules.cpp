@@ -2,6 +2,7 @@
 // numbers of compare.hpp's header comment.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <limits>
 #include <optional>
@@ -355,11 +356,60 @@ Rule rule_for(const std::string& name, Quantity::Kind kind) {
   if (top_level && (ends_with(key, "impacts") || ends_with(key, "impacts_grouped") || ends_with(key, "impacts_asym") ||
                     ends_with(key, "impacts_asym_grouped")))
     return Rule::impacts;
+  if (top_level && starts_with(key, "nll_scan2D_")) return Rule::nll_scan_grid;
   if (top_level && starts_with(key, "nll_scan")) return Rule::nll_scan;
   if (in_mapping && ends_with(key, "_cov")) return Rule::hist_covariance;
   if (in_mapping && (ends_with(key, "_global_impacts") || ends_with(key, "_global_impacts_grouped")))
     return Rule::hist_impacts;
   return Rule::histogram;
+}
+
+// A 2D scan grid (docs/validation.md "Cases"): its points are x̂ + k·σ, known to the fits' precision only,
+// so they are matched by position along each axis, their values held to the parameter tolerance and the
+// ΔNLL to the NLL's; a ΔNLL has no uncertainty (upstream's Double storage reads back variances = values).
+void compare_scan_grid(const std::string& name, const Quantity& a, const Quantity& b, const GroupContext& context,
+                       std::vector<QuantityResult>& out) {
+  const Tolerances& tol = context.options->tolerances;
+  Recorder points(context, name, "scan points", "nll scans"), values(context, name, "values", "nll scans");
+  const auto& ax = a.hist.axes;
+  const auto& bx = b.hist.axes;
+  bool same_shape = ax.size() == bx.size();
+  for (size_t i = 0; same_shape && i < ax.size(); ++i)
+    same_shape = ax[i].category && bx[i].category && ax[i].labels.size() == bx[i].labels.size();
+  if (!same_shape) {
+    values.fail("scan grids differ in shape from " + context.options->name_b + "'s");
+    values.finish(out);
+    return;
+  }
+  for (size_t i = 0; i < ax.size(); ++i)
+    for (size_t k = 0; k < ax[i].labels.size(); ++k) {
+      const double va = std::strtod(ax[i].labels[k].c_str(), nullptr);
+      const double vb = std::strtod(bx[i].labels[k].c_str(), nullptr);
+      points.check([&] { return ax[i].name + "[" + std::to_string(k) + "]"; }, va, vb,
+                   tol.parameter_relative * std::max(1.0, std::abs(va)));
+    }
+  // Row-major over the labels; each side's strides from its own extents (a result file keeps flow slots).
+  std::vector<size_t> index(ax.size(), 0);
+  const size_t total = ax.empty() ? 0 : [&] {
+    size_t n = 1;
+    for (const auto& x : ax) n *= x.labels.size();
+    return n;
+  }();
+  for (size_t e = 0; e < total; ++e) {
+    size_t rem = e, ia = 0, ib = 0;
+    for (size_t i = ax.size(); i-- > 0;) {
+      index[i] = rem % ax[i].labels.size();
+      rem /= ax[i].labels.size();
+    }
+    for (size_t i = 0; i < ax.size(); ++i) {
+      ia = ia * static_cast<size_t>(ax[i].extent) + index[i];
+      ib = ib * static_cast<size_t>(bx[i].extent) + index[i];
+    }
+    values.check([&] { return "entry " + std::to_string(e); }, a.hist.values[ia], b.hist.values[ib],
+                 tol.nll_absolute);
+  }
+  points.finish(out);
+  values.finish(out);
 }
 
 void compare_quantity(Rule rule, const std::string& name, const Quantity& a, const Quantity& b,
@@ -388,6 +438,8 @@ void compare_quantity(Rule rule, const std::string& name, const Quantity& a, con
       return compare_hist_impacts(name, a, b, context, out);
     case Rule::nll_scan:
       return compare_histogram(name, a, b, context, out, "nll scans", "nll scans", tol.nll_absolute);
+    case Rule::nll_scan_grid:
+      return compare_scan_grid(name, a, b, context, out);
   }
 }
 

@@ -45,6 +45,7 @@ struct FitOptions {
   bool prefit_only = false;
   bool full_nll = false;
   bool no_fit = false;
+  bool force_linear = false;  // one Newton step from the start point instead of the fit
 
   // ---- D. blinding etc. (in model); --unblind given bare means [".*"]
   // ---- E. impacts
@@ -86,6 +87,8 @@ struct FitOptions {
   bool scan_range_use_prefit = false;
   std::optional<std::vector<std::string>> contour_scan;
   std::vector<double> contour_levels = {1.0, 2.0};
+  std::vector<std::vector<std::string>> scan_2d;          // each --scan2D: the two parameters
+  std::vector<std::vector<std::string>> contour_scan_2d;  // each --contourScan2D: the two parameters
 
   // ---- H. data sets and toys
   std::vector<int64_t> toys = {-1};
