@@ -16,9 +16,9 @@ rabbit_warnings(rabbit_cuda_plugin)
 set_target_properties(rabbit_cuda_plugin PROPERTIES
   PREFIX "" OUTPUT_NAME rabbit_cuda_plugin
   LIBRARY_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}"
-  # Installed into lib/rabbit/: the module libraries are one level up; the CUDA libraries where the
-  # toolkit has them (the plugin is the only file that needs them).
-  INSTALL_RPATH "$ORIGIN/..;${CUDAToolkit_LIBRARY_DIR};${BLOSC2_LIBDIR}")
+  # Installed into lib/rabbit/: the module libraries and C-Blosc2 are one level up; the CUDA
+  # libraries where the toolkit has them (the plugin is the only file that needs them).
+  INSTALL_RPATH "$ORIGIN/..;${CUDAToolkit_LIBRARY_DIR}")
 # A plugin with an unresolved symbol would fail only when opened: refuse it at link time.
 target_link_options(rabbit_cuda_plugin PRIVATE -Wl,--no-undefined)
 install(TARGETS rabbit_cuda_plugin LIBRARY DESTINATION lib/rabbit)

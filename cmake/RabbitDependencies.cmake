@@ -41,8 +41,9 @@ add_library(Blosc2::blosc2 UNKNOWN IMPORTED)
 set_target_properties(Blosc2::blosc2 PROPERTIES IMPORTED_LOCATION "${BLOSC2_LIBRARY}"
   INTERFACE_INCLUDE_DIRECTORIES "${BLOSC2_INCLUDE_DIR}")
 get_filename_component(BLOSC2_LIBDIR "${BLOSC2_LIBRARY}" DIRECTORY)
+# Installed, C-Blosc2 is copied beside our libraries (cmake/RabbitInstall.cmake): only the build
+# tree points at .deps.
 list(APPEND CMAKE_BUILD_RPATH "${BLOSC2_LIBDIR}")
-list(APPEND CMAKE_INSTALL_RPATH "${BLOSC2_LIBDIR}")
 
 # CUDA is optional: AUTO builds it when a CUDA compiler is found.
 set(RABBIT_HAVE_CUDA OFF)

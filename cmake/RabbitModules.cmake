@@ -33,14 +33,26 @@ function(rabbit_module dir)
       add_library(${name} SHARED ${srcs})
       set_property(GLOBAL APPEND PROPERTY RABBIT_SHARED_MODULES ${name})
     endif()
-    target_include_directories(${name} PUBLIC "${PROJECT_SOURCE_DIR}/include")
+    # The installed headers are in <prefix>/include (cmake/RabbitInstall.cmake).
+    target_include_directories(${name} PUBLIC
+      "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>" "$<INSTALL_INTERFACE:include>")
     target_link_libraries(${name} PUBLIC ${M_DEPS})
+    # Exported as rabbit::<dir with / replaced by _> (rabbit::io, rabbit::backend_cpu).
+    string(REPLACE "/" "_" export_name "${dir}")
     set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON
-      CUDA_SEPARABLE_COMPILATION OFF)
+      CUDA_SEPARABLE_COMPILATION OFF EXPORT_NAME ${export_name})
     rabbit_warnings(${name})
+    if(RABBIT_NATIVE)
+      # A program built against the installed libraries must use the same vector width: Eigen
+      # objects passed between code built with and without -march=native disagree on alignment
+      # (docs/install.md "Building against the installed libraries").
+      target_compile_options(${name} INTERFACE
+        "$<INSTALL_INTERFACE:$<$<COMPILE_LANGUAGE:CXX>:-march=native>>")
+    endif()
   else()
     add_library(${name} INTERFACE)
-    target_include_directories(${name} INTERFACE "${PROJECT_SOURCE_DIR}/include")
+    target_include_directories(${name} INTERFACE
+      "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>" "$<INSTALL_INTERFACE:include>")
     target_link_libraries(${name} INTERFACE ${M_DEPS})
   endif()
 endfunction()
