@@ -83,8 +83,8 @@ Eigen::Vector2d quadrature_difference(const Eigen::Vector2d& total, const Eigen:
     if (!std::isfinite(total(s)) || !std::isfinite(frozen(s))) continue;
     const double diff = total(s) * total(s) - frozen(s) * frozen(s);
     if (diff < -0.05 * total(s) * total(s))
-      log().warn("--asymImpacts: freezing a group widened an interval ({} to {}); clamped to 0", py_float(total(s)),
-                 py_float(frozen(s)));
+      log().warn("--asymImpacts: freezing a group widened an interval ({} to {}); clamped to 0",
+                 py_float(total(s)), py_float(frozen(s)));
     const double mag = std::sqrt(std::max(diff, 0.0));
     out(s) = s == 0 ? -mag : mag;
   }
@@ -116,7 +116,8 @@ void write_asym_impacts(FitContext& ctx, FitSession& session, ResultLayoutWriter
     }
     for (int side = 0; side < 2; ++side) {
       const VectorXd d = search.displacement(layout.floating, p, side == 0 ? -1 : 1);
-      if (d.allFinite()) rows.row(2 * static_cast<int64_t>(k) + side) = d.transpose();  // failed: 0, as rabbit
+      if (d.allFinite())
+        rows.row(2 * static_cast<int64_t>(k) + side) = d.transpose();  // failed: 0, as rabbit
     }
   }
   write_down_up_table(out, group, "impacts_asym", labels, rows);

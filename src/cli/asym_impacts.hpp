@@ -1,6 +1,6 @@
 #pragma once
-// --asymImpacts (docs/output-format.md "Asymmetric impacts from contours"): for each selected nuisance the two
-// points of the Δ(2NLL) = 1 contour that extremise it, as rabbit's impacts_asym; grouped by freezing each
+// --asymImpacts (docs/output-format.md "Asymmetric impacts from contours"): for each selected nuisance the
+// two points of the Δ(2NLL) = 1 contour that extremise it, as rabbit's impacts_asym; grouped by freezing each
 // group and comparing the POI/NOI intervals (impacts_asym_grouped).
 #include <Eigen/Core>
 

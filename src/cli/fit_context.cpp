@@ -136,9 +136,10 @@ void check_memory(const FitContext& ctx) {
   log().debug("postfit memory estimate {} ({}), available {} under {}", memory::gib(need), what,
               memory::gib(avail.bytes), avail.source);
   if (!avail.source.empty() && need > avail.bytes)
-    throw ResourceError(fmt::format("the requested steps ({}) need about {} but only {} of memory are "
-                                    "available under {}",
-                                    what, memory::gib(need), memory::gib(avail.bytes), avail.source));
+    throw ResourceError(
+        fmt::format("the requested steps ({}) need about {} but only {} of memory are "
+                    "available under {}",
+                    what, memory::gib(need), memory::gib(avail.bytes), avail.source));
 }
 
 }  // namespace rabbit::cli

@@ -119,8 +119,8 @@ MatrixXd FitSession::gauss_newton_matrix(postfit::RestrictedObjective& sub, cons
   return hess;
 }
 
-VectorXd FitSession::profile_minimize(Objective& obj, const std::vector<int64_t>& floating,
-                                      const VectorXd& x, MinimizerResult* result) {
+VectorXd FitSession::profile_minimize(Objective& obj, const std::vector<int64_t>& floating, const VectorXd& x,
+                                      MinimizerResult* result) {
   postfit::RestrictedObjective sub(obj, floating, x);
   MinimizerOptions mo = min_options_;
   mo.callback = nullptr;

@@ -87,15 +87,14 @@ void ResultLayoutWriter::save_observed_hists(result::Group group, const VectorXd
       result::write_hist(m.channel_groups[c], "hist_nobs", axes, n.data(), n_var.data(),
                          "observed number of events for fit");
       if (cov) {
+        // Renamed copies, no longer the shared axis they came from (the one-bin "yield" axis is shared).
         std::vector<Axis> axes2;
-        for (auto a : axes) {
-          a.name += "_x";
-          axes2.push_back(a);
-        }
-        for (auto a : axes) {
-          a.name += "_y";
-          axes2.push_back(a);
-        }
+        for (const char* suffix : {"_x", "_y"})
+          for (auto a : axes) {
+            a.name += suffix;
+            a.shared_id.clear();
+            axes2.push_back(a);
+          }
         RowMajorMatrix block = data.cov.block(ch.start, ch.start, nb, nb);
         result::write_hist(m.channel_groups[c], "cov_data_obs", axes2, block.data(), nullptr,
                            "covariance of observed number of events in data");

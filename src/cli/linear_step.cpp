@@ -26,13 +26,15 @@ VectorXd FitSession::newton_step_full(const VectorXd& x0, MinimizerResult* resul
   MinimizerResult& r = *result;
   r = MinimizerResult{};
   if (!ctx_.options.no_hessian) {
-    log().info("--forceLinear: solving by a single Newton step with the Cholesky decomposition of the Hessian");
+    log().info(
+        "--forceLinear: solving by a single Newton step with the Cholesky decomposition of the Hessian");
     MatrixXd h;
     sub.value_grad_hess(y0, g, h);
     Eigen::LLT<MatrixXd> llt(h);
     if (llt.info() != Eigen::Success || !g.allFinite())
-      throw NumericalError("--forceLinear: Cholesky decomposition failed, the Hessian at the start point is not "
-                           "positive-definite");
+      throw NumericalError(
+          "--forceLinear: Cholesky decomposition failed, the Hessian at the start point is not "
+          "positive-definite");
     dy = -llt.solve(g);
     r.nhess = 1;
     r.factorizations = 1;
@@ -62,8 +64,7 @@ VectorXd FitSession::newton_step_full(const VectorXd& x0, MinimizerResult* resul
   r.stop_reason = "--forceLinear: one Newton step, not iterated";
   // Not certified: the step is the answer whether or not the NLL is quadratic (as upstream).
   r.converged = false;
-  if (!std::isfinite(r.f))
-    throw NumericalError("--forceLinear: the NLL after the Newton step is not finite");
+  if (!std::isfinite(r.f)) throw NumericalError("--forceLinear: the NLL after the Newton step is not finite");
   log().info("--forceLinear: NLL {} after the step", py_float(r.f));
   return sub.expand(r.x);
 }

@@ -72,7 +72,8 @@ void check_no_hessian(const FitOptions& o) {
   if (o.contour_scan) bad.push_back("--contourScan");
   if (o.asym_impacts) bad.push_back("--asymImpacts");
   if (o.global_asym_impacts_linear_warmstart) bad.push_back("--globalAsymImpactsLinearWarmstart");
-  if (!o.scan_2d.empty() && !o.scan_range_use_prefit) bad.push_back("--scan2D (without --scanRangeUsePrefit)");
+  if (!o.scan_2d.empty() && !o.scan_range_use_prefit)
+    bad.push_back("--scan2D (without --scanRangeUsePrefit)");
   if (!o.contour_scan_2d.empty()) bad.push_back("--contourScan2D");
   if (!bad.empty())
     throw OptionError("--noHessian is incompatible with: " + fmt::format("{}", fmt::join(bad, ", ")));
@@ -190,14 +191,17 @@ void check_option_rules(const FitOptions& o) {
     for (const auto& pair : *pairs) {
       const char* name = pairs == &o.scan_2d ? "--scan2D" : "--contourScan2D";
       if (pair.size() != 2)
-        throw OptionError(fmt::format("argument {}: expects two parameters P1 P2, got {}", name, pair.size()));
+        throw OptionError(
+            fmt::format("argument {}: expects two parameters P1 P2, got {}", name, pair.size()));
       if (pair[0] == pair[1])
-        throw OptionError(fmt::format("argument {}: the two parameters must differ, got {} twice", name, pair[0]));
+        throw OptionError(
+            fmt::format("argument {}: the two parameters must differ, got {} twice", name, pair[0]));
     }
   if (!o.scan_2d.empty() && o.scan_points % 2 == 0)
-    throw OptionError(fmt::format(
-        "argument --scanPoints: --scan2D needs an odd number of points (the grid's centre is the best fit), got {}",
-        o.scan_points));
+    throw OptionError(
+        fmt::format("argument --scanPoints: --scan2D needs an odd number of points (the grid's centre is the "
+                    "best fit), got {}",
+                    o.scan_points));
   if (!o.contour_scan_2d.empty() && o.scan_points < 3)
     throw OptionError("argument --scanPoints: --contourScan2D needs at least 3 angles");
   if (o.external_postfit_result && !o.external_postfit)

@@ -47,8 +47,8 @@ MatrixXd envelope(const MatrixXd& shifts, const std::vector<int64_t>& members) {
 
 // Writes <name> [impacts, downUpVar, parms] and <name>_grouped: one envelope per group of `groups` holding a
 // source, then "Total" over all sources.
-void write_table(ResultLayoutWriter& out, result::Group group, const std::string& name,
-                 const RefitTable& t, const std::vector<std::string>& group_names,
+void write_table(ResultLayoutWriter& out, result::Group group, const std::string& name, const RefitTable& t,
+                 const std::vector<std::string>& group_names,
                  const std::vector<std::vector<int64_t>>& groups) {
   const int64_t npar = t.shifts.cols();
   std::vector<std::string> glabels;
@@ -120,11 +120,13 @@ void select_global_sources(const FitContext& ctx, RefitTable& t) {
     std::vector<bool> keep(names.size(), true);
     if (o.global_asym_impacts_include) {
       std::vector<bool> in(names.size(), false);
-      for (auto k : match_names(*o.global_asym_impacts_include, names, "--globalAsymImpactsInclude")) in[k] = true;
+      for (auto k : match_names(*o.global_asym_impacts_include, names, "--globalAsymImpactsInclude"))
+        in[k] = true;
       for (size_t k = 0; k < names.size(); ++k) keep[k] = keep[k] && in[k];
     }
     if (o.global_asym_impacts_exclude)
-      for (auto k : match_names(*o.global_asym_impacts_exclude, names, "--globalAsymImpactsExclude")) keep[k] = false;
+      for (auto k : match_names(*o.global_asym_impacts_exclude, names, "--globalAsymImpactsExclude"))
+        keep[k] = false;
     for (int64_t i = begin; i < end; ++i) {
       if (!keep[i - begin] || !(ps.constraint_weights(i) > 0.0)) continue;
       t.sources.push_back(i);
@@ -139,19 +141,21 @@ void select_global_sources(const FitContext& ctx, RefitTable& t) {
 // the refit starts at x_best with that parameter moved alike, or with --globalAsymImpactsLinearWarmstart at
 // the Gaussian prediction x_best + C[:, i]·cw_i·ξ'_i·shift (docs/output-format.md "Impacts by refits"); the
 // row holds x_refit − x_best.
-RefitTable global_asym_impacts(FitContext& ctx, FitSession& session, const VectorXd& xbest, const MatrixXd& cov,
-                               bool have_cov) {
+RefitTable global_asym_impacts(FitContext& ctx, FitSession& session, const VectorXd& xbest,
+                               const MatrixXd& cov, bool have_cov) {
   auto& ps = ctx.model->parameters;
   const auto& o = ctx.options;
   RefitTable t;
   select_global_sources(ctx, t);
   if (o.global_asym_impacts_linear_warmstart && !have_cov)  // refused up front (option_rules.cpp)
-    throw OptionError("--globalAsymImpactsLinearWarmstart needs the covariance (not available with --noHessian)");
+    throw OptionError(
+        "--globalAsymImpactsLinearWarmstart needs the covariance (not available with --noHessian)");
   VectorXd xi, d1, d2;
   ps.transform(xbest, xi, d1, d2);
-  log().info("global_asym_impacts: shifting constraint centers by +/- {} sigma and re-fitting for {} sources{}",
-             py_float(o.global_asym_impacts_sigma), t.sources.size(),
-             o.global_asym_impacts_linear_warmstart ? " (linear warm-start enabled)" : "");
+  log().info(
+      "global_asym_impacts: shifting constraint centers by +/- {} sigma and re-fitting for {} sources{}",
+      py_float(o.global_asym_impacts_sigma), t.sources.size(),
+      o.global_asym_impacts_linear_warmstart ? " (linear warm-start enabled)" : "");
   t.shifts.resize(2 * static_cast<int64_t>(t.sources.size()), ps.size());
   const VectorXd centres = ps.constraint_centres;
   auto total = Clock::now();
@@ -187,7 +191,8 @@ void write_down_up_table(ResultLayoutWriter& out, result::Group group, const std
   std::vector<double> values(static_cast<size_t>(rows.size()));
   for (int64_t r = 0; r < rows.rows(); ++r)
     for (int64_t j = 0; j < npar; ++j) values[r * npar + j] = rows(r, j);
-  result::write_hist(group, name, {Axis::strcat("impacts", labels), out.shared("downUpVar"), out.shared("parms")},
+  result::write_hist(group, name,
+                     {Axis::strcat("impacts", labels), out.shared("downUpVar"), out.shared("parms")},
                      values.data(), nullptr);
 }
 

@@ -25,8 +25,8 @@ bool refit_impacts_requested(const FitOptions& o);
 void check_refit_impacts(const FitContext& ctx);
 
 /// Writes the requested refit impact kinds (and --asymImpacts) into `group`. x is the best fit; cov its
-/// covariance (read by --asymImpacts and --globalAsymImpactsLinearWarmstart; have_cov false: none). The model's constraint centres are restored
-/// before returning.
+/// covariance (read by --asymImpacts and --globalAsymImpactsLinearWarmstart; have_cov false: none). The
+/// model's constraint centres are restored before returning.
 void write_refit_impacts(FitContext& ctx, FitSession& session, ResultLayoutWriter& out, result::Group group,
                          const Eigen::VectorXd& x, const Eigen::MatrixXd& cov, bool have_cov);
 

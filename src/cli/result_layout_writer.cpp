@@ -1,10 +1,10 @@
 #include "result_layout_writer.hpp"
 
-#include <algorithm>
-#include <ctime>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <ctime>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/python_format.hpp"
@@ -65,9 +65,10 @@ ResultLayoutWriter::ResultLayoutWriter(const FitContext& ctx)
     // per-process yields (a Ratio with processes, docs/output-format.md "Mappings") has neither yet.
     if (mapping->needs_processes()) {
       const auto& o = ctx.options;
-      for (const auto& [given, option] : {std::pair{o.compute_hist_impacts, "--computeHistImpacts"},
-                                          std::pair{o.compute_hist_gaussian_impacts, "--computeHistGaussianImpacts"},
-                                          std::pair{o.composite_mapping, "--compositeMapping"}})
+      for (const auto& [given, option] :
+           {std::pair{o.compute_hist_impacts, "--computeHistImpacts"},
+            std::pair{o.compute_hist_gaussian_impacts, "--computeHistGaussianImpacts"},
+            std::pair{o.composite_mapping, "--compositeMapping"}})
         if (given)
           throw OptionError(fmt::format("{} is not implemented with the process-selecting mapping '-m {}'",
                                         option, fmt::join(tokens, " ")));

@@ -16,11 +16,11 @@
 #include "fit_session.hpp"
 #include "l_curve_steps.hpp"
 #include "postfit_steps.hpp"
-#include "refit_impacts.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/core/memory_limit.hpp"
 #include "rabbit/core/termination.hpp"
+#include "refit_impacts.hpp"
 #include "result_layout_writer.hpp"
 #include "saturated_projection_tests.hpp"
 #include "scan_writer.hpp"
@@ -244,7 +244,8 @@ void Run::run_one(int64_t fit_index, const std::string& group_name, const DataSe
     if (o_.scan || o_.contour_scan || !o_.scan_2d.empty() || !o_.contour_scan_2d.empty()) {
       if (!have_cov && (o_.contour_scan || !o_.contour_scan_2d.empty() || !o_.scan_range_use_prefit))
         throw OptionError(
-            "--scan/--scan2D/--contourScan/--contourScan2D need the covariance (not available with --noHessian)");
+            "--scan/--scan2D/--contourScan/--contourScan2D need the covariance (not available with "
+            "--noHessian)");
       write_scans(ctx_, *session_, *out_, g, x, cov);
     }
     if (o_.save_hists) out_->save_hists(g, x, cov, false);

@@ -58,8 +58,8 @@ Axis regular_axis(std::string name, int64_t bins, double lower, double upper, bo
 }
 
 // --scan2D and --contourScan2D (docs/output-format.md "Likelihood scans and contours").
-void write_scans_2d(FitContext& ctx, const postfit::ProfileMinimizer& pm, result::Group group, const VectorXd& x,
-                    const MatrixXd& cov) {
+void write_scans_2d(FitContext& ctx, const postfit::ProfileMinimizer& pm, result::Group group,
+                    const VectorXd& x, const MatrixXd& cov) {
   const auto& o = ctx.options;
   const auto& ps = ctx.model->parameters;
   auto& fitter = *ctx.fitter;
@@ -103,11 +103,12 @@ void write_scans_2d(FitContext& ctx, const postfit::ProfileMinimizer& pm, result
     }
   }
   const double halfstep = std::numbers::pi / static_cast<double>(n);
-  result::write_hist(group, "contour_scan2D",
-                     {Axis::strcat("param_tuple", labels), Axis::floatcat("confidence_level", o.contour_levels),
-                      regular_axis("params", 2, 0.0, 2.0, false),
-                      regular_axis("angle", n, -halfstep, 2.0 * std::numbers::pi - halfstep, true)},
-                     values.data(), nullptr, "Parameter likelihood contour scans 2D");
+  result::write_hist(
+      group, "contour_scan2D",
+      {Axis::strcat("param_tuple", labels), Axis::floatcat("confidence_level", o.contour_levels),
+       regular_axis("params", 2, 0.0, 2.0, false),
+       regular_axis("angle", n, -halfstep, 2.0 * std::numbers::pi - halfstep, true)},
+      values.data(), nullptr, "Parameter likelihood contour scans 2D");
 }
 
 }  // namespace

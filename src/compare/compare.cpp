@@ -21,8 +21,8 @@ double Tolerances::relative(const std::string& group, const std::string& quantit
 
 void Tolerances::scale(double factor) {
   for (double* t : {&nll_absolute, &parameter_relative, &covariance_relative, &impact_relative,
-                    &impact_floor_of_poi_sigma, &refit_impact_floor_of_sigma, &hist_value_relative, &hist_value_floor_of_largest,
-                    &hist_sigma_relative, &chi2_relative})
+                    &impact_floor_of_poi_sigma, &refit_impact_floor_of_sigma, &hist_value_relative,
+                    &hist_value_floor_of_largest, &hist_sigma_relative, &chi2_relative})
     *t *= factor;
   for (EntryTolerance& e : entries) e.relative *= factor;
 }

@@ -353,8 +353,8 @@ Rule rule_for(const std::string& name, Quantity::Kind kind) {
   }
   if (top_level && (key == "parms" || key == "parms_prefit")) return Rule::parameters;
   if (top_level && key == "cov") return Rule::covariance;
-  if (top_level && (ends_with(key, "impacts") || ends_with(key, "impacts_grouped") || ends_with(key, "impacts_asym") ||
-                    ends_with(key, "impacts_asym_grouped")))
+  if (top_level && (ends_with(key, "impacts") || ends_with(key, "impacts_grouped") ||
+                    ends_with(key, "impacts_asym") || ends_with(key, "impacts_asym_grouped")))
     return Rule::impacts;
   if (top_level && starts_with(key, "nll_scan2D_")) return Rule::nll_scan_grid;
   if (top_level && starts_with(key, "nll_scan")) return Rule::nll_scan;
@@ -367,8 +367,8 @@ Rule rule_for(const std::string& name, Quantity::Kind kind) {
 // A 2D scan grid (docs/validation.md "Cases"): its points are x̂ + k·σ, known to the fits' precision only,
 // so they are matched by position along each axis, their values held to the parameter tolerance and the
 // ΔNLL to the NLL's; a ΔNLL has no uncertainty (upstream's Double storage reads back variances = values).
-void compare_scan_grid(const std::string& name, const Quantity& a, const Quantity& b, const GroupContext& context,
-                       std::vector<QuantityResult>& out) {
+void compare_scan_grid(const std::string& name, const Quantity& a, const Quantity& b,
+                       const GroupContext& context, std::vector<QuantityResult>& out) {
   const Tolerances& tol = context.options->tolerances;
   Recorder points(context, name, "scan points", "nll scans"), values(context, name, "values", "nll scans");
   const auto& ax = a.hist.axes;

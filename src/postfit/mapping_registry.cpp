@@ -17,14 +17,10 @@ struct Entry {
 
 // One line per mapping, in the order --help and errors list them.
 constexpr Entry kMappings[] = {
-    {"BaseMapping", make_base_mapping},
-    {"Project", make_project_mapping},
-    {"Normalize", make_normalize_mapping},
-    {"Select", make_select_mapping},
-    {"Ratio", make_ratio_mapping},
-    {"Normratio", make_normratio_mapping},
-    {"Difference", make_difference_mapping},
-    {"Asymmetry", make_asymmetry_mapping},
+    {"BaseMapping", make_base_mapping},      {"Project", make_project_mapping},
+    {"Normalize", make_normalize_mapping},   {"Select", make_select_mapping},
+    {"Ratio", make_ratio_mapping},           {"Normratio", make_normratio_mapping},
+    {"Difference", make_difference_mapping}, {"Asymmetry", make_asymmetry_mapping},
 };
 
 }  // namespace

@@ -154,7 +154,8 @@ ContourPoint contour_point(Objective& objective, const ProfileMinimizer& minimiz
       gbest = g;
       xbest = xt;
     }
-    if (std::abs(g) < std::min(1e-10, tolerance) * std::max(1.0, target) || std::abs(t_hi - t_lo) < 1e-12 * sigma)
+    if (std::abs(g) < std::min(1e-10, tolerance) * std::max(1.0, target) ||
+        std::abs(t_hi - t_lo) < 1e-12 * sigma)
       break;
     if (g < 0.0) {
       t_lo = t;

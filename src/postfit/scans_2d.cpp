@@ -36,8 +36,8 @@ std::vector<int64_t> without(const std::vector<int64_t>& floating, int64_t p, in
 }  // namespace
 
 std::vector<std::pair<int64_t, int64_t>> spiral_order(int64_t points) {
-  // The walk of rabbit's nll_scan2D (docs/output-format.md "Likelihood scans and contours"): ring r = 1, 2, ...
-  // around the centre, each ring entered from the corner of the previous one.
+  // The walk of rabbit's nll_scan2D (docs/output-format.md "Likelihood scans and contours"): ring r = 1, 2,
+  // ... around the centre, each ring entered from the corner of the previous one.
   const int64_t centre = (points + 1) / 2 - 1;
   std::vector<std::pair<int64_t, int64_t>> order;
   int64_t dcol = -1, drow = 0, i = 0, j = 0, r = 1;
@@ -65,8 +65,8 @@ std::vector<std::pair<int64_t, int64_t>> spiral_order(int64_t points) {
 }
 
 Scan2D scan_2d(Objective& objective, const ProfileMinimizer& minimizer, const std::vector<int64_t>& floating,
-               const Eigen::VectorXd& xhat, int64_t p, int64_t q, double sigma_p, double sigma_q, double range,
-               int64_t points) {
+               const Eigen::VectorXd& xhat, int64_t p, int64_t q, double sigma_p, double sigma_q,
+               double range, int64_t points) {
   const auto offsets = linspace(-range, range, points);
   Scan2D out;
   for (double d : offsets) {
@@ -89,9 +89,9 @@ Scan2D scan_2d(Objective& objective, const ProfileMinimizer& minimizer, const st
   return out;
 }
 
-Contour2D contour_2d(Objective& objective, const ProfileMinimizer& minimizer, const std::vector<int64_t>& floating,
-                     const Eigen::VectorXd& xhat, double lmin, int64_t p, int64_t q, const Eigen::MatrixXd& cov_pq,
-                     double level, int64_t angles) {
+Contour2D contour_2d(Objective& objective, const ProfileMinimizer& minimizer,
+                     const std::vector<int64_t>& floating, const Eigen::VectorXd& xhat, double lmin,
+                     int64_t p, int64_t q, const Eigen::MatrixXd& cov_pq, double level, int64_t angles) {
   const auto others = without(floating, p, q);
   const double target = 0.5 * level * level;
   const double sp = std::sqrt(cov_pq(p, 0)), sq = std::sqrt(cov_pq(q, 1));

@@ -273,8 +273,8 @@ TEST(Options, Regularization) {
 
 // docs/user-guide.md "Rules across options": --scan2D/--contourScan2D take pairs, one line per mistake.
 TEST(Options, TwoDimensionalScansAndForceLinear) {
-  auto o = parse({"in.hdf5", "--scan2D", "a", "b", "--scan2D", "c", "d", "--contourScan2D", "a", "c",
-                  "--forceLinear"});
+  auto o = parse(
+      {"in.hdf5", "--scan2D", "a", "b", "--scan2D", "c", "d", "--contourScan2D", "a", "c", "--forceLinear"});
   EXPECT_EQ(o.scan_2d, (std::vector<std::vector<std::string>>{{"a", "b"}, {"c", "d"}}));
   EXPECT_EQ(o.contour_scan_2d, (std::vector<std::vector<std::string>>{{"a", "c"}}));
   EXPECT_TRUE(o.force_linear);
@@ -282,14 +282,17 @@ TEST(Options, TwoDimensionalScansAndForceLinear) {
   for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--scan2D", "a"}, "argument --scan2D: expects two parameters P1 P2, got 1"},
            {{"--scan2D", "a", "b", "c"}, "argument --scan2D: expects two parameters P1 P2, got 3"},
-           {{"--contourScan2D", "a", "a"}, "argument --contourScan2D: the two parameters must differ, got a twice"},
+           {{"--contourScan2D", "a", "a"},
+            "argument --contourScan2D: the two parameters must differ, got a twice"},
            {{"--scan2D", "a", "b", "--scanPoints", "4"},
-            "argument --scanPoints: --scan2D needs an odd number of points (the grid's centre is the best fit), "
+            "argument --scanPoints: --scan2D needs an odd number of points (the grid's centre is the best "
+            "fit), "
             "got 4"},
            {{"--contourScan2D", "a", "b", "--scanPoints", "2"},
             "argument --scanPoints: --contourScan2D needs at least 3 angles"},
            {{"--scan2D", "a", "b", "--noHessian"}, "--noHessian is incompatible with: --scan2D (without"},
-           {{"--contourScan2D", "a", "b", "--noHessian"}, "--noHessian is incompatible with: --contourScan2D"},
+           {{"--contourScan2D", "a", "b", "--noHessian"},
+            "--noHessian is incompatible with: --contourScan2D"},
        }) {
     std::vector<std::string> full = {"in.hdf5"};
     full.insert(full.end(), args.begin(), args.end());

@@ -1,5 +1,5 @@
-// Impacts by refits (docs/output-format.md "Impacts by refits"): --nonProfiledImpacts and --globalAsymImpacts on
-// the example tensor, checked against properties that do not need upstream (upstream's numbers are the
+// Impacts by refits (docs/output-format.md "Impacts by refits"): --nonProfiledImpacts and --globalAsymImpacts
+// on the example tensor, checked against properties that do not need upstream (upstream's numbers are the
 // reference cases nonprofiled_impacts*, global_asym_impacts* of tests/reference): a nonprofiled row is a
 // fresh fit with the frozen value moved, the grouped rows are envelopes of the per-source rows, the
 // asymmetric global impacts tend to Sigma times the Gaussian global impacts, the Gaussian warm start
@@ -51,8 +51,8 @@ Hist fit_and_read(const std::string& args, const std::string& dir_name, const st
 
 TEST(RefitImpacts, BadCombinationsAreOneLineErrorsNamingTheOption) {
   auto expect_error = [](const std::string& args, const std::string& message) {
-    auto r = run_rabbit_fit_captured(example_tensor() + kData + " -o " + scratch_dir("refit_bad").string() + " " +
-                                     args);
+    auto r = run_rabbit_fit_captured(example_tensor() + kData + " -o " + scratch_dir("refit_bad").string() +
+                                     " " + args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
     // The error is the run's last line, one line (the input's channels may be printed before it).
     const auto last = r.output.rfind("rabbit_fit: error: ");
@@ -65,8 +65,10 @@ TEST(RefitImpacts, BadCombinationsAreOneLineErrorsNamingTheOption) {
   EXPECT_NE(r.output.find("--nonProfiledImpacts: no parameter is frozen"), std::string::npos) << r.output;
   expect_error("--globalAsymImpactsSigma 2", "--globalAsymImpactsSigma needs --globalAsymImpacts");
   expect_error("--globalAsymImpactsInclude norm", "--globalAsymImpactsInclude needs --globalAsymImpacts");
-  expect_error("--globalAsymImpactsLinearWarmstart", "--globalAsymImpactsLinearWarmstart needs --globalAsymImpacts");
-  expect_error("--globalAsymImpacts --globalAsymImpactsSigma 0", "argument --globalAsymImpactsSigma: must be");
+  expect_error("--globalAsymImpactsLinearWarmstart",
+               "--globalAsymImpactsLinearWarmstart needs --globalAsymImpacts");
+  expect_error("--globalAsymImpacts --globalAsymImpactsSigma 0",
+               "argument --globalAsymImpactsSigma: must be");
   expect_error("--globalAsymImpacts --globalAsymImpactsSigma nan", "--globalAsymImpactsSigma");
   // slope_signal is unconstrained: no centre to shift.
   expect_error("--globalAsymImpacts --globalAsymImpactsInclude slope_signal",
@@ -96,8 +98,10 @@ TEST(RefitImpacts, NonProfiledRowIsTheFitWithTheFrozenValueMoved) {
   EXPECT_DOUBLE_EQ(at(h, 1, 1, norm), 1.0);
   EXPECT_DOUBLE_EQ(at(h, 0, 0, label_index(h, 2, "slope_background")), -1.0);  // unconstrained: σ = 1
 
-  const Hist moved = fit_and_read(freeze + " --setConstraintMinimum norm 1", "refit_nonprofiled_moved", "parms");
-  const Hist moved_down = fit_and_read(freeze + " --setConstraintMinimum norm -1", "refit_nonprofiled_down", "parms");
+  const Hist moved =
+      fit_and_read(freeze + " --setConstraintMinimum norm 1", "refit_nonprofiled_moved", "parms");
+  const Hist moved_down =
+      fit_and_read(freeze + " --setConstraintMinimum norm -1", "refit_nonprofiled_down", "parms");
   for (int64_t j = 0; j < npar; ++j) {
     const double sigma = std::sqrt(std::max(parms.variances[j], 1e-30));
     EXPECT_NEAR(parms.values[j] - at(h, 1, 0, j), moved.values[j], 1e-6 * sigma) << h.axis_labels[2][j];
@@ -126,8 +130,9 @@ TEST(RefitImpacts, NonProfiledRowIsTheFitWithTheFrozenValueMoved) {
 // the Gaussian warm start ends at the same minima.
 TEST(RefitImpacts, GlobalAsymTendsToSigmaTimesGaussianGlobalImpacts) {
   const double sigma = 1e-2;
-  const std::string args = "--gaussianGlobalImpacts --globalAsymImpacts --globalAsymImpactsInclude 'bkg.*' norm "
-                           "--globalAsymImpactsExclude bkg_2_norm --globalAsymImpactsSigma 0.01";
+  const std::string args =
+      "--gaussianGlobalImpacts --globalAsymImpacts --globalAsymImpactsInclude 'bkg.*' norm "
+      "--globalAsymImpactsExclude bkg_2_norm --globalAsymImpactsSigma 0.01";
   auto dir = scratch_dir("refit_global_asym");
   auto r = run_rabbit_fit_captured(example_tensor() + kData + " -o " + dir.string() + " " + args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -165,11 +170,13 @@ TEST(RefitImpacts, GlobalAsymTendsToSigmaTimesGaussianGlobalImpacts) {
 // its traditional grouped impact.
 TEST(RefitImpacts, AsymImpactsTendToTraditionalImpacts) {
   auto dir = scratch_dir("refit_asym");
-  auto r = run_rabbit_fit_captured(example_tensor() + kData + " -o " + dir.string() +
-                                   " --doImpacts --asymImpacts --asymImpactsInclude norm 'bkg.*' "
-                                   "--asymImpactsExclude bkg_2_norm --asymImpactsHess bfgs --asymImpactsTol 1e-7");
+  auto r =
+      run_rabbit_fit_captured(example_tensor() + kData + " -o " + dir.string() +
+                              " --doImpacts --asymImpacts --asymImpactsInclude norm 'bkg.*' "
+                              "--asymImpactsExclude bkg_2_norm --asymImpactsHess bfgs --asymImpactsTol 1e-7");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("--asymImpactsHess chooses the Hessian of SciPy's trust-constr"), std::string::npos);
+  EXPECT_NE(r.output.find("--asymImpactsHess chooses the Hessian of SciPy's trust-constr"),
+            std::string::npos);
   ResultReader f((dir / "fitresults.hdf5").string());
   const Hist h = f.hist("results/impacts_asym");
   const Hist trad = f.hist("results/impacts");  // [poinoi, impacts (all parameters)]
@@ -206,9 +213,11 @@ TEST(RefitImpacts, AsymImpactsTendToTraditionalImpacts) {
 
   auto bad = run_rabbit_fit_captured(example_tensor() + " --asymImpacts --asymImpactsTol 0");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.output.find("argument --asymImpactsTol: must be a finite number > 0"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("argument --asymImpactsTol: must be a finite number > 0"), std::string::npos)
+      << bad.output;
   bad = run_rabbit_fit_captured(example_tensor() + " --asymImpactsExclude norm");
   EXPECT_NE(bad.output.find("--asymImpactsExclude needs --asymImpacts"), std::string::npos) << bad.output;
   bad = run_rabbit_fit_captured(example_tensor() + " --noHessian --asymImpacts");
-  EXPECT_NE(bad.output.find("--noHessian is incompatible with: --asymImpacts"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("--noHessian is incompatible with: --asymImpacts"), std::string::npos)
+      << bad.output;
 }

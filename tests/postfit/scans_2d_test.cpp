@@ -1,6 +1,8 @@
 // --scan2D and --contourScan2D on analytic objectives (docs/output-format.md "Likelihood scans and
 // contours"): the spiral visits every grid point once, each next to the one before; a Gaussian 2D scan is
 // the profile ½δᵀC_pq⁻¹δ; each 2D contour point lies on its ray and its profiled 2ΔNLL is the level².
+#include "rabbit/postfit/scans_2d.hpp"
+
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -9,7 +11,6 @@
 #include <set>
 
 #include "rabbit/minimize/minimizer.hpp"
-#include "rabbit/postfit/scans_2d.hpp"
 #include "support/analytic_objectives.hpp"
 
 using namespace rabbit;
@@ -69,7 +70,8 @@ TEST(Scan2D, SpiralVisitsEveryPointOnceEachNextToThePrevious) {
     std::pair<int64_t, int64_t> prev{c, c};
     for (const auto& [i, j] : order) {
       EXPECT_TRUE(i >= 0 && i < n && j >= 0 && j < n);
-      EXPECT_LE(std::max(std::abs(i - prev.first), std::abs(j - prev.second)), 1) << n << " " << i << "," << j;
+      EXPECT_LE(std::max(std::abs(i - prev.first), std::abs(j - prev.second)), 1)
+          << n << " " << i << "," << j;
       prev = {i, j};
     }
   }

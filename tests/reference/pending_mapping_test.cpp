@@ -57,8 +57,6 @@ INSTANTIATE_TEST_SUITE_P(Pending, PendingMappingFit,
                                            "map_select_ch1_rebin", "map_ratio_masked_ch0",
                                            "map_ratio_ch0_ch1", "map_ratio_procs", "map_normratio_ch0_ch1",
                                            "map_ratio_procs_ch0_ch1", "map_asymmetry_procs_full",
-                                           "map_two_mappings", "map_project_ch1_a", "map_project_ch1_b_a",
-                                           "map_project_ch0_total", "map_project_masked",
-                                           "map_normalize_ch1_b", "map_normalize_ch0"));
+                                           "map_two_mappings"));
 
 }  // namespace

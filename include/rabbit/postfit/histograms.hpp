@@ -18,7 +18,7 @@ struct HistogramRequest {
   bool covariance = false;  // inclusive covariance over all bins
   bool per_process = false;
   bool errors_per_process = false;
-  bool chi2 = false;  // linear chi2 over the unmasked bins
+  bool chi2 = false;            // linear chi2 over the unmasked bins
   bool global_impacts = false;  // rabbit's global impacts per bin (docs/output-format.md "Global impacts on
                                 // histogram bins"); computes inclusive_var too
   bool gaussian_global_impacts = false;  // the Gaussian kind ("Gaussian global impacts on histogram bins")
@@ -40,8 +40,8 @@ struct HistogramResult {
   Eigen::VectorXd gaussian_stat_sq;
   Eigen::VectorXd gaussian_bb_sq;
   Eigen::MatrixXd gaussian_bb_proc_sq;
-  double chi2 = 0.0;                // +inf when a bin of zero variance has a nonzero residual
-  int64_t ndf = 0;  // observed outputs less those of zero variance and zero residual, less ndf_reduction
+  double chi2 = 0.0;  // +inf when a bin of zero variance has a nonzero residual
+  int64_t ndf = 0;    // observed outputs less those of zero variance and zero residual, less ndf_reduction
 };
 
 /// y = f(ν) of `mapping` and Cov(y) = A (J C Jᵀ + J_β H_ββ⁻¹ J_βᵀ) Aᵀ with A = ∂y/∂ν (the second term

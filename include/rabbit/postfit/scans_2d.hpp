@@ -22,13 +22,13 @@ std::vector<std::pair<int64_t, int64_t>> spiral_order(int64_t points);
 /// 2D scan of p and q around xhat: p = xhat_p + linspace(−range, range, P)·sigma_p (likewise q), both fixed
 /// at each grid point, the other floating parameters profiled; visited in spiral_order. P must be odd.
 Scan2D scan_2d(Objective& objective, const ProfileMinimizer& minimizer, const std::vector<int64_t>& floating,
-               const Eigen::VectorXd& xhat, int64_t p, int64_t q, double sigma_p, double sigma_q, double range,
-               int64_t points);
+               const Eigen::VectorXd& xhat, int64_t p, int64_t q, double sigma_p, double sigma_q,
+               double range, int64_t points);
 
 struct Contour2D {
-  std::vector<double> angle;     // θ_k = 2πk/n
-  std::vector<double> xp, xq;    // the contour point (NaN where the search failed)
-  std::vector<double> dnll2;     // 2(L − L_min) at the point found (the level² up to the tolerance)
+  std::vector<double> angle;   // θ_k = 2πk/n
+  std::vector<double> xp, xq;  // the contour point (NaN where the search failed)
+  std::vector<double> dnll2;   // 2(L − L_min) at the point found (the level² up to the tolerance)
   std::vector<bool> success;
 };
 
@@ -37,8 +37,8 @@ struct Contour2D {
 /// bracketing and Illinois regula falsi on t, each step a profile fit of the other floating parameters.
 /// cov_pq = C[:, {p, q}] (σ from its diagonal) gives the Gaussian start; each ray starts from the solution
 /// of the previous one.
-Contour2D contour_2d(Objective& objective, const ProfileMinimizer& minimizer, const std::vector<int64_t>& floating,
-                     const Eigen::VectorXd& xhat, double lmin, int64_t p, int64_t q, const Eigen::MatrixXd& cov_pq,
-                     double level, int64_t angles);
+Contour2D contour_2d(Objective& objective, const ProfileMinimizer& minimizer,
+                     const std::vector<int64_t>& floating, const Eigen::VectorXd& xhat, double lmin,
+                     int64_t p, int64_t q, const Eigen::MatrixXd& cov_pq, double level, int64_t angles);
 
 }  // namespace rabbit::postfit
