@@ -25,6 +25,8 @@ constexpr Entry kMappings[] = {
     {"Normratio", make_normratio_mapping},
     {"Difference", make_difference_mapping},
     {"Asymmetry", make_asymmetry_mapping},
+    {"AngularCoefficients", make_angular_coefficients_mapping},
+    {"LamTung", make_lam_tung_mapping},
 };
 
 }  // namespace
