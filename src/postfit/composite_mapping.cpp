@@ -1,6 +1,8 @@
 // CompositeMapping (rabbit's mappings/mapping.py CompositeMapping, --compositeMapping): the outputs of
 // several mappings one after the other as one mapping, so that the histogram covariance spans all of
 // them (docs/output-format.md "Mappings"). Its channels are renamed "{sub key} {channel}".
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "rabbit/core/error.hpp"
@@ -68,6 +70,11 @@ class CompositeMapping final : public Mapping {
   int64_t observed_size() const override { return observed_; }
   bool has_data() const override { return has_data_; }
   int64_t ndf_reduction() const override { return ndf_reduction_; }
+  // rabbit's CompositeMapping skips the per-process histograms when any part does (Ratio family,
+  // AngularCoefficients): there is nothing to stack for that part.
+  bool has_per_process() const override {
+    return std::all_of(parts_.begin(), parts_.end(), [](const auto& m) { return m->has_per_process(); });
+  }
 
   VectorXd apply(const VectorXd& nu_full) const override {
     VectorXd y(size());

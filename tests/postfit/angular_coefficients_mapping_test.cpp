@@ -132,6 +132,16 @@ TEST(LamTungMapping, A0MinusA2WithoutTheAiAxis) {
   }
 }
 
+TEST(AngularCoefficientsMapping, ACompositeWithItHasNoPerProcessHistograms) {
+  std::vector<std::unique_ptr<postfit::Mapping>> parts;
+  parts.push_back(make({"Select", "flat"}));
+  EXPECT_TRUE(postfit::make_composite_mapping(std::move(parts))->has_per_process());
+  parts.clear();
+  parts.push_back(make({"Select", "flat"}));
+  parts.push_back(make({"AngularCoefficients", "ang"}));
+  EXPECT_FALSE(postfit::make_composite_mapping(std::move(parts))->has_per_process());
+}
+
 TEST(AngularCoefficientsMapping, JacobiansMatchCentralDifferences) {
   const VectorXd x = nu();
   for (const auto& tokens : std::vector<std::vector<std::string>>{{"AngularCoefficients", "ang"},
