@@ -1,9 +1,9 @@
 // CompositeMapping (rabbit's mappings/mapping.py CompositeMapping, --compositeMapping): the outputs of
 // several mappings one after the other as one mapping, so that the histogram covariance spans all of
 // them (docs/output-format.md "Mappings"). Its channels are renamed "{sub key} {channel}".
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/postfit/mapping.hpp"
