@@ -188,9 +188,10 @@ CASES = {
 
 # Mappings (`-m NAME ARGS`, spellings of upstream's rabbit/mappings/ parse_args) on dense.hdf5:
 # ch0 (axis x, 10 bins), ch1 (axes a: 10 bins, b: 5 bins) and the masked ch0_masked (axis x).
-# Written to tests/reference/pending_mappings/ (--set mappings) until our rabbit_fit accepts their `-m`;
-# those of Project and Normalize only are in tests/reference/fits/ (moved there, or written there with
-# --outdir tests/reference/fits: map_gaussian_project_ch1_a, map_composite_project_normalize).
+# Written to tests/reference/pending_mappings/ (--set mappings); a case moves to tests/reference/fits/
+# once our rabbit_fit accepts its whole command line (all but the three process-selecting Ratio/Asymmetry
+# ones, whose --computeHistImpacts we refuse), or is written there with --outdir tests/reference/fits
+# (map_gaussian_project_ch1_a, map_composite_project_normalize, map_angular_coefficients).
 HIST_OUT = ["--saveHists", "--computeHistErrors", "--computeHistCov", "--computeHistImpacts"]
 MAPPING_CASES = {
     # a bin range of a (bins 2..7) on ch1, b kept
@@ -255,6 +256,13 @@ MAPPING_CASES = {
     ),
     # two mappings without --compositeMapping (upstream saves BaseMapping only when no -m is given)
     "map_two_mappings": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Project", "ch1", "a", "-m", "Select", "ch0"]),
+    # AngularCoefficients and LamTung on angular.hdf5 (pt x helicity, ch0 observed, ch_gen masked); written
+    # with --outdir tests/reference/fits
+    "map_angular_coefficients": (
+        "angular.hdf5",
+        DATA + HIST_OUT + ["-m", "AngularCoefficients", "ch0", "-m", "AngularCoefficients", "ch_gen", "pt:sum"]
+        + ["-m", "LamTung", "ch_gen", "sig", "pt:slice(1,4)"],
+    ),
 }
 SETS = {"fits": (CASES, "fits"), "mappings": (MAPPING_CASES, "pending_mappings")}
 

@@ -138,7 +138,7 @@ const std::vector<Spec>& specs() {
        "postfit histograms without profiling beta (postfit_profile = False)"},
       {"-m,--mapping", "mapping", K::append, T::str, "[]", {}, R::implemented,
        "NAME [ARG...]: mapping for the output histograms (BaseMapping, Project, Normalize, Select, Ratio, "
-       "Normratio, Difference, Asymmetry)"},
+       "Normratio, Difference, Asymmetry, AngularCoefficients, LamTung)"},
       {"--compositeMapping", "compositeMapping", K::flag, T::str, "false", {}, R::implemented,
        "wrap all mappings into one, with the covariance across them"},
       // G. scans

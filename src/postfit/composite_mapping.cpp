@@ -3,6 +3,8 @@
 // them (docs/output-format.md "Mappings"). Its channels are renamed "{sub key} {channel}".
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "rabbit/core/error.hpp"
 #include "rabbit/postfit/mapping.hpp"
 
@@ -68,6 +70,11 @@ class CompositeMapping final : public Mapping {
   int64_t observed_size() const override { return observed_; }
   bool has_data() const override { return has_data_; }
   int64_t ndf_reduction() const override { return ndf_reduction_; }
+  // rabbit's CompositeMapping skips the per-process histograms when any part does (Ratio family,
+  // AngularCoefficients): there is nothing to stack for that part.
+  bool has_per_process() const override {
+    return std::all_of(parts_.begin(), parts_.end(), [](const auto& m) { return m->has_per_process(); });
+  }
 
   VectorXd apply(const VectorXd& nu_full) const override {
     VectorXd y(size());

@@ -17,10 +17,16 @@ struct Entry {
 
 // One line per mapping, in the order --help and errors list them.
 constexpr Entry kMappings[] = {
-    {"BaseMapping", make_base_mapping},      {"Project", make_project_mapping},
-    {"Normalize", make_normalize_mapping},   {"Select", make_select_mapping},
-    {"Ratio", make_ratio_mapping},           {"Normratio", make_normratio_mapping},
-    {"Difference", make_difference_mapping}, {"Asymmetry", make_asymmetry_mapping},
+    {"BaseMapping", make_base_mapping},
+    {"Project", make_project_mapping},
+    {"Normalize", make_normalize_mapping},
+    {"Select", make_select_mapping},
+    {"Ratio", make_ratio_mapping},
+    {"Normratio", make_normratio_mapping},
+    {"Difference", make_difference_mapping},
+    {"Asymmetry", make_asymmetry_mapping},
+    {"AngularCoefficients", make_angular_coefficients_mapping},
+    {"LamTung", make_lam_tung_mapping},
 };
 
 }  // namespace

@@ -30,4 +30,11 @@ std::unique_ptr<Mapping> make_difference_mapping(const FitInputData& input,
 std::unique_ptr<Mapping> make_asymmetry_mapping(const FitInputData& input,
                                                 const std::vector<std::string>& args);
 
+/// `-m AngularCoefficients CHANNEL [PROCESSES SELECTION]`: A_i = σ_i/σ_UL on the channel's helicity axis,
+/// and `-m LamTung ...`: A_0 − A_2 (angular_coefficients_mapping.cpp).
+std::unique_ptr<Mapping> make_angular_coefficients_mapping(const FitInputData& input,
+                                                           const std::vector<std::string>& args);
+std::unique_ptr<Mapping> make_lam_tung_mapping(const FitInputData& input,
+                                               const std::vector<std::string>& args);
+
 }  // namespace rabbit::postfit

@@ -110,12 +110,13 @@ TEST(Options, RefusedAndInvalid) {
   EXPECT_NE(error_of({"in.hdf5", "--stallRelTol", "-1"}).find("--stallRelTol"), std::string::npos);
   EXPECT_NE(error_of({"in.hdf5", "--nDevices", "2", "--devices", "0"}).find("--nDevices is 2"),
             std::string::npos);
-  EXPECT_NE(error_of({"in.hdf5", "-m", "LamTung", "ch0"})
-                .find("mapping LamTung is not implemented yet (this release supports BaseMapping, Project, "
-                      "Normalize, Select, Ratio, Normratio, Difference, Asymmetry)"),
+  EXPECT_NE(error_of({"in.hdf5", "-m", "NoSuchMapping", "ch0"})
+                .find("mapping NoSuchMapping is not implemented yet (this release supports BaseMapping, Project, "
+                      "Normalize, Select, Ratio, Normratio, Difference, Asymmetry, AngularCoefficients, LamTung)"),
             std::string::npos);
   EXPECT_EQ(error_of({"in.hdf5", "-m", "Ratio", "ch0", "ch1"}), "");
   EXPECT_EQ(error_of({"in.hdf5", "-m", "Project", "ch1", "a"}), "");
+  EXPECT_EQ(error_of({"in.hdf5", "-m", "LamTung", "ch0"}), "");
   EXPECT_NE(error_of({}).find("filename"), std::string::npos);
   EXPECT_NE(error_of({"in.hdf5", "--noSuchOption"}).find("--noSuchOption"), std::string::npos);
   for (const auto& msg : {error_of({"in.hdf5", "--noSuchOption"}), error_of({})})

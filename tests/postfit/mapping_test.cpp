@@ -66,12 +66,12 @@ TEST(Mapping, RegistryRefusesUnknownNamesAndArguments) {
   auto in = input_with_channels(ShardConfig{});
   EXPECT_EQ(postfit::supported_mappings(),
             (std::vector<std::string>{"BaseMapping", "Project", "Normalize", "Select", "Ratio", "Normratio",
-                                      "Difference", "Asymmetry"}));
+                                      "Difference", "Asymmetry", "AngularCoefficients", "LamTung"}));
   EXPECT_EQ(option_error([&] {
-              postfit::make_mapping(*in, {"LamTung", "obs"});
+              postfit::make_mapping(*in, {"NoSuchMapping", "obs"});
             }),
-            "mapping LamTung is not implemented yet (this release supports BaseMapping, Project, Normalize, "
-            "Select, Ratio, Normratio, Difference, Asymmetry)");
+            "mapping NoSuchMapping is not implemented yet (this release supports BaseMapping, Project, "
+            "Normalize, Select, Ratio, Normratio, Difference, Asymmetry, AngularCoefficients, LamTung)");
   EXPECT_EQ(option_error([&] {
               postfit::make_mapping(*in, {"BaseMapping", "obs"});
             }),
