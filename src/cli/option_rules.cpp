@@ -239,6 +239,16 @@ void check_option_rules(const FitOptions& o) {
   if (toys && m.likelihood == DataLikelihood::covariance && o.toys_data_randomize == "poisson")
     throw OptionError("--toysDataRandomize poisson is not allowed with --covarianceFit");
   check_l_curve(o);
+  // docs/differences-from-rabbit.md "Regularization": with BB the postfit uncertainties of regularised
+  // (masked) bins need the penalty's curvature through β, which the histogram code does not have yet;
+  // refused rather than written without it.
+  if (!o.model.regularization.empty() && o.model.bin_by_bin_stat &&
+      (o.compute_hist_errors || o.compute_hist_errors_per_process || o.compute_hist_cov ||
+       o.compute_hist_impacts || o.compute_hist_gaussian_impacts))
+    throw OptionError(
+        "-r/--regularization with bin-by-bin statistics is not implemented with histogram uncertainties "
+        "(--computeHistErrors, --computeHistErrorsPerProcess, --computeHistCov, --computeHistImpacts, "
+        "--computeHistGaussianImpacts); add --noBinByBinStat");
 }
 
 }  // namespace rabbit::cli

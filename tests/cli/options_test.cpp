@@ -110,10 +110,11 @@ TEST(Options, RefusedAndInvalid) {
   EXPECT_NE(error_of({"in.hdf5", "--stallRelTol", "-1"}).find("--stallRelTol"), std::string::npos);
   EXPECT_NE(error_of({"in.hdf5", "--nDevices", "2", "--devices", "0"}).find("--nDevices is 2"),
             std::string::npos);
-  EXPECT_NE(error_of({"in.hdf5", "-m", "NoSuchMapping", "ch0"})
-                .find("mapping NoSuchMapping is not implemented yet (this release supports BaseMapping, Project, "
-                      "Normalize, Select, Ratio, Normratio, Difference, Asymmetry, AngularCoefficients, LamTung)"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of({"in.hdf5", "-m", "NoSuchMapping", "ch0"})
+          .find("mapping NoSuchMapping is not implemented yet (this release supports BaseMapping, Project, "
+                "Normalize, Select, Ratio, Normratio, Difference, Asymmetry, AngularCoefficients, LamTung)"),
+      std::string::npos);
   EXPECT_EQ(error_of({"in.hdf5", "-m", "Ratio", "ch0", "ch1"}), "");
   EXPECT_EQ(error_of({"in.hdf5", "-m", "Project", "ch1", "a"}), "");
   EXPECT_EQ(error_of({"in.hdf5", "-m", "LamTung", "ch0"}), "");
@@ -263,6 +264,10 @@ TEST(Options, Regularization) {
            {{"--lCurveOptimize", "--noBinByBinStat"}, "--lCurveOptimize needs -r/--regularization"},
            {{"-r", "SVD", "Select", "ch0", "--lCurveScan"},
             "--lCurveScan with bin-by-bin statistics is not implemented; add --noBinByBinStat"},
+           {{"-r", "SVD", "Select", "ch0_masked", "--saveHists", "--computeHistErrors"},
+            "-r/--regularization with bin-by-bin statistics is not implemented with histogram uncertainties "
+            "(--computeHistErrors, --computeHistErrorsPerProcess, --computeHistCov, --computeHistImpacts, "
+            "--computeHistGaussianImpacts); add --noBinByBinStat"},
            {{"-r", "SVD", "Select", "ch0", "--regularizationStrength", "nan"},
             "argument --regularizationStrength: must be a finite number, got nan"},
        }) {
