@@ -21,24 +21,6 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using Triplet = Eigen::Triplet<double>;
 
-bool has_colon(const std::string& s) {
-  return s.find(':') != std::string::npos;
-}
-
-std::vector<std::string> process_list(const std::string& arg) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : arg + ",") {
-    if (c != ',') {
-      cur += c;
-      continue;
-    }
-    if (cur != "None") out.push_back(cur);
-    cur.clear();
-  }
-  return out;
-}
-
 std::string helicity_axis(const FitInputData& input, const std::string& name, const std::string& channel) {
   for (const auto& ch : input.channels) {
     if (ch.name != channel) continue;
@@ -178,13 +160,13 @@ std::unique_ptr<Mapping> make_angular(const FitInputData& input, const std::stri
   if (args.empty()) throw OptionError(fmt::format("-m {}: a channel name is required", name));
   std::vector<std::string> procs;
   size_t next = 1;
-  if (args.size() > 2 && !has_colon(args[1])) {
-    procs = process_list(args[1]);
+  if (args.size() > 2 && !is_axis_selection(args[1])) {
+    procs = parse_process_list(args[1]);
     next = 2;
   }
   std::string selection = "None:None";
   for (size_t k = next; k < args.size(); ++k) {
-    if (k == next && has_colon(args[k])) {
+    if (k == next && is_axis_selection(args[k])) {
       selection = args[k];
       continue;
     }

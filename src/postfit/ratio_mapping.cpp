@@ -23,24 +23,6 @@ using Triplet = Eigen::Triplet<double>;
 
 enum class Combine { ratio, normratio, difference, asymmetry };
 
-bool has_colon(const std::string& s) {
-  return s.find(':') != std::string::npos;
-}
-
-std::vector<std::string> process_list(const std::string& arg) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : arg + ",") {
-    if (c != ',') {
-      cur += c;
-      continue;
-    }
-    if (cur != "None") out.push_back(cur);
-    cur.clear();
-  }
-  return out;
-}
-
 // hist's axis equality, as rabbit compares the two terms' axes.
 bool same_axis(const AxisInfo& a, const AxisInfo& b) {
   return a.kind == b.kind && a.name == b.name && a.size == b.size && a.edges == b.edges &&
@@ -209,18 +191,19 @@ std::unique_ptr<Mapping> make_ratio_like(const FitInputData& input, const std::s
     throw OptionError(fmt::format("-m {}: a numerator and a denominator channel are required", name));
   std::vector<std::string> num_procs, den_procs, sels;
   size_t next = 2;
-  if (args.size() > 2 && !has_colon(args[2])) {
-    if (args.size() < 4 || has_colon(args[3]))
+  if (args.size() > 2 && !is_axis_selection(args[2])) {
+    if (args.size() < 4 || is_axis_selection(args[3]))
       throw OptionError(
           fmt::format("-m {}: processes {} for the numerator need the denominator's too (None for "
                       "all)",
                       name, args[2]));
-    num_procs = process_list(args[2]);
-    den_procs = process_list(args[3]);
+    num_procs = parse_process_list(args[2]);
+    den_procs = parse_process_list(args[3]);
     next = 4;
   }
   for (size_t k = next; k < args.size(); ++k) {
-    if (!has_colon(args[k])) throw OptionError(fmt::format("-m {}: unexpected argument {}", name, args[k]));
+    if (!is_axis_selection(args[k]))
+      throw OptionError(fmt::format("-m {}: unexpected argument {}", name, args[k]));
     sels.push_back(args[k]);
   }
   if (sels.size() == 1)

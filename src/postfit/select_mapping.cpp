@@ -16,25 +16,6 @@ namespace {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-bool has_colon(const std::string& s) {
-  return s.find(':') != std::string::npos;
-}
-
-// rabbit's comma-separated process list, "None" entries dropped.
-std::vector<std::string> process_list(const std::string& arg) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : arg + ",") {
-    if (c != ',') {
-      cur += c;
-      continue;
-    }
-    if (cur != "None") out.push_back(cur);
-    cur.clear();
-  }
-  return out;
-}
-
 class SelectMapping final : public Mapping {
  public:
   SelectMapping(const FitInputData& input, const std::string& channel, const std::vector<std::string>& procs,
@@ -82,15 +63,15 @@ std::unique_ptr<Mapping> make_select_mapping(const FitInputData& input,
   // ':', the selection the first argument with one; the key leaves the channel out.
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   std::vector<std::string> procs;
-  if (!rest.empty() && !has_colon(rest[0])) procs = process_list(rest[0]);
+  if (!rest.empty() && !is_axis_selection(rest[0])) procs = parse_process_list(rest[0]);
   std::string selection = "None:None";
   for (const auto& a : rest)
-    if (has_colon(a)) {
+    if (is_axis_selection(a)) {
       selection = a;
       break;
     }
   for (size_t k = 0; k < rest.size(); ++k)
-    if ((k > 0 || has_colon(rest[k])) && rest[k] != selection)
+    if ((k > 0 || is_axis_selection(rest[k])) && rest[k] != selection)
       throw OptionError(fmt::format(
           "-m Select: unexpected argument {} (expected CHANNEL [PROCESSES] [SELECTION])", rest[k]));
   if (rest.size() > 2) throw OptionError("-m Select: at most CHANNEL PROCESSES SELECTION");

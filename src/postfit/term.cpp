@@ -349,4 +349,22 @@ MappingJacobian Term::per_process_matrix() const {
   return m;
 }
 
+bool is_axis_selection(const std::string& arg) {
+  return arg.find(':') != std::string::npos;
+}
+
+std::vector<std::string> parse_process_list(const std::string& arg) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : arg + ",") {
+    if (c != ',') {
+      cur += c;
+      continue;
+    }
+    if (cur != "None") out.push_back(cur);
+    cur.clear();
+  }
+  return out;
+}
+
 }  // namespace rabbit::postfit

@@ -65,4 +65,9 @@ class Term {
   int64_t size_ = 1, nbinsfull_ = 0, nproc_ = 0;
 };
 
+/// Whether a mapping argument is an axis selection (rabbit's parse_args tests for a ':').
+bool is_axis_selection(const std::string& arg);
+/// rabbit's comma-separated process list of a mapping argument, "None" entries dropped.
+std::vector<std::string> parse_process_list(const std::string& arg);
+
 }  // namespace rabbit::postfit
