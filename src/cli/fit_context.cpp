@@ -50,18 +50,27 @@ void read_input(FitContext& ctx) {
   if (o.pseudo_data) std::cout << "Initialize pseudodata" << std::endl;
 }
 
-void build_run_model(FitContext& ctx) {
-  const auto& o = ctx.options;
+ModelOptions run_model_options(const FitOptions& o) {
   ModelOptions mo = o.model;
   bool any_blinded = false;
   for (auto t : o.toys)
     if (t == 0 || (t >= 1 && o.toys_data_mode == "observed")) any_blinded = true;
   mo.blinding_active = any_blinded && !o.prefit_only;
-  ctx.model = build_model(ctx.input, mo);
+  return mo;
+}
+
+void build_run_model(FitContext& ctx) {
+  ctx.model = build_model(ctx.input, run_model_options(ctx.options));
+}
+
+RunFitterFactory& run_fitter_factory() {
+  static RunFitterFactory factory;
+  return factory;
 }
 
 void make_run_fitter(FitContext& ctx) {
   const auto& o = ctx.options;
+  if (run_fitter_factory() && (ctx.fitter = run_fitter_factory()(ctx))) return;
   FitterOptions fo;
   fo.backend = parse_backend(o.backend);
   fo.n_devices = static_cast<int>(o.n_devices);

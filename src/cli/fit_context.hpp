@@ -5,6 +5,7 @@
 // the result writers; only the toy generator and the run sequence change the fitter's data.
 #include <Eigen/Core>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,8 +56,16 @@ struct FitContext {
 void read_input(FitContext& ctx);
 /// Builds the model (blinding active when a fit of observed data is asked for).
 void build_run_model(FitContext& ctx);
-/// Builds the fitter on the requested backend and devices.
+/// The model options of the run (the command line's, with blinding active when a fit of observed
+/// data is asked for).
+ModelOptions run_model_options(const FitOptions& o);
+/// Builds the fitter on the requested backend and devices, or with the run's fitter factory when one
+/// is set and builds one.
 void make_run_fitter(FitContext& ctx);
+/// A replacement of make_fitter for the fitters of this process's run (the MPI coordinator's,
+/// cli/mpi_run.hpp); returning null declines and make_fitter builds the fitter.
+using RunFitterFactory = std::function<std::unique_ptr<Fitter>(FitContext&)>;
+RunFitterFactory& run_fitter_factory();
 /// The reported parameters and groups (docs/output-format.md "Traditional impacts", "Global impacts") and the
 /// BB flags.
 void describe_layout(FitContext& ctx);

@@ -15,6 +15,7 @@
 #include "fit_context.hpp"
 #include "fit_session.hpp"
 #include "l_curve_steps.hpp"
+#include "mpi_run.hpp"
 #include "postfit_steps.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
@@ -322,7 +323,7 @@ void run_fit(const FitOptions& options) {
   run.execute();
 }
 
-int rabbit_fit_main(int argc, const char* const* argv) {
+int rabbit_fit_process_main(int argc, const char* const* argv) {
   try {
     FitOptions options = parse_fit_options(argc, argv);
     run_fit(options);
@@ -344,6 +345,12 @@ int rabbit_fit_main(int argc, const char* const* argv) {
     std::cerr << "rabbit_fit: error: " << msg << std::endl;
     return 1;
   }
+}
+
+int rabbit_fit_main(int argc, const char* const* argv) {
+  // Under mpirun/srun the ranks share one fit (docs/mpi.md).
+  if (launched_by_mpi_launcher()) return rabbit_fit_ranks_main(argc, argv);
+  return rabbit_fit_process_main(argc, argv);
 }
 
 }  // namespace rabbit::cli

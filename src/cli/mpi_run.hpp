@@ -1,0 +1,17 @@
+#pragma once
+// rabbit_fit started by an MPI launcher (mpirun, srun): rank 0 runs the fit on a RankFitter, the
+// other ranks serve their bin ranges (docs/mpi.md). A build without MPI refuses such a start.
+namespace rabbit::cli {
+
+/// Whether an MPI launcher started this process (its environment: Open MPI's OMPI_COMM_WORLD_SIZE,
+/// PMI's PMI_SIZE/PMI_RANK, PMIx's PMIX_RANK).
+bool launched_by_mpi_launcher();
+
+/// rabbit_fit's main under a launcher: one rank runs rabbit_fit_process_main as is; with more, rank
+/// 0 does on a RankFitter and ranks > 0 serve their bins. The exit code is the run's on every rank.
+int rabbit_fit_ranks_main(int argc, const char* const* argv);
+
+/// rabbit_fit's main in one process: parse, run, one error line and the exit code of its kind.
+int rabbit_fit_process_main(int argc, const char* const* argv);
+
+}  // namespace rabbit::cli

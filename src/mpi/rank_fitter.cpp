@@ -1,0 +1,192 @@
+// The coordinator's side (docs/mpi.md "The coordinator"): RankFitter and make_rank_fitter.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <exception>
+
+#include "protocol.hpp"
+#include "rabbit/core/error.hpp"
+#include "rabbit/core/logging.hpp"
+#include "rabbit/fit/make_fitter.hpp"
+#include "rabbit/fit/shard_registry.hpp"
+#include "rabbit/model/param_model.hpp"
+#include "rabbit/mpi/ranks.hpp"
+#include "rank_link.hpp"
+#include "remote_shard.hpp"
+#include "tensor_bytes.hpp"
+
+namespace rabbit::mpi {
+
+namespace {
+
+using detail::RankLink;
+
+// Rank 0's own CPU shard without its yield model: that one covers only rank 0's bins for the NLL
+// constants, so Fitter::yield_model() builds a host yield model over all observed bins instead, as for
+// CUDA fits (docs/architecture.md "The seams"); rank 0 holds the whole input for the postfit anyway.
+class CoordinatorShard : public ShardEvaluator {
+ public:
+  explicit CoordinatorShard(std::unique_ptr<ShardEvaluator> inner) : inner_(std::move(inner)) {}
+  int64_t bin_begin() const override { return inner_->bin_begin(); }
+  int64_t bin_end() const override { return inner_->bin_end(); }
+  std::string device() const override { return "rank0:" + inner_->device(); }
+  void set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) override {
+    inner_->set_observed(nobs, varnobs);
+  }
+  double value(const Eigen::VectorXd& xi) override { return inner_->value(xi); }
+  double value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad) override {
+    return inner_->value_grad(xi, grad);
+  }
+  double value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
+                        Eigen::MatrixXd& HV) override {
+    return inner_->value_grad_hvp(xi, V, grad, HV);
+  }
+  double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
+                         bool profile) override {
+    return inner_->value_grad_hess(xi, grad, hess, profile);
+  }
+  Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override { return inner_->profiled_beta(xi); }
+  bool accepts_beta_centres() const override { return inner_->accepts_beta_centres(); }
+  void set_beta_centres(const Eigen::VectorXd& beta0) override { inner_->set_beta_centres(beta0); }
+
+ private:
+  std::unique_ptr<ShardEvaluator> inner_;
+};
+
+// Shard 0 is rank 0's own; shard r > 0 the proxy of rank r. One dispatch: record the request on the
+// proxies, broadcast it, evaluate shard 0 while the other ranks evaluate theirs, gather the replies
+// in rank order, deliver them. Fitter sums the partials in shard order (docs/sharding-and-gpu.md
+// "MultiDeviceFitter"), so the result is that of --nDevices N with the same partition.
+class RankFitter : public Fitter {
+ public:
+  RankFitter(std::shared_ptr<Model> model, std::vector<std::unique_ptr<ShardEvaluator>> shards,
+             std::shared_ptr<RankLink> link)
+      : Fitter(std::move(model), std::move(shards)), link_(std::move(link)) {
+    link_->phase = RankLink::Phase::idle;
+  }
+
+ protected:
+  void for_each_shard(const std::function<void(size_t)>& fn) override {
+    const size_t n = shards().size();
+    if (detail::released()) throw Error("the MPI ranks were already released; no evaluation can follow");
+    link_->request.reset();
+    link_->phase = RankLink::Phase::recording;
+    try {
+      for (size_t i = 1; i < n; ++i) fn(i);
+    } catch (...) {
+      link_->phase = RankLink::Phase::idle;
+      throw;
+    }
+    link_->phase = RankLink::Phase::idle;
+    if (!link_->request) throw Error("a RankFitter dispatch recorded no request");
+    detail::broadcast(*link_->request);
+    // Every rank now evaluates and replies: the gather must happen even when shard 0 fails.
+    std::exception_ptr local_error;
+    try {
+      fn(0);
+    } catch (...) {
+      local_error = std::current_exception();
+    }
+    link_->replies = detail::gather({});
+    if (local_error) std::rethrow_exception(local_error);
+    link_->phase = RankLink::Phase::delivering;
+    try {
+      for (size_t i = 1; i < n; ++i) fn(i);
+    } catch (...) {
+      link_->phase = RankLink::Phase::idle;
+      throw;
+    }
+    link_->phase = RankLink::Phase::idle;
+  }
+
+ private:
+  std::shared_ptr<RankLink> link_;
+};
+
+double mib(double bytes) {
+  return bytes / (1024.0 * 1024.0);
+}
+
+// What cannot run with the bins of one likelihood on several ranks: the same model features as
+// --nDevices (docs/sharding-and-gpu.md "Refused in multi-device mode"), and bin-dependent param
+// models, whose rates a shard server (holding no channels) cannot build.
+void refuse_unsupported(const Model& model, int ranks) {
+  std::vector<std::string> offending;
+  if (model.options.likelihood == DataLikelihood::covariance)
+    offending.push_back("--covarianceFit (the dense data covariance couples all bins)");
+  if (!model.options.regularization.empty())
+    offending.push_back("-r/--regularization (the regularizers read the predicted yields of all bins)");
+  if (model.param_model && !model.param_model->bin_independent())
+    offending.push_back("a bin-dependent --paramModel (its rates need the channels of all bins)");
+  if (offending.empty()) return;
+  throw OptionError(
+      fmt::format("mpirun with {} ranks is incompatible with: {}; run without mpirun (docs/mpi.md)", ranks,
+                  fmt::join(offending, "; ")));
+}
+
+}  // namespace
+
+std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threads) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  refuse_unsupported(*model, size);
+  const FitInputData& input = *model->input;
+  const auto ranges = partition_bins(input, size);
+
+  detail::Request assign{detail::Op::assign, 0, 0, 0, {static_cast<double>(threads)}};
+  for (const auto& [a, b] : ranges) {
+    assign.payload.push_back(static_cast<double>(a));
+    assign.payload.push_back(static_cast<double>(b));
+  }
+  detail::broadcast(assign);
+
+  // Rank 0's shard is built while the others read their ranges; the acknowledgements are gathered
+  // even when it fails, since every rank sends one.
+  std::unique_ptr<ShardEvaluator> own;
+  std::exception_ptr local_error;
+  try {
+    ShardSpec spec;
+    spec.model = model;
+    spec.bin_begin = ranges[0].first;
+    spec.bin_end = ranges[0].second;
+    spec.threads = threads;
+    own = shard_kind("cpu").create(spec);
+  } catch (...) {
+    local_error = std::current_exception();
+  }
+  const auto acks = detail::gather({});
+  if (local_error) std::rethrow_exception(local_error);
+  for (int r = 1; r < size; ++r) detail::check_reply(r, acks[r], 2);
+
+  std::vector<std::string> layout;
+  for (int r = 0; r < size; ++r)
+    layout.push_back(fmt::format("rank{}:[{},{})", r, ranges[r].first, ranges[r].second));
+  log().info("Sharding {} bins over {} MPI ranks ({} thread(s) each): [{}]", input.nbins, size, threads,
+             fmt::join(layout, ", "));
+  log().info(
+      "rank 0: the whole input, tensor {:.1f} MiB, peak memory {:.1f} MiB (coordinator: postfit yields "
+      "and output)",
+      mib(static_cast<double>(detail::tensor_bytes(input))),
+      mib(static_cast<double>(detail::peak_rss_bytes())));
+  for (int r = 1; r < size; ++r)
+    log().info("rank {}: bins [{}, {}), tensor {:.1f} MiB, peak memory {:.1f} MiB", r, ranges[r].first,
+               ranges[r].second, mib(acks[r][1]), mib(acks[r][2]));
+
+  auto link = std::make_shared<RankLink>();
+  std::vector<std::unique_ptr<ShardEvaluator>> shards;
+  shards.push_back(std::make_unique<CoordinatorShard>(std::move(own)));
+  for (int r = 1; r < size; ++r)
+    shards.push_back(std::make_unique<detail::RemoteShard>(link, r, ranges[r].first, ranges[r].second));
+  auto fitter = std::make_unique<RankFitter>(std::move(model), std::move(shards), link);
+  fitter->set_postfit_threads(threads);
+  return fitter;
+}
+
+void release_ranks(int exit_code) {
+  if (detail::released()) return;
+  detail::Request release{detail::Op::release, exit_code, 0, 0, {}};
+  detail::broadcast(release);
+  detail::released() = true;
+}
+
+}  // namespace rabbit::mpi

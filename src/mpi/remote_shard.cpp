@@ -1,0 +1,109 @@
+#include "remote_shard.hpp"
+
+#include <fmt/format.h>
+
+#include "rabbit/core/error.hpp"
+
+namespace rabbit::mpi::detail {
+
+namespace {
+
+std::vector<double> concat(const Eigen::VectorXd& a, const double* b = nullptr, size_t nb = 0) {
+  std::vector<double> out(a.data(), a.data() + a.size());
+  if (b) out.insert(out.end(), b, b + nb);
+  return out;
+}
+
+}  // namespace
+
+std::string RemoteShard::device() const {
+  return fmt::format("rank{}:cpu", rank_);
+}
+
+bool RemoteShard::recording(Request request) {
+  switch (link_->phase) {
+    case RankLink::Phase::recording:
+      // Every proxy records the same request; the first is sent to all ranks.
+      if (!link_->request) link_->request = std::move(request);
+      return true;
+    case RankLink::Phase::delivering:
+      return false;
+    default:
+      throw Error(fmt::format("the shard of rank {} was called outside a dispatch of its RankFitter", rank_));
+  }
+}
+
+const std::vector<double>& RemoteShard::reply(size_t expected) const {
+  const std::vector<double>& r = link_->replies.at(static_cast<size_t>(rank_));
+  check_reply(rank_, r, expected);
+  return r;
+}
+
+void RemoteShard::set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) {
+  // Fitter's constructor sets the file's data before RankFitter exists; every rank already holds
+  // that data from its own read of the same file.
+  if (link_->phase == RankLink::Phase::constructing) return;
+  Request r{Op::set_observed, nobs.size(), 0, varnobs.size() > 0 ? 1 : 0,
+            concat(nobs, varnobs.data(), static_cast<size_t>(varnobs.size()))};
+  if (recording(std::move(r))) return;
+  reply(0);
+}
+
+double RemoteShard::value(const Eigen::VectorXd& xi) {
+  if (recording({Op::value, xi.size(), 0, 0, concat(xi)})) return 0.0;
+  return reply(1)[1];
+}
+
+double RemoteShard::value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad) {
+  const int64_t n = xi.size();
+  if (recording({Op::value_grad, n, 0, 0, concat(xi)})) {
+    grad.setZero(n);
+    return 0.0;
+  }
+  const auto& r = reply(1 + static_cast<size_t>(n));
+  grad = Eigen::Map<const Eigen::VectorXd>(r.data() + 2, n);
+  return r[1];
+}
+
+double RemoteShard::value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
+                                   Eigen::MatrixXd& HV) {
+  const int64_t n = xi.size(), k = V.cols();
+  if (recording({Op::value_grad_hvp, n, k, 0, concat(xi, V.data(), static_cast<size_t>(V.size()))})) {
+    grad.setZero(n);
+    HV.setZero(n, k);
+    return 0.0;
+  }
+  const auto& r = reply(1 + static_cast<size_t>(n + n * k));
+  grad = Eigen::Map<const Eigen::VectorXd>(r.data() + 2, n);
+  HV = Eigen::Map<const Eigen::MatrixXd>(r.data() + 2 + n, n, k);
+  return r[1];
+}
+
+double RemoteShard::value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
+                                    bool profile) {
+  const int64_t n = xi.size();
+  if (recording({Op::value_grad_hess, n, 0, profile ? 1 : 0, concat(xi)})) {
+    grad.setZero(n);
+    return 0.0;  // hess: the caller's zeros stay until delivery
+  }
+  const auto& r = reply(1 + static_cast<size_t>(n + n * n));
+  grad = Eigen::Map<const Eigen::VectorXd>(r.data() + 2, n);
+  hess = Eigen::Map<const Eigen::MatrixXd>(r.data() + 2 + n, n, n);
+  return r[1];
+}
+
+Eigen::VectorXd RemoteShard::profiled_beta(const Eigen::VectorXd& xi) {
+  if (recording({Op::profiled_beta, xi.size(), 0, 0, concat(xi)})) return {};
+  const auto& r = reply(0);
+  return Eigen::Map<const Eigen::VectorXd>(r.data() + 1, static_cast<int64_t>(r.size()) - 1);
+}
+
+void RemoteShard::set_beta_centres(const Eigen::VectorXd& /*beta0*/) {
+  throw OptionError(fmt::format(
+      "--toysSystRandomize frequentist with bin-by-bin statistics moves the BB centres of every rank's bins, "
+      "which the shard of rank {} cannot take; use --toysSystRandomize bayesian or none, or run without "
+      "mpirun (docs/mpi.md)",
+      rank_));
+}
+
+}  // namespace rabbit::mpi::detail

@@ -1,0 +1,39 @@
+#pragma once
+// RemoteShard: on rank 0, the ShardEvaluator of the bins another rank holds (docs/mpi.md "The
+// coordinator"). It records requests and returns the rank's replies; it never communicates itself
+// (RankFitter does, once per dispatch for all ranks).
+#include <memory>
+
+#include "rabbit/model/shard_evaluator.hpp"
+#include "rank_link.hpp"
+
+namespace rabbit::mpi::detail {
+
+class RemoteShard : public ShardEvaluator {
+ public:
+  RemoteShard(std::shared_ptr<RankLink> link, int rank, int64_t bin_begin, int64_t bin_end)
+      : link_(std::move(link)), rank_(rank), begin_(bin_begin), end_(bin_end) {}
+
+  int64_t bin_begin() const override { return begin_; }
+  int64_t bin_end() const override { return end_; }
+  std::string device() const override;
+  void set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) override;
+  double value(const Eigen::VectorXd& xi) override;
+  double value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad) override;
+  double value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
+                        Eigen::MatrixXd& HV) override;
+  double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
+                         bool profile = true) override;
+  Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override;
+  void set_beta_centres(const Eigen::VectorXd& beta0) override;
+
+ private:
+  bool recording(Request request);  // true (request stored) while recording; false while delivering
+  const std::vector<double>& reply(size_t expected) const;
+
+  std::shared_ptr<RankLink> link_;
+  int rank_;
+  int64_t begin_, end_;
+};
+
+}  // namespace rabbit::mpi::detail
