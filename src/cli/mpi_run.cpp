@@ -70,14 +70,6 @@ void refuse_options(const FitOptions& o, int ranks) {
         "--diagnostics with bin-by-bin statistics {}: the β-space EDM needs the full-length β Hessian; add "
         "--noBinByBinStat or run without mpirun (docs/mpi.md)",
         under));
-  bool toys = false;
-  for (auto t : o.toys) toys = toys || t >= 1;
-  if (toys && o.toys_syst_randomize == "frequentist" && o.model.bin_by_bin_stat)
-    throw OptionError(fmt::format(
-        "-t with --toysSystRandomize frequentist and bin-by-bin statistics {}: the toys' BB centres would "
-        "have "
-        "to reach every rank; use --toysSystRandomize bayesian or none, or run without mpirun (docs/mpi.md)",
-        under));
 }
 
 }  // namespace

@@ -13,14 +13,15 @@
 namespace rabbit::mpi::detail {
 
 enum class Op : int64_t {
-  release = 0,      // n: the exit code; the servers return it
-  assign = 1,       // payload: threads, then (begin, end) per rank
-  set_observed,     // flag: variances present; payload: nobs [nbins] (+ varnobs [nbins])
-  value,            // payload: ξ
-  value_grad,       // payload: ξ
-  value_grad_hvp,   // k: columns; payload: ξ, V (n × k, column-major)
-  value_grad_hess,  // flag: profile; payload: ξ
-  profiled_beta,    // payload: ξ
+  release = 0,       // n: the exit code; the servers return it
+  assign = 1,        // payload: threads, then (begin, end) per rank
+  set_observed,      // flag: variances present; payload: nobs [nbins] (+ varnobs [nbins])
+  value,             // payload: ξ
+  value_grad,        // payload: ξ
+  value_grad_hvp,    // k: columns; payload: ξ, V (n × k, column-major)
+  value_grad_hess,   // flag: profile; payload: ξ
+  profiled_beta,     // payload: ξ
+  set_beta_centres,  // k: nbinsfull; payload: β⁰ of all BB entries (bin-major, 1 or nproc per bin)
 };
 
 struct Request {

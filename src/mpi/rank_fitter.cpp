@@ -173,6 +173,7 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
                ranges[r].second, mib(acks[r][1]), mib(acks[r][2]));
 
   auto link = std::make_shared<RankLink>();
+  link->nbinsfull = input.nbinsfull;
   std::vector<std::unique_ptr<ShardEvaluator>> shards;
   shards.push_back(std::make_unique<CoordinatorShard>(std::move(own)));
   for (int r = 1; r < size; ++r)

@@ -17,6 +17,7 @@ struct RankLink {
   Phase phase = Phase::constructing;
   std::optional<Request> request;            // the request recorded in this dispatch
   std::vector<std::vector<double>> replies;  // per rank, from the last gather
+  int64_t nbinsfull = 0;                     // of the whole input: the BB centres' bins
 };
 
 }  // namespace rabbit::mpi::detail

@@ -98,12 +98,15 @@ Eigen::VectorXd RemoteShard::profiled_beta(const Eigen::VectorXd& xi) {
   return Eigen::Map<const Eigen::VectorXd>(r.data() + 1, static_cast<int64_t>(r.size()) - 1);
 }
 
-void RemoteShard::set_beta_centres(const Eigen::VectorXd& /*beta0*/) {
-  throw OptionError(fmt::format(
-      "--toysSystRandomize frequentist with bin-by-bin statistics moves the BB centres of every rank's bins, "
-      "which the shard of rank {} cannot take; use --toysSystRandomize bayesian or none, or run without "
-      "mpirun (docs/mpi.md)",
-      rank_));
+void RemoteShard::set_beta_centres(const Eigen::VectorXd& beta0) {
+  if (link_->phase != RankLink::Phase::idle)
+    throw Error(fmt::format("the BB centres of rank {} were set inside a dispatch", rank_));
+  if (rank_ == 1) {
+    Request r{Op::set_beta_centres, beta0.size(), link_->nbinsfull, 0, concat(beta0)};
+    broadcast(r);
+    link_->replies = gather({});
+  }
+  reply(0);
 }
 
 }  // namespace rabbit::mpi::detail

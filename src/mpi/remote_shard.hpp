@@ -25,6 +25,10 @@ class RemoteShard : public ShardEvaluator {
   double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
                          bool profile = true) override;
   Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override;
+  bool accepts_beta_centres() const override { return true; }
+  /// Fitter::set_beta_centres calls the shards one by one, outside a dispatch: the proxy of rank 1
+  /// (always the first proxy) sends the centres to every rank and gathers their replies; each proxy
+  /// then reports its rank's.
   void set_beta_centres(const Eigen::VectorXd& beta0) override;
 
  private:

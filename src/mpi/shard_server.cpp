@@ -40,6 +40,15 @@ std::vector<double> answer(ShardEvaluator& shard, const Request& r, const Assign
     shard.set_observed(nobs, var);
     return reply;
   }
+  if (r.op == Op::set_beta_centres) {
+    // The centres of all BB entries, bin-major over all bins (masked included): keep this range's.
+    if (r.k <= 0 || r.n % r.k != 0 || static_cast<int64_t>(r.payload.size()) != r.n)
+      throw Error(fmt::format("set_beta_centres: {} values for {} bins", r.payload.size(), r.k));
+    const int64_t width = r.n / r.k;
+    shard.set_beta_centres(
+        Eigen::Map<const Eigen::VectorXd>(p + a.bin_begin * width, (a.bin_end - a.bin_begin) * width));
+    return reply;
+  }
   const int64_t n = r.n;
   if (static_cast<int64_t>(r.payload.size()) < n) throw Error("request shorter than its parameter vector");
   const Eigen::VectorXd xi = Eigen::Map<const Eigen::VectorXd>(p, n);
