@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <exception>
 
 #include "protocol.hpp"
@@ -64,6 +65,14 @@ class RankFitter : public Fitter {
       : Fitter(std::move(model), std::move(shards)), link_(std::move(link)) {
     link_->phase = RankLink::Phase::idle;
   }
+  // Where rank 0's time went (docs/mpi.md "Measurements"): its own shard, and the broadcast plus the
+  // gather, which waits for the slowest rank (the exchange and the imbalance together).
+  ~RankFitter() override {
+    log().info(
+        "MPI: {} evaluations over {} ranks; rank 0: {:.3f} s in its shard, {:.3f} s sending requests and "
+        "waiting for replies",
+        dispatches_, shards().size(), local_seconds_, exchange_seconds_);
+  }
 
  protected:
   void for_each_shard(const std::function<void(size_t)>& fn) override {
@@ -79,7 +88,9 @@ class RankFitter : public Fitter {
     }
     link_->phase = RankLink::Phase::idle;
     if (!link_->request) throw Error("a RankFitter dispatch recorded no request");
+    const auto t0 = Clock::now();
     detail::broadcast(*link_->request);
+    const auto t1 = Clock::now();
     // Every rank now evaluates and replies: the gather must happen even when shard 0 fails.
     std::exception_ptr local_error;
     try {
@@ -87,7 +98,11 @@ class RankFitter : public Fitter {
     } catch (...) {
       local_error = std::current_exception();
     }
+    const auto t2 = Clock::now();
     link_->replies = detail::gather({});
+    ++dispatches_;
+    local_seconds_ += std::chrono::duration<double>(t2 - t1).count();
+    exchange_seconds_ += std::chrono::duration<double>((t1 - t0) + (Clock::now() - t2)).count();
     if (local_error) std::rethrow_exception(local_error);
     link_->phase = RankLink::Phase::delivering;
     try {
@@ -100,7 +115,10 @@ class RankFitter : public Fitter {
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
   std::shared_ptr<RankLink> link_;
+  int64_t dispatches_ = 0;
+  double local_seconds_ = 0.0, exchange_seconds_ = 0.0;
 };
 
 double mib(double bytes) {
