@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -77,7 +78,14 @@ void refuse_options(const FitOptions& o, int ranks) {
 int rabbit_fit_ranks_main(int argc, const char* const* argv) {
   int mpi_argc = argc;
   char** mpi_argv = const_cast<char**>(argv);
-  mpi::Session session(&mpi_argc, &mpi_argv);
+  std::unique_ptr<mpi::Session> started;
+  try {
+    started = std::make_unique<mpi::Session>(&mpi_argc, &mpi_argv);
+  } catch (const Error& e) {
+    std::cerr << "rabbit_fit: error: " << e.what() << std::endl;
+    return static_cast<int>(e.code());
+  }
+  const mpi::Session& session = *started;
   if (session.size() == 1) return rabbit_fit_process_main(argc, argv);
   // The node's cores are split among its ranks, as --nDevices splits them among shards; a rank that
   // the launcher bound to fewer cores (Open MPI binds to one core by default) uses those.
@@ -98,6 +106,7 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
       return mpi::make_rank_fitter(ctx.model, threads);
     };
     const int code = rabbit_fit_process_main(argc, argv);
+    run_fitter_factory() = nullptr;  // it refers to this frame
     mpi::release_ranks(code);
     return code;
   }

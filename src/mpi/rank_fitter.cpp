@@ -192,6 +192,7 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
 
   auto link = std::make_shared<RankLink>();
   link->nbinsfull = input.nbinsfull;
+  link->ranks = size;
   std::vector<std::unique_ptr<ShardEvaluator>> shards;
   shards.push_back(std::make_unique<CoordinatorShard>(std::move(own)));
   for (int r = 1; r < size; ++r)

@@ -18,6 +18,7 @@ struct RankLink {
   std::optional<Request> request;            // the request recorded in this dispatch
   std::vector<std::vector<double>> replies;  // per rank, from the last gather
   int64_t nbinsfull = 0;                     // of the whole input: the BB centres' bins
+  int ranks = 1;
 };
 
 }  // namespace rabbit::mpi::detail

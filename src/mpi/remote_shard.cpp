@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <climits>
+
 #include "rabbit/core/error.hpp"
 
 namespace rabbit::mpi::detail {
@@ -31,6 +33,17 @@ bool RemoteShard::recording(Request request) {
     default:
       throw Error(fmt::format("the shard of rank {} was called outside a dispatch of its RankFitter", rank_));
   }
+}
+
+// Before anything is sent: the replies of all ranks must fit MPI's int counts (MPI_Gatherv).
+void RemoteShard::check_reply_size(int64_t values_per_rank) const {
+  const int64_t total = (values_per_rank + 1) * (link_->ranks - 1);
+  if (total > INT_MAX)
+    throw ResourceError(
+        fmt::format("the {} ranks' replies would hold {} values, more than MPI's count limit ({}): too many "
+                    "parameters for a "
+                    "dense Hessian across ranks; use fewer ranks or run without mpirun (docs/mpi.md)",
+                    link_->ranks, total, INT_MAX));
 }
 
 const std::vector<double>& RemoteShard::reply(size_t expected) const {
@@ -68,6 +81,7 @@ double RemoteShard::value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad)
 double RemoteShard::value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
                                    Eigen::MatrixXd& HV) {
   const int64_t n = xi.size(), k = V.cols();
+  if (link_->phase == RankLink::Phase::recording) check_reply_size(1 + n + n * k);
   if (recording({Op::value_grad_hvp, n, k, 0, concat(xi, V.data(), static_cast<size_t>(V.size()))})) {
     grad.setZero(n);
     HV.setZero(n, k);
@@ -82,6 +96,7 @@ double RemoteShard::value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::Matri
 double RemoteShard::value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
                                     bool profile) {
   const int64_t n = xi.size();
+  if (link_->phase == RankLink::Phase::recording) check_reply_size(1 + n + n * n);
   if (recording({Op::value_grad_hess, n, 0, profile ? 1 : 0, concat(xi)})) {
     grad.setZero(n);
     return 0.0;  // hess: the caller's zeros stay until delivery

@@ -34,6 +34,7 @@ class RemoteShard : public ShardEvaluator {
  private:
   bool recording(Request request);  // true (request stored) while recording; false while delivering
   const std::vector<double>& reply(size_t expected) const;
+  void check_reply_size(int64_t values_per_rank) const;
 
   std::shared_ptr<RankLink> link_;
   int rank_;
