@@ -156,3 +156,29 @@ TEST(MpiFit, WhatCannotSpanRanksIsRefusedInOneLine) {
 }
 
 }  // namespace
+
+namespace {
+
+// A build without MPI started by a launcher with 2 ranks (its environment, here without a launcher)
+// would run the whole fit twice into one file: rank 0 says why it refuses, every rank exits with 2.
+TEST(NonMpiBuild, RefusesToRunAsRanksOfAnMpiJob) {
+  if (RABBIT_MPI_BUILT) GTEST_SKIP() << "this build has MPI: a launcher's environment starts the ranks' fit";
+  const auto dir = rabbit::test::scratch_dir("mpi_not_built");
+  const std::string fit = shell_quote((rabbit::test::binary_dir() / "rabbit_fit").string()) + " " +
+                          shell_quote(rabbit::test::example_tensor()) + " -t 0 -o " +
+                          shell_quote(dir.string());
+  const CommandResult rank0 =
+      rabbit::test::run_command("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 " + fit);
+  EXPECT_EQ(rank0.exit_code, 2) << rank0.output;
+  EXPECT_NE(rank0.output.find(
+                "rabbit_fit: error: started by an MPI launcher with 2 ranks, but this build has no MPI"),
+            std::string::npos)
+      << rank0.output;
+  const CommandResult rank1 =
+      rabbit::test::run_command("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 " + fit);
+  EXPECT_EQ(rank1.exit_code, 2) << rank1.output;
+  EXPECT_EQ(rank1.output, "");
+  EXPECT_FALSE(fs::exists(dir / "fitresults.hdf5"));
+}
+
+}  // namespace
