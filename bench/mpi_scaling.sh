@@ -43,7 +43,8 @@ run() {  # N: one fit on N ranks (1: a plain process); prints one line
     mem=$(grep -oE 'peak [0-9]+ kB' "$log" | awk '{printf "rank 0 %.0f MiB", $2 / 1024}')
     share="-"
   else
-    mem=$(grep -oE 'rank [0-9]+: .*peak memory [0-9.]+ MiB' "$log" | sed -E 's/rank ([0-9]+): .*peak memory ([0-9.]+) MiB.*/rank \1 \2 MiB/' | paste -sd, -)
+    mem=$(grep -oE 'rank [0-9]+: .*tensor [0-9.]+ MiB, peak memory [0-9.]+ MiB' "$log" |
+      sed -E 's/rank ([0-9]+): .*tensor ([0-9.]+) MiB, peak memory ([0-9.]+) MiB.*/rank \1 \3 MiB (tensor \2)/' | paste -sd, -)
     share=$(grep -oE 'rank 0: [0-9.]+ s in its shard, [0-9.]+ s sending' "$log" |
       awk '{printf "shard %s s, exchange %s s (%.0f%%)", $3, $8, 100 * $8 / ($3 + $8)}')
   fi
