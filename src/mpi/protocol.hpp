@@ -1,5 +1,5 @@
 #pragma once
-// The messages between the coordinator (rank 0) and the shard servers (docs/mpi.md "Protocol").
+// The messages between the coordinator (rank 0) and the shard servers (docs/mpi.md "One evaluation").
 // A request is broadcast from rank 0 (a header of int64s, then its doubles); every rank > 0 answers
 // with one reply of doubles, gathered to rank 0 in rank order (MPI_Gatherv), so rank 0 combines the
 // ranks' partials itself, in shard order, never through MPI's reductions (whose order is the

@@ -1,4 +1,4 @@
-// The coordinator's side (docs/mpi.md "The coordinator"): RankFitter and make_rank_fitter.
+// The coordinator's side (docs/mpi.md "One evaluation"): RankFitter and make_rank_fitter.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 // RankLink: the state of one dispatch of a RankFitter, shared with its proxy shards
-// (docs/mpi.md "The coordinator"). Fitter's methods call for_each_shard(fn) once per evaluation, fn(i)
+// (docs/mpi.md "One evaluation"). Fitter's methods call for_each_shard(fn) once per evaluation, fn(i)
 // calling the same ShardEvaluator method on shard i. RankFitter calls fn twice on the proxies: first
 // while `recording` (each proxy stores the request it would send and returns placeholders), then,
 // after the request went to every rank and their replies came back, while `delivering` (each proxy
