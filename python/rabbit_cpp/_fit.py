@@ -50,8 +50,8 @@ def run(name, *args, verbose=False):
 
 
 def fit(tensor, *args, output=None, verbose=False):
-    """Fit the rabbit input tensor ``tensor`` with the installed rabbit_fit and return the path of
-    the result file.
+    """Fit the rabbit input tensor ``tensor`` with the installed rabbit_fit and return the absolute
+    path of the result file.
 
     ``args`` are rabbit_fit's command-line options as separate strings, e.g.
     ``fit("tensor.hdf5", "-t", "-1", "0", "--doImpacts", "--saveHists")`` (docs/user-guide.md).
@@ -71,5 +71,5 @@ def fit(tensor, *args, output=None, verbose=False):
     # rabbit_fit names the file it wrote (after -o, --outname and -p) on its last stdout line.
     for line in reversed(log.splitlines()):
         if line.startswith(_RESULT_LINE):
-            return line[len(_RESULT_LINE) :].strip()
+            return os.path.abspath(line[len(_RESULT_LINE) :].strip())
     raise RabbitError(f"rabbit_fit: no '{_RESULT_LINE.strip()}' line in its output", 0, log)

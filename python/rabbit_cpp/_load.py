@@ -3,7 +3,6 @@
 import os
 
 from ._fit import RabbitError
-from ._plain import PLAIN_FORMAT, read_meta, read_node
 
 
 def _result_key(h5file, fit, path):
@@ -50,6 +49,9 @@ def load(result, fit=None, meta=False):
         h5file = h5py.File(path, "r")
     except OSError as e:
         raise RabbitError(f"rabbit_cpp.load: cannot open {path}: {e}") from None
+    # Imported here, after h5py (which brings numpy): the commands on PATH import this package and
+    # must start in an environment without numpy.
+    from ._plain import PLAIN_FORMAT, read_meta, read_node
 
     if h5file.attrs.get("rabbit_plain_format") in (PLAIN_FORMAT, PLAIN_FORMAT.encode()):
         with h5file:
