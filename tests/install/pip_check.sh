@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ctest "pip_install" (label pip): `pip install` of the checkout into a fresh virtual environment,
-# without network (docs/install.md "pip"), then:
+# ctest "pip_install" (label pip): pip builds the checkout's wheel (what `pip install .` does first)
+# and installs it into a fresh virtual environment, without network (docs/install.md "pip"), then:
 #  1. the installed programs find their libraries inside the package (RUNPATH $ORIGIN only; ldd
 #     resolves librabbit_* and libblosc2 there), and every command on the venv's PATH answers --help;
 #  2. the example fit through the command rabbit_fit on PATH, and through rabbit_cpp.fit/load (rabbit's
@@ -10,7 +10,9 @@
 # scikit-build-core comes from WHEELS_DIR (.deps/wheels) and the readers (h5py, hist, wums,
 # rabbit-fit) from PYENV (.deps/pyenv), both made by scripts/setup. The package is built in
 # PIP_BUILD_DIR, kept between runs: the first run compiles the libraries and programs once more (no
-# tests, no CUDA), later runs only what changed.
+# tests, no CUDA), later runs only what changed. The build runs in a virtual environment kept there
+# too (PIP_BUILD_DIR/python-backend): scikit-build-core clears its build folder when it is run from
+# another path, so building from each run's fresh environment would recompile everything.
 # Arguments: SOURCE_DIR PIP_BUILD_DIR BUILD_TREE_RABBIT_FIT WHEELS_DIR PYENV
 set -euo pipefail
 source="$1" pip_build="$2" reference_fit="$3" wheels="$4" pyenv="$5"
@@ -21,16 +23,21 @@ fail() { echo "pip_check: $*" >&2; exit 1; }
 ls "$wheels"/scikit_build_core-*.whl >/dev/null 2>&1 || fail "no scikit-build-core wheel in $wheels: run scripts/setup"
 [ -x "$pyenv/bin/python" ] || fail "no $pyenv: run scripts/setup"
 
+backend="$pip_build/python-backend"
+if ! "$backend/bin/python" -c "import scikit_build_core" 2>/dev/null; then
+  python3 -m venv --clear "$backend"
+  "$backend/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --find-links "$wheels" \
+    scikit-build-core >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log"; fail "could not install scikit-build-core from $wheels"; }
+fi
+start=$SECONDS
+CMAKE_BUILD_PARALLEL_LEVEL="${RABBIT_JOBS:-$(nproc)}" "$backend/bin/python" -m pip wheel --disable-pip-version-check \
+  --no-index --no-build-isolation --no-deps -C build-dir="$pip_build" -C cmake.define.RABBIT_CUDA=OFF \
+  -w "$tmp/dist" "$source" >"$tmp/pip.log" 2>&1 || { tail -40 "$tmp/pip.log"; fail "pip wheel $source failed"; }
+echo "pip_check: pip wheel took $((SECONDS - start)) s"
 venv="$tmp/venv"
 python3 -m venv "$venv"
-pip=("$venv/bin/python" -m pip --disable-pip-version-check --no-input)
-"${pip[@]}" install --quiet --no-index --find-links "$wheels" scikit-build-core >"$tmp/pip.log" 2>&1 ||
-  { cat "$tmp/pip.log"; fail "could not install scikit-build-core from $wheels"; }
-start=$SECONDS
-CMAKE_BUILD_PARALLEL_LEVEL="${RABBIT_JOBS:-$(nproc)}" "${pip[@]}" install --no-index --no-build-isolation \
-  --no-deps -C build-dir="$pip_build" -C cmake.define.RABBIT_CUDA=OFF "$source" >"$tmp/pip.log" 2>&1 ||
-  { tail -40 "$tmp/pip.log"; fail "pip install $source failed"; }
-echo "pip_check: pip install took $((SECONDS - start)) s"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps "$tmp"/dist/rabbit_cpp-*.whl \
+  >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log"; fail "pip install of the wheel into a fresh venv failed"; }
 site="$("$venv/bin/python" -c 'import rabbit_cpp, os; print(os.path.dirname(rabbit_cpp.__file__))')"
 [[ "$site" == "$venv"/* ]] || fail "rabbit_cpp imported from $site, not from the venv"
 
