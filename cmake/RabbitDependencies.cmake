@@ -29,6 +29,23 @@ set_target_properties(Blosc::blosc PROPERTIES IMPORTED_LOCATION "${BLOSC_LIBRARY
 
 # C-Blosc2: decodes HDF5 filter 32026.
 set(RABBIT_BLOSC2_ROOT "${CMAKE_CURRENT_SOURCE_DIR}/.deps/blosc2" CACHE PATH "Where scripts/setup put C-Blosc2")
+if(SKBUILD AND NOT EXISTS "${RABBIT_BLOSC2_ROOT}/include/blosc2.h")
+  # pip install without scripts/setup: the same wheel, installed in the build environment
+  # (pyproject.toml's build-system.requires), has include/ and lib/ inside its package folder.
+  execute_process(COMMAND "${Python_EXECUTABLE}" -c
+    "import importlib.util, os; s = importlib.util.find_spec('blosc2'); print(os.path.dirname(s.origin) if s else '')"
+    OUTPUT_VARIABLE rabbit_blosc2_wheel OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(rabbit_blosc2_wheel)
+    set(RABBIT_BLOSC2_ROOT "${rabbit_blosc2_wheel}" CACHE PATH "Where scripts/setup put C-Blosc2" FORCE)
+  endif()
+  # An isolated build environment is temporary: a reused build folder (-C build-dir) forgets the
+  # previous one's paths.
+  foreach(cached BLOSC2_INCLUDE_DIR BLOSC2_LIBRARY)
+    if(${cached} AND NOT EXISTS "${${cached}}")
+      unset(${cached} CACHE)
+    endif()
+  endforeach()
+endif()
 find_path(BLOSC2_INCLUDE_DIR blosc2.h HINTS "${RABBIT_BLOSC2_ROOT}/include" NO_DEFAULT_PATH)
 find_path(BLOSC2_INCLUDE_DIR blosc2.h)
 find_library(BLOSC2_LIBRARY NAMES blosc2 HINTS "${RABBIT_BLOSC2_ROOT}/lib" NO_DEFAULT_PATH)
