@@ -193,8 +193,8 @@ void batches_cross_the_width(Where where, bool sparse) {
   cfg.sparse = sparse;
   cfg.bb_mode = BBMode::full;
   Shape shape;
-  shape.bins = 800;
-  shape.masked = 40;
+  shape.bins = 200;
+  shape.masked = 20;
   shape.procs = 3;
   shape.systs = 300;
   auto model = testing::make_test_model(make_scale_input(shape, cfg), cfg);
