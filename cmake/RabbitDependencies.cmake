@@ -68,14 +68,25 @@ if(NOT RABBIT_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # The default architecture must be chosen before enable_language(CUDA), which otherwise sets
+    # nvcc's own default (sm_75: an H200 would JIT and run no Hopper code). docs/sharding-and-gpu.md
+    # "CUDA architecture": `native` when a GPU is visible, else sm_90 when this nvcc knows it.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+      execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE rabbit_smi_rc OUTPUT_VARIABLE rabbit_smi_out
+        ERROR_QUIET TIMEOUT 20)
+      execute_process(COMMAND "${CMAKE_CUDA_COMPILER}" --list-gpu-arch OUTPUT_VARIABLE rabbit_nvcc_archs
+        ERROR_QUIET TIMEOUT 20)
+      if(rabbit_smi_rc EQUAL 0 AND rabbit_smi_out MATCHES "GPU [0-9]")
+        set(CMAKE_CUDA_ARCHITECTURES native CACHE STRING "CUDA architectures (rabbit: the visible GPU)")
+      elseif(rabbit_nvcc_archs MATCHES "compute_90")
+        set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures (rabbit: H100/H200 when no GPU is visible)")
+      endif()
+    endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(RABBIT_HAVE_CUDA ON)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)  # H200/H100; pass -DCMAKE_CUDA_ARCHITECTURES="80;90" for A100 too
-    endif()
     set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 does not know nvcc 13 supports C++20
-    message(STATUS "rabbit: CUDA backend enabled (${CMAKE_CUDA_COMPILER_VERSION})")
+    message(STATUS "rabbit: CUDA backend enabled (${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
   elseif(RABBIT_CUDA STREQUAL "ON")
     message(FATAL_ERROR "RABBIT_CUDA=ON but no CUDA compiler was found (is nvcc on PATH?)")
   else()

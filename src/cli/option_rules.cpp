@@ -40,8 +40,8 @@ void check_choices(const FitOptions& o) {
   check_choice("backend", o.backend);
 }
 
-// docs/sharding-and-gpu.md "Device selection": explicit indices are distinct, non-negative and as many as
-// the shards.
+// docs/sharding-and-gpu.md "Device selection": explicit indices are non-negative and as many as the
+// shards; one may repeat (`--devices 0,0`: two shards on one GPU).
 void check_devices(const FitOptions& o) {
   if (o.n_devices < 1) throw OptionError("argument --nDevices: must be >= 1");
   if (o.devices.empty()) return;
@@ -50,10 +50,6 @@ void check_devices(const FitOptions& o) {
   if (static_cast<int64_t>(o.devices.size()) != o.n_devices)
     throw OptionError(
         fmt::format("--devices lists {} indices but --nDevices is {}", o.devices.size(), o.n_devices));
-  std::vector<int64_t> sorted = o.devices;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-    throw OptionError(fmt::format("--devices lists a device twice: {}", fmt::join(o.devices, ",")));
 }
 
 // --noHessian: everything that needs the dense Hessian or the covariance, all listed in one message.

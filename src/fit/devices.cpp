@@ -66,10 +66,8 @@ void validate_device_options(int n_devices, const std::vector<int>& explicit_ind
     if (i < 0)
       throw OptionError(
           fmt::format("--devices indices must be >= 0, got {}", fmt::join(explicit_indices, ",")));
-  std::vector<int> sorted = explicit_indices;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-    throw OptionError(fmt::format("--devices lists a device twice: {}", fmt::join(explicit_indices, ",")));
+  // An index may repeat: `--devices 0,0` puts two shards on one GPU (docs/sharding-and-gpu.md
+  // "Device selection"), which exercises the multi-device code on a one-GPU machine.
 }
 
 GpuSelection choose_gpus(int n_devices, const std::vector<int>& explicit_indices,
@@ -251,6 +249,15 @@ std::optional<std::vector<GpuOccupancy>> query_gpu_occupancy(std::string* failur
   if (auto r = query_nvidia_smi(&smi_failure)) return r;
   if (failure) *failure = nvml_failure + "; " + smi_failure;
   return std::nullopt;
+}
+
+std::optional<std::vector<GpuOccupancy>> query_nvml_occupancy(std::string* failure) {
+  NvmlLibrary nvml;
+  return nvml.query(failure);
+}
+
+std::optional<std::vector<GpuOccupancy>> query_nvidia_smi_occupancy(std::string* failure) {
+  return query_nvidia_smi(failure);
 }
 
 // RABBIT_CUDA_PLUGIN_BUILT (0 or 1) is set by CMake on this library: whether the build made

@@ -2,14 +2,19 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace rabbit::test {
+// RABBIT_TEST_SOURCE_DIR / RABBIT_TEST_BINARY_DIR override the paths compiled in, for test executables
+// run on another machine (scripts/gpu-check's prebuilt binaries, docs/sharding-and-gpu.md "GPU check").
 std::filesystem::path source_dir() {
-  return RABBIT_SOURCE_DIR;
+  const char* dir = std::getenv("RABBIT_TEST_SOURCE_DIR");
+  return dir && *dir ? dir : RABBIT_SOURCE_DIR;
 }
 std::filesystem::path binary_dir() {
-  return RABBIT_BINARY_DIR;
+  const char* dir = std::getenv("RABBIT_TEST_BINARY_DIR");
+  return dir && *dir ? dir : RABBIT_BINARY_DIR;
 }
 std::string example_tensor() {
   return (source_dir() / "examples" / "example_tensor.hdf5").string();

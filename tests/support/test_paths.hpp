@@ -1,6 +1,7 @@
 #pragma once
 // Paths the tests need: the source tree (inputs such as examples/) and the build tree (the apps,
-// scratch files). Tests read nothing outside the repository and the build tree.
+// scratch files). Tests read nothing outside the repository and the build tree. Both can be moved by
+// the environment (test_paths.cpp).
 #include <filesystem>
 #include <string>
 

@@ -72,6 +72,11 @@ std::vector<GpuOccupancy> parse_nvidia_smi_memory(std::string_view csv);
 /// *failure set when neither works.
 std::optional<std::vector<GpuOccupancy>> query_gpu_occupancy(std::string* failure);
 
+/// Its two routes on their own (query_gpu_occupancy only asks when more GPUs are visible than
+/// needed; a GPU test compares both with the CUDA enumeration on a one-GPU machine).
+std::optional<std::vector<GpuOccupancy>> query_nvml_occupancy(std::string* failure);
+std::optional<std::vector<GpuOccupancy>> query_nvidia_smi_occupancy(std::string* failure);
+
 /// The CUDA devices visible to this process, without creating a context, through the CUDA plugin
 /// (loaded on the first call, cuda_plugin_loader.hpp). Empty in a build without CUDA, when the
 /// plugin cannot be loaded or when the runtime reports no usable device (then *failure says why,

@@ -8,6 +8,9 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "cuda_check.hpp"
 #include "kernels.hpp"
 #include "rabbit/core/error.hpp"
@@ -17,6 +20,11 @@ namespace rabbit {
 namespace {
 
 namespace ck = cuda_kernels;
+
+bool sync_after_each_kernel() {
+  const char* v = std::getenv("RABBIT_CUDA_SYNC");
+  return v && std::string(v) == "1";
+}
 
 // Every CUDA / cuBLAS failure becomes one ResourceError line (cuda_check.hpp).
 void check_cuda(cudaError_t e, int ordinal, const char* what) {
@@ -70,60 +78,83 @@ class CudaOps {
   }
   void check(const char* what) { check_cuda(cudaGetLastError(), ordinal_, what); }
 
-  // The row-major [E × W] tensor is a column-major [W × E] matrix with leading dimension W.
-  void k2_dense(bool transpose, const double* K2, int64_t E64, int64_t W64, const double* X, double* Y,
-                int k) {
+  // Debug mode (RABBIT_CUDA_SYNC=1, docs/sharding-and-gpu.md "Debugging a GPU fault"): wait for each
+  // kernel or cuBLAS call, so that a fault is reported at the kernel that caused it instead of at the
+  // next copy. Off by default: it serialises host and device.
+  void launched(const char* kernel) {
+    if (!sync_each_) return;
+    const std::string what = fmt::format("kernel {} (RABBIT_CUDA_SYNC=1)", kernel);
+    check_cuda(cudaGetLastError(), ordinal_, what.c_str());
+    check_cuda(cudaStreamSynchronize(stream_), ordinal_, what.c_str());
+  }
+
+  // The row-major [E × W] tensor is a column-major [W × E] matrix with leading dimension W. The
+  // 64-bit cuBLAS entry points take E and W as they are: a shard may hold more than 2³¹ entries
+  // (rows), which the int API would see as a negative size.
+  void k2_dense(bool transpose, const double* K2, int64_t E, int64_t W, const double* X, double* Y, int k) {
     const double one = 1.0, zero = 0.0;
-    const int E = static_cast<int>(E64), W = static_cast<int>(W64);
     if (k == 1)
       check_cublas(
-          cublasDgemv(blas_, transpose ? CUBLAS_OP_N : CUBLAS_OP_T, W, E, &one, K2, W, X, 1, &zero, Y, 1),
+          cublasDgemv_64(blas_, transpose ? CUBLAS_OP_N : CUBLAS_OP_T, W, E, &one, K2, W, X, 1, &zero, Y, 1),
           ordinal_, "GEMV");
     else if (transpose)
-      check_cublas(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, W, k, E, &one, K2, W, X, E, &zero, Y, W),
+      check_cublas(cublasDgemm_64(blas_, CUBLAS_OP_N, CUBLAS_OP_N, W, k, E, &one, K2, W, X, E, &zero, Y, W),
                    ordinal_, "GEMM");
     else
-      check_cublas(cublasDgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, E, k, W, &one, K2, W, X, W, &zero, Y, E),
+      check_cublas(cublasDgemm_64(blas_, CUBLAS_OP_T, CUBLAS_OP_N, E, k, W, &one, K2, W, X, W, &zero, Y, E),
                    ordinal_, "GEMM");
+    launched(k == 1 ? "GEMV (tensor product)" : "GEMM (tensor product)");
   }
 
   void entry_yields(const pipeline::EntryArrays& e, bool ln, const double* lambda, const double* rates,
                     const double* rho, double* q, double* N, double* Nbp, int nproc) {
     ck::entry_yields(e, ln, lambda, rates, rho, q, N, Nbp, nproc, stream_);
+    launched("entry_yields");
   }
   void profile_bins(const bin_math::BinConfig& cfg, const pipeline::BinArrays& b, const double* Nbp,
                     double* beta, double* phi, double* u1, double* u2, double* d, double* m, double* value) {
     ck::profile_bins(cfg, b, Nbp, beta, phi, u1, u2, d, m, value, stream_);
+    launched("profile_bins");
   }
   void gradient_weights(const pipeline::EntryArrays& e, bool ln, const double* phi, const double* q,
                         const double* N, const double* rho, double* gw, double* pw, int nproc) {
     ck::gradient_weights(e, ln, phi, q, N, rho, gw, pw, nproc, stream_);
+    launched("gradient_weights");
   }
   void delta_yields(const pipeline::EntryArrays& e, bool ln, const double* q, const double* N,
                     const double* rho, const double* dl, const double* dr, double* dN, int64_t nbp, int nproc,
                     int k) {
     ck::delta_yields(e, ln, q, N, rho, dl, dr, dN, nbp, nproc, k, stream_);
+    launched("delta_yields");
   }
   void apply_psi(int64_t nbins, int nproc, int k, const double* u1, const double* u2, const double* d,
                  const double* m, const double* dN, double* z) {
     ck::apply_psi(nbins, nproc, k, u1, u2, d, m, dN, z, stream_);
+    launched("apply_psi");
   }
   void hvp_weights(const pipeline::EntryArrays& e, bool ln, const double* z, const double* phi,
                    const double* q, const double* N, const double* rho, const double* dl, const double* dr,
                    double* omega, double* t, int64_t nbp, int nproc, int k) {
     ck::hvp_weights(e, ln, z, phi, q, N, rho, dl, dr, omega, t, nbp, nproc, k, stream_);
+    launched("hvp_weights");
   }
   void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k, double* out) {
     ck::sum_over_bins(in, nbins, nproc, ld, k, out, stream_);
+    launched("sum_over_bins");
   }
   void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
                     const double* vals, const double* x, double* y, int k) {
     ck::csr_multiply(rows, width, rowptr, cols, vals, x, y, k, stream_);
+    launched("csr_multiply");
   }
-  void fill(double* x, int64_t n, double value) { ck::fill(x, n, value, stream_); }
+  void fill(double* x, int64_t n, double value) {
+    ck::fill(x, n, value, stream_);
+    launched("fill");
+  }
 
  private:
   int ordinal_;
+  bool sync_each_ = sync_after_each_kernel();
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
 };

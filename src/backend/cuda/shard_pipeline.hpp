@@ -212,6 +212,16 @@ class ShardPipeline : public ShardEvaluator {
     set_observed(in.data_obs, in.data_var.value_or(Eigen::VectorXd()));
   }
 
+  // The buffers are freed after this body, on whichever device the destroying thread last selected:
+  // select this shard's first (with several GPUs a cudaFree on the wrong one fails).
+  ~ShardPipeline() override {
+    try {
+      ops_->select();
+    } catch (...) {
+      // A destructor must not throw; a device that cannot be selected is lost, frees or not.
+    }
+  }
+
   int64_t bin_begin() const override { return begin_; }
   int64_t bin_end() const override { return end_; }
   std::string device() const override { return ops_->name(); }

@@ -167,6 +167,62 @@ TEST(CudaShard, AutoBackendRunsUnsupportedModelsOnTheCpu) {
   EXPECT_THROW(make_fitter(model, fo), OptionError);
 }
 
+// --devices 0,0: two shards, each with its own stream and cuBLAS handle, on one GPU (the multi-device
+// code on a one-GPU machine), against the CPU to 1e-10.
+TEST(CudaShard, TwoShardsOnOneGpuAgreeWithCpu) {
+  RABBIT_REQUIRE_GPU();
+  ShardConfig cfg;
+  cfg.bb_mode = BBMode::full;
+  auto model = regular_model(cfg);
+  FitterOptions fo;
+  fo.n_devices = 2;
+  fo.devices = {0, 0};
+  fo.backend = Backend::cuda;
+  auto gpu = make_fitter(model, fo);
+  ASSERT_EQ(gpu->shards().size(), 2u);
+  EXPECT_EQ(gpu->shards()[0]->device(), gpu->shards()[1]->device());
+  EXPECT_EQ(gpu->shards()[0]->device().rfind("cuda:", 0), 0u) << gpu->shards()[0]->device();
+  auto cpu = single_cpu_fitter(model);
+  const Eigen::VectorXd x = testing::test_point(*model);
+  Eigen::MatrixXd V(cpu->size(), 2);
+  for (int64_t i = 0; i < V.rows(); ++i) V(i, 0) = std::cos(0.3 + i), V(i, 1) = std::sin(0.2 * i);
+  Eigen::VectorXd g1, g2;
+  Eigen::MatrixXd hv1, hv2;
+  const double f1 = cpu->value_grad_hvp(x, V, g1, hv1), f2 = gpu->value_grad_hvp(x, V, g2, hv2);
+  EXPECT_NEAR(f2, f1, 1e-10 * std::max(1.0, std::abs(f1)));
+  EXPECT_LE(scaled_max_error(g2, g1), 1e-10);
+  EXPECT_LE(scaled_max_error(hv2, hv1), 1e-10);
+}
+
+// NVML (dlopen, hand-declared structs) and nvidia-smi both describe the visible GPU at the bus id
+// CUDA reports, with about the same memory in use: checks the struct layouts on the real driver.
+TEST(CudaDevices, NvmlAndNvidiaSmiSeeTheVisibleGpu) {
+  RABBIT_REQUIRE_GPU();
+  std::string why;
+  const auto gpus = visible_gpus(&why);
+  std::string nvml_failure, smi_failure;
+  const auto nvml = query_nvml_occupancy(&nvml_failure);
+  ASSERT_TRUE(nvml.has_value()) << nvml_failure;
+  const auto smi = query_nvidia_smi_occupancy(&smi_failure);
+  for (const GpuInfo& g : gpus) {
+    SCOPED_TRACE(g.pci.str());
+    auto at = [&](const std::vector<GpuOccupancy>& list) -> const GpuOccupancy* {
+      for (const auto& o : list)
+        if (o.pci == g.pci) return &o;
+      return nullptr;
+    };
+    const GpuOccupancy* n = at(*nvml);
+    ASSERT_NE(n, nullptr) << "NVML lists no GPU at the bus id CUDA reports";
+    EXPECT_LE(n->used_bytes, g.total_bytes);
+    if (smi) {
+      const GpuOccupancy* s = at(*smi);
+      ASSERT_NE(s, nullptr) << "nvidia-smi lists no GPU at the bus id CUDA reports";
+      EXPECT_LE(std::abs(static_cast<double>(n->used_bytes) - static_cast<double>(s->used_bytes)),
+                512.0 * 1048576);
+    }
+  }
+}
+
 TEST(CudaShard, MissingDeviceIsOneResourceErrorLine) {
   if (!built_with_cuda()) GTEST_SKIP() << "built without CUDA (configure with -DRABBIT_CUDA=ON)";
 #ifdef RABBIT_HAVE_CUDA

@@ -5,10 +5,7 @@
 // cuBLAS calls is tested without a GPU.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <cstring>
-
-#include "../../../src/backend/cuda/shard_pipeline.hpp"
+#include "host_ops.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/fit/make_fitter.hpp"
@@ -20,92 +17,11 @@ namespace rabbit {
 namespace {
 
 using fixtures::scaled_max_error;
-using pipeline::BinArrays;
-using pipeline::EntryArrays;
 using testing::make_test_input;
 using testing::make_test_model;
 using testing::ShardConfig;
 
-struct HostOps {
-  int64_t live_buffers = 0;
-
-  void select() const {}
-  std::string name() const { return "host-emulation"; }
-  uint64_t free_memory(uint64_t* total) const {
-    *total = uint64_t(1) << 40;
-    return *total;
-  }
-  void* alloc(size_t bytes, const char*) {
-    ++live_buffers;
-    return std::calloc(bytes, 1);
-  }
-  void release(void* p) {
-    --live_buffers;
-    std::free(p);
-  }
-  void to_device(void* d, const void* s, size_t b, const char*) { std::memcpy(d, s, b); }
-  void to_host(void* d, const void* s, size_t b, const char*) { std::memcpy(d, s, b); }
-  void zero(void* p, size_t b) { std::memset(p, 0, b); }
-  void check(const char*) {}
-  void k2_dense(bool transpose, const double* K2, int64_t E, int64_t W, const double* X, double* Y, int k) {
-    using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    Eigen::Map<const RowMajor> K(K2, E, W);
-    Eigen::Map<const Eigen::MatrixXd> Xm(X, transpose ? E : W, k);
-    Eigen::Map<Eigen::MatrixXd> Ym(Y, transpose ? W : E, k);
-    if (transpose)
-      Ym = K.transpose() * Xm;
-    else
-      Ym = K * Xm;
-  }
-  void entry_yields(const EntryArrays& e, bool ln, const double* lambda, const double* rates,
-                    const double* rho, double* q, double* N, double* Nbp, int nproc) {
-    for (int64_t i = 0; i < e.nentries; ++i)
-      pipeline::entry_yields(i, e, ln, lambda, rates, rho, q, N, Nbp, nproc);
-  }
-  void profile_bins(const bin_math::BinConfig& cfg, const BinArrays& b, const double* Nbp, double* beta,
-                    double* phi, double* u1, double* u2, double* d, double* m, double* value) {
-    for (int64_t i = 0; i < b.nbins; ++i)
-      pipeline::profile_bin_at(i, cfg, b, Nbp, beta, phi, u1, u2, d, m, value);
-  }
-  void gradient_weights(const EntryArrays& e, bool ln, const double* phi, const double* q, const double* N,
-                        const double* rho, double* gw, double* pw, int nproc) {
-    for (int64_t i = 0; i < e.nentries; ++i)
-      pipeline::gradient_weights(i, e, ln, phi, q, N, rho, gw, pw, nproc);
-  }
-  void delta_yields(const EntryArrays& e, bool ln, const double* q, const double* N, const double* rho,
-                    const double* dl, const double* dr, double* dN, int64_t nbp, int nproc, int k) {
-    for (int64_t t = 0; t < e.nentries * k; ++t)
-      pipeline::delta_yields(t, e, ln, q, N, rho, dl, dr, dN, nbp, nproc);
-  }
-  void apply_psi(int64_t nbins, int nproc, int k, const double* u1, const double* u2, const double* d,
-                 const double* m, const double* dN, double* z) {
-    for (int64_t t = 0; t < nbins * k; ++t) pipeline::apply_psi(t, nbins, nproc, u1, u2, d, m, dN, z);
-  }
-  void hvp_weights(const EntryArrays& e, bool ln, const double* z, const double* phi, const double* q,
-                   const double* N, const double* rho, const double* dl, const double* dr, double* omega,
-                   double* t, int64_t nbp, int nproc, int k) {
-    for (int64_t i = 0; i < e.nentries * k; ++i)
-      pipeline::hvp_weights(i, e, ln, z, phi, q, N, rho, dl, dr, omega, t, nbp, nproc);
-  }
-  void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k, double* out) {
-    for (int j = 0; j < k; ++j)
-      for (int p = 0; p < nproc; ++p) {
-        double acc = 0;
-        for (int64_t b = 0; b < nbins; ++b) acc += in[b * nproc + p + ld * j];
-        out[p + nproc * j] = acc;
-      }
-  }
-  void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                    const double* vals, const double* x, double* y, int k) {
-    for (int64_t t = 0; t < rows * k; ++t) pipeline::csr_row(t, rows, width, rowptr, cols, vals, x, y);
-  }
-  void fill(double* x, int64_t n, double value) { std::fill(x, x + n, value); }
-};
-
-std::unique_ptr<ShardEvaluator> host_shard(std::shared_ptr<const Model> model, int64_t a, int64_t b) {
-  return std::make_unique<pipeline::ShardPipeline<HostOps>>(std::move(model), a, b,
-                                                            std::make_unique<HostOps>());
-}
+using testing::host_shard;
 
 struct Case {
   std::string name;
@@ -351,6 +267,21 @@ TEST(PipelineHost, RefusesBetaCentresOnMaskedFullEntries) {
   beta0[masked] = 1.0;
   beta0[beta0.size() - 1] = 1.3;
   EXPECT_NO_THROW(emu.set_beta_centres(beta0));
+}
+
+// With several GPUs a shard's buffers must be freed on its own device: the destructor selects it
+// although the destroying thread last used another shard's (HostOps counts frees made elsewhere).
+TEST(PipelineHost, ShardFreesItsBuffersOnItsOwnDevice) {
+  ShardConfig cfg;
+  auto model = make_test_model(make_test_input(cfg), cfg);
+  const int64_t B = model->input->nbins;
+  testing::HostOps::frees_on_wrong_device() = 0;
+  auto first = host_shard(model, 0, 2, 0);
+  auto second = host_shard(model, 2, B, 1);  // selects device 1 (its constructor uploads)
+  first.reset();
+  EXPECT_EQ(testing::HostOps::frees_on_wrong_device(), 0);
+  second.reset();
+  EXPECT_EQ(testing::HostOps::frees_on_wrong_device(), 0);
 }
 
 TEST(PipelineHost, RefusesObservableRegularizers) {
