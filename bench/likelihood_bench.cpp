@@ -1,14 +1,26 @@
 // Throughput of the CPU likelihood: loss+grad and HVP evaluations per second on a synthetic dense
 // tensor, bytes streamed per evaluation, achieved bandwidth, and the machine's streaming bandwidth
 // measured in the same run with a STREAM-like triad on all cores.
-//   likelihood_bench [nbins=10000] [nproc=10] [nsyst=1000] [seconds=3] [threads=all]
+//   likelihood_bench [nbins=10000] [nproc=10] [nsyst=1000] [seconds=3] [threads=all] [--contention
+//   [rounds=6]]
+// --contention: loss+grad time per evaluation with and without one competing busy process pinned to
+// the last CPU of this process's affinity mask, in alternating rounds of `seconds` (docs/benchmarks.md
+// "Threads"); prints both medians and their ratio instead of the other measurements.
 #include <omp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
@@ -67,14 +79,57 @@ double triad_bandwidth(int threads) {
   return 3.0 * 8.0 * n / best;
 }
 
+// A child process that spins on the last CPU of our affinity mask until it is killed.
+pid_t start_busy_process() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  sched_getaffinity(0, sizeof(mask), &mask);
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mask)) last = c;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+    volatile unsigned long spin = 0;
+    for (;;) spin = spin + 1;
+  }
+  return pid;
+}
+
+void stop_busy_process(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int64_t B = argc > 1 ? std::atoll(argv[1]) : 10000;
-  const int64_t P = argc > 2 ? std::atoll(argv[2]) : 10;
-  const int64_t S = argc > 3 ? std::atoll(argv[3]) : 1000;
-  const double seconds = argc > 4 ? std::atof(argv[4]) : 3.0;
-  const int threads = argc > 5 ? std::atoi(argv[5]) : omp_get_max_threads();
+  std::vector<std::string> pos;
+  int contention_rounds = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--contention") == 0) {
+      contention_rounds = 6;
+      if (i + 1 < argc && std::isdigit(static_cast<unsigned char>(argv[i + 1][0])))
+        contention_rounds = std::atoi(argv[++i]);
+    } else {
+      pos.emplace_back(argv[i]);
+    }
+  }
+  auto arg = [&](size_t i) { return i < pos.size() ? pos[i].c_str() : nullptr; };
+  const int64_t B = arg(0) ? std::atoll(arg(0)) : 10000;
+  const int64_t P = arg(1) ? std::atoll(arg(1)) : 10;
+  const int64_t S = arg(2) ? std::atoll(arg(2)) : 1000;
+  const double seconds = arg(3) ? std::atof(arg(3)) : 3.0;
+  const int threads = arg(4) ? std::atoi(arg(4)) : omp_get_max_threads();
 
   auto in = std::make_shared<rabbit::FitInputData>();
   in->filename = "synthetic";
@@ -140,10 +195,29 @@ int main(int argc, char** argv) {
   // a new point for every call (a repeated point is served by the shard's per-point cache)
   Eigen::VectorXd xmove = xi;
   int moves = 0;
-  const double rate_grad = measure([&] {
+  auto loss_grad = [&] {
     xmove[1] = xi[1] + 1e-9 * (++moves);
     shard.value_grad(xmove, grad);
-  });
+  };
+  if (contention_rounds > 0) {
+    // alternating quiet and contended rounds, so that a change of the machine's load hits both
+    std::vector<double> quiet, busy;
+    for (int r = 0; r < contention_rounds; ++r) {
+      quiet.push_back(1e3 / measure(loss_grad));
+      const pid_t pid = start_busy_process();
+      busy.push_back(1e3 / measure(loss_grad));
+      stop_busy_process(pid);
+      std::printf("round %d: quiet %.3f ms, with a busy process %.3f ms per loss+grad\n", r + 1, quiet.back(),
+                  busy.back());
+    }
+    std::printf(
+        "tensor: %lld bins x %lld procs x %lld systs, %d threads: loss+grad median quiet %.3f ms, contended "
+        "%.3f ms, ratio %.2f\n",
+        static_cast<long long>(B), static_cast<long long>(P), static_cast<long long>(S), threads,
+        median(quiet), median(busy), median(busy) / median(quiet));
+    return 0;
+  }
+  const double rate_grad = measure(loss_grad);
   Eigen::MatrixXd V = Eigen::MatrixXd::Random(1 + S, 1), HV;
   // HVP at a new point every call (the first HVP of an outer iteration) ...
   const double rate_hvp = measure([&] {

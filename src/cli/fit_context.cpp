@@ -76,6 +76,7 @@ void make_run_fitter(FitContext& ctx) {
   fo.n_devices = static_cast<int>(o.n_devices);
   for (auto d : o.devices) fo.devices.push_back(static_cast<int>(d));
   fo.hvp_batch = o.hvp_batch;
+  fo.threads = static_cast<int>(o.n_threads);
   ctx.fitter = make_fitter(ctx.model, fo);
   ctx.fitter->set_hvp_batch(o.hvp_batch);
 }

@@ -224,6 +224,9 @@ const std::vector<Spec>& specs() {
        "explicit GPU indices; count must equal --nDevices"},
       {"--hvpBatch", "hvpBatch", K::scalar, T::integer, "256", {}, R::implemented,
        "batch width of the dense Hessian assembled from HVPs"},
+      {"--nThreads", "nThreads", K::scalar, T::integer, "0", {}, R::implemented,
+       "CPU threads of the fit (all CPU shards together); 0: the CPUs of the process's affinity mask and cgroup "
+       "CPU quota, whichever is fewer (rabbit-cpp option)"},
       {"--snapshotFile", "snapshotFile", K::scalar, T::str, "null", {}, R::implemented,
        "FILE: write the parameters of the fit in progress there (x, parms: the plain --externalPostfit layout) "
        "every --snapshotInterval, on SIGTERM/SIGUSR1 and at the end of each minimization"},

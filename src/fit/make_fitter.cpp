@@ -4,8 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <thread>
 
+#include "rabbit/core/cpu_budget.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/fit/cuda_plugin_loader.hpp"
@@ -176,8 +176,14 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
   }
 
   const auto ranges = partition_bins(input, n);
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads;
+  if (threads > 0) {
+    log().debug("{} CPU thread(s) (--nThreads)", threads);
+  } else {
+    const cpus::Budget budget = cpus::detect();  // docs/architecture.md "Threads"
+    threads = budget.threads;
+    log().debug("{} CPU thread(s), from {}", threads, budget.source);
+  }
   const int threads_per_shard = std::max(1, threads / n);
 
   // Shards come from the registry of shard kinds: "cpu" is built in, "cuda" was registered when

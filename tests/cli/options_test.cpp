@@ -164,6 +164,8 @@ TEST(Options, MultiDeviceOptions) {
   EXPECT_EQ(o.n_devices, 2);
   EXPECT_EQ(o.devices, std::vector<int64_t>({1, 0}));
   EXPECT_EQ(o.hvp_batch, 16);
+  EXPECT_EQ(o.n_threads, 0);  // default: from the affinity mask and the cgroup CPU quota
+  EXPECT_EQ(parse({"in.hdf5", "--nThreads", "3"}).n_threads, 3);
 }
 
 TEST(Options, HelpDocumentsEveryOption) {

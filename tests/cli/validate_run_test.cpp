@@ -83,6 +83,8 @@ TEST(ValidateRun, ValueRules) {
       {[](FitOptions& o) { o.stall_rel_tol = -0.5; }, "argument --stallRelTol: must be >= 0"},
       {[](FitOptions& o) { o.n_devices = 0; }, "argument --nDevices: must be >= 1"},
       {[](FitOptions& o) { o.hvp_batch = 0; }, "argument --hvpBatch: must be >= 1"},
+      {[](FitOptions& o) { o.n_threads = -1; },
+       "argument --nThreads: must be >= 0 (0: the CPUs the process may use)"},
       {[](FitOptions& o) { o.precondition_block_threshold = -0.5; },
        "argument --preconditionBlockThreshold: must be a finite number >= 0, got -0.5"},
       {[](FitOptions& o) { o.precondition_ridge = -1; },

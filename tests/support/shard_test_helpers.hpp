@@ -120,15 +120,16 @@ struct ShardConfig {
   bool bb_masked_bin = true;  // bin 4 without MC statistics
   bool legacy_kstat = false;  // per-bin sumw/sumw2 as derived from the legacy hkstat
   unsigned seed = 1;
+  int64_t nbins = 6;  // observed bins (≥ 6: bins 2, 3 and 4 are the special ones below)
 };
 
-/// 6 observed + 3 masked bins, 3 processes (0 = signal), 4 systematics; one bin with zero MC sum
+/// 6 (c.nbins) observed + 3 masked bins, 3 processes (0 = signal), 4 systematics; one bin with zero MC sum
 /// of weights (fully BB-masked), one empty data bin, one absent (zero) template entry.
 inline std::shared_ptr<FitInputData> make_test_input(const ShardConfig& c) {
   std::mt19937 rng(c.seed);
   std::uniform_real_distribution<double> uni(0.0, 1.0);
   auto in = std::make_shared<FitInputData>();
-  const int64_t B = 6, Bm = c.masked_channel ? 3 : 0, Bf = B + Bm, P = 3, S = 4;
+  const int64_t B = c.nbins, Bm = c.masked_channel ? 3 : 0, Bf = B + Bm, P = 3, S = 4;
   in->filename = "in-memory";
   in->nbins = B;
   in->nbinsmasked = Bm;

@@ -117,6 +117,7 @@ struct FitOptions {
   double stall_rel_tol = 0.0;
   std::string backend = "auto";  // --backend auto|cpu|cuda
   int64_t n_devices = 1;
+  int64_t n_threads = 0;  // --nThreads; 0: from the affinity mask and the cgroup CPU quota
   std::vector<int64_t> devices;
   int64_t hvp_batch = 256;
   // Internal-coordinate preconditioner (docs/minimizers.md "Preconditioner").

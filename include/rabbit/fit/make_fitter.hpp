@@ -22,7 +22,7 @@ struct FitterOptions {
   int n_devices = 1;         // --nDevices: number of bin shards
   std::vector<int> devices;  // --devices: explicit GPU indices (count must equal n_devices)
   Backend backend = Backend::automatic;
-  int threads = 0;          // CPU threads over all CPU shards together (0: all cores)
+  int threads = 0;          // CPU threads over all CPU shards together (0: rabbit/core/cpu_budget.hpp)
   int64_t hvp_batch = 256;  // --hvpBatch: upper bound of the dense-Hessian HVP batch
 };
 

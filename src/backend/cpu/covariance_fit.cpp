@@ -4,8 +4,6 @@
 // are differentiated literally, as rabbit's autodiff does.
 #include "covariance_fit.hpp"
 
-#include <omp.h>
-
 #include <Eigen/Cholesky>
 #include <Eigen/LU>
 #include <algorithm>
@@ -158,7 +156,8 @@ inline VectorXd ShardEvaluation::additive_lite_exact(int64_t B, const VectorXd& 
   return grad;
 }
 
-inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs, int T, bool derivs) {
+inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs, const BinChunks& chunks,
+                                         int T, bool derivs) {
   const int64_t k = pt.k;
   const int64_t B = s.nbins_;  // coupled shards cover all observed bins
   const int64_t E = L.bin_ptr[B];
@@ -171,8 +170,9 @@ inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs,
   const int64_t nvar = nc * B;
   BinScratch sc;
   sc.resize(E, B, nc, k);
-#pragma omp parallel for num_threads(T) schedule(static)
-  for (int64_t b = 0; b < B; ++b) yields(b, sc, L.bin_ptr[b]);
+  s.pool->run(T, [&](int t) {  // each bin writes its own slots: any split gives the same numbers
+    for (int64_t b = B * t / T; b < B * (t + 1) / T; ++b) yields(b, sc, L.bin_ptr[b]);
+  });
   VectorXd nu0 = VectorXd::Zero(B);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t e = L.bin_ptr[b]; e < L.bin_ptr[b + 1]; ++e) nu0[b] += sc.N[e];
@@ -284,7 +284,7 @@ inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs,
   const VectorXd r = nu - nobs;
   const VectorXd g = Ci * r;
   if (req.beta_out && beta_b.size() > 0) *req.beta_out = beta_b;
-  for (int t = 0; t < T; ++t) init_accum(accs[t], req, k);
+  for (auto& acc : accs) init_accum(acc, req, k);
   accs[0].f = 0.5 * r.dot(g) + Lb;
   if (!derivs) return;
   // Ψ over the coupled variables
@@ -355,14 +355,20 @@ inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs,
       for (int64_t j = 0; j < k; ++j)
         for (int a = 0; a < nc; ++a) zbuf[(b * k + j) * nc + a] = zc(a * B + b, j);
   }
-#pragma omp parallel num_threads(T)
-  {
-    const int t = omp_get_thread_num();
-    Accum& acc = accs[t];
-    const int64_t lo = B * t / T, hi = B * (t + 1) / T;
-    for (int64_t b = lo; b < hi; ++b)
-      accumulate(b, sc, L.bin_ptr[b], b, req, acc, k > 0 ? zbuf.data() + b * k * nc : nullptr);
-    if (req.hess) flush_E(acc);
+  auto one_bin = [&](int64_t b, Accum& acc) {
+    accumulate(b, sc, L.bin_ptr[b], b, req, acc, k > 0 ? zbuf.data() + b * k * nc : nullptr);
+  };
+  if (req.hess) {  // per thread over fixed bin ranges, as in run()
+    s.pool->run(T, [&](int t) {
+      for (int64_t b = B * t / T; b < B * (t + 1) / T; ++b) one_bin(b, accs[t]);
+      flush_E(accs[t]);
+    });
+  } else {
+    ChunkQueue queue(chunks.count());
+    s.pool->run(T, [&](int) {
+      for (int64_t c; (c = queue.take()) >= 0;)
+        for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) one_bin(b, accs[c]);
+    });
   }
   if (req.hess) {
     MatrixXd J = MatrixXd::Zero(n, nvar);

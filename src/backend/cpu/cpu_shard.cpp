@@ -3,12 +3,12 @@
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <cmath>
 
 #include "covariance_fit.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "rabbit/core/cpu_budget.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/param_model.hpp"
 #include "shard_evaluation.hpp"
@@ -35,7 +35,8 @@ cpu_detail::ShardState::ShardState(std::shared_ptr<const Model> model, int64_t b
   if (begin_ < 0 || end_ < begin_ || end_ > nbins_)
     throw Error(
         fmt::format("CPU shard: bin range [{}, {}) outside the {} observed bins", begin_, end_, nbins_));
-  threads_ = threads > 0 ? threads : omp_get_max_threads();
+  threads_ = threads > 0 ? threads : cpus::detect().threads;
+  pool = std::make_unique<WorkerPool>(threads_);
   likelihood_ = model_->options.likelihood;
   if (likelihood_ == DataLikelihood::covariance && (begin_ != 0 || end_ != nbins_))
     throw OptionError("--covarianceFit cannot be sharded; run with one device");

@@ -1,7 +1,5 @@
 // The per-point cache of a CPU shard (point_cache.hpp): storing and restoring a bin's phase-A and
 // profile quantities, and the evaluation at the cached point.
-#include <omp.h>
-
 #include <algorithm>
 
 #include "shard_evaluation.hpp"
@@ -37,26 +35,25 @@ inline void ShardEvaluation::cache_bin(int64_t b, BinScratch& sc, bool to_cache)
 
 // Evaluation at the cached point: value and gradient from the cache; an HVP reads each bin's rows
 // for δΛ = K2_b·Um and Oᵀ += K2_bᵀω only (no Λ, no exponentials, no profile).
-inline void ShardEvaluation::run_cached(const Request& req, std::vector<Accum>& accs, int T, int nc) {
+inline void ShardEvaluation::run_cached(const Request& req, std::vector<Accum>& accs, const BinChunks& chunks,
+                                        int T, int nc) {
   const auto& cache = s.cache;
   const int64_t k = pt.k;
-  const int64_t nb = s.end_ - s.begin_;
   for (auto& acc : accs) init_accum(acc, req, k);
   if (k > 0) {
-    int64_t maxe = L.max_entries(s.begin_, s.end_);
-#pragma omp parallel num_threads(T)
-    {
-      const int t = omp_get_thread_num();
-      Accum& acc = accs[t];
+    const int64_t maxe = L.max_entries(s.begin_, s.end_);
+    ChunkQueue queue(chunks.count());
+    s.pool->run(T, [&](int) {
       BinScratch sc;
       sc.resize(maxe, 1, nc, k);
-      const int64_t lo = s.begin_ + nb * t / T, hi = s.begin_ + nb * (t + 1) / T;
-      for (int64_t b = lo; b < hi; ++b) {
-        cache_bin(b, sc, false);
-        yields(b, sc, 0, true);
-        accumulate(b, sc, 0, 0, req, acc, nullptr, false);
+      for (int64_t c; (c = queue.take()) >= 0;) {
+        for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) {
+          cache_bin(b, sc, false);
+          yields(b, sc, 0, true);
+          accumulate(b, sc, 0, 0, req, accs[c], nullptr, false);
+        }
       }
-    }
+    });
   }
   accs[0].f = cache.f;
   accs[0].y = cache.y;

@@ -3,8 +3,6 @@
 // threads, the covariance fit, the observable regulariser.
 #include "shard_evaluation.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -81,15 +79,22 @@ inline double ShardEvaluation::run(Request& req) {
   const int64_t nb = s.end_ - s.begin_;
   const int64_t bw = s.beta_width();
   if (req.beta_out) req.beta_out->setZero(nb * bw);
-  // Threads only where each gets enough work to amortise the parallel region's barrier: on a
-  // small model a second thread costs more in OpenMP waiting than it saves (measured: 70 % of a
-  // toy loop on a 6-bin model spent spinning in libgomp).
+  // Threads only where each gets enough work to amortise waking them: on a small model a second
+  // thread costs more in waiting than it saves (measured: 70 % of a toy loop on a 6-bin model spent
+  // spinning in libgomp).
   const int64_t entries = L.bin_ptr[s.end_] - L.bin_ptr[s.begin_];
   const int64_t work = std::max<int64_t>(entries, nb) * (1 + k);
   const int64_t by_work = std::max<int64_t>(1, work / kMinWorkPerThread);
-  const int T = static_cast<int>(
+  int T = static_cast<int>(
       std::max<int64_t>(1, std::min<int64_t>({s.threads_, std::max<int64_t>(nb, 1), by_work})));
-  std::vector<Accum> accs(T);
+  // Value, gradient and HVP: per-chunk sums added in chunk order (bin_chunks.hpp), the same for any
+  // thread count. The Hessian's n × n sums stay per thread over fixed bin ranges (a copy per chunk
+  // would not fit in memory): the same for a fixed thread count.
+  const int64_t sum_rows = pt.bin_dependent ? s.nbinsfull_ * P : P;
+  const BinChunks chunks = BinChunks::make(s.begin_, s.end_, entries, W, W + sum_rows, k);
+  if (!req.hess) T = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(T, chunks.count())));
+  std::vector<Accum> accs(req.hess ? T : std::max<int64_t>(1, chunks.count()));
+  if (!req.hess && chunks.count() == 0) init_accum(accs[0], req, k);
 
   // per-point cache (uncoupled profiled evaluations without Hessian or β output)
   auto& cache = s.cache;
@@ -116,31 +121,40 @@ inline double ShardEvaluation::run(Request& req) {
   const bool store = fill && s.cache_allowed;
 
   if (hit) {
-    run_cached(req, accs, T, nc);
+    run_cached(req, accs, chunks, T, nc);
   } else if (!s.coupled) {
-    int64_t maxe = L.max_entries(s.begin_, s.end_);
-#pragma omp parallel num_threads(T)
-    {
-      const int t = omp_get_thread_num();
-      Accum& acc = accs[t];
-      init_accum(acc, req, k);
-      BinScratch sc;
-      sc.resize(maxe, 1, nc, k);
-      const int64_t lo = s.begin_ + nb * t / T, hi = s.begin_ + nb * (t + 1) / T;
-      for (int64_t b = lo; b < hi; ++b) {
-        yields(b, sc, 0);
-        double* bo = req.beta_out ? req.beta_out->data() + (b - s.begin_) * bw : nullptr;
-        acc.f += prof.profile_bin(b, sc, 0, 0, derivs, req.beta, bo);
-        if (store) cache_bin(b, sc, true);
-        if (derivs) accumulate(b, sc, 0, 0, req, acc, nullptr);
-      }
-      if (req.hess) {
+    const int64_t maxe = L.max_entries(s.begin_, s.end_);
+    auto one_bin = [&](int64_t b, BinScratch& sc, Accum& acc) {
+      yields(b, sc, 0);
+      double* bo = req.beta_out ? req.beta_out->data() + (b - s.begin_) * bw : nullptr;
+      acc.f += prof.profile_bin(b, sc, 0, 0, derivs, req.beta, bo);
+      if (store) cache_bin(b, sc, true);
+      if (derivs) accumulate(b, sc, 0, 0, req, acc, nullptr);
+    };
+    if (req.hess) {
+      s.pool->run(T, [&](int t) {
+        Accum& acc = accs[t];
+        init_accum(acc, req, k);
+        BinScratch sc;
+        sc.resize(maxe, 1, nc, k);
+        const int64_t lo = s.begin_ + nb * t / T, hi = s.begin_ + nb * (t + 1) / T;
+        for (int64_t b = lo; b < hi; ++b) one_bin(b, sc, acc);
         flush_E(acc);
         flush_J(acc);
-      }
+      });
+    } else {
+      ChunkQueue queue(chunks.count());
+      s.pool->run(T, [&](int) {
+        BinScratch sc;
+        sc.resize(maxe, 1, nc, k);
+        for (int64_t c; (c = queue.take()) >= 0;) {
+          init_accum(accs[c], req, k);
+          for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) one_bin(b, sc, accs[c]);
+        }
+      });
     }
   } else {
-    run_coupled(req, accs, T, derivs);
+    run_coupled(req, accs, chunks, T, derivs);
   }
   MatrixXd JregT;  // regulariser: 𝒥ᵀ of the full yields, for the curvature of the penalty
   VectorXd nu_full;

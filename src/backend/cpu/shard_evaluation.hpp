@@ -7,7 +7,7 @@
 //
 // The member functions live in the unit of their concern:
 //   shard_evaluation.cpp      phase A (yields) and the dispatch (run)
-//   accumulator.cpp           phase B, the thread merge and the chain rule through h(θ) and r(π)
+//   accumulator.cpp           phase B, the merge of the chunks' sums, the chain rule through h(θ), r(π)
 //   point_cache.cpp           the evaluation at a cached point
 //   covariance_fit.cpp        the coupled path and its literal derivatives
 //   observable_regularizer.cpp the ν_full penalty
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "bin_chunks.hpp"
 #include "bin_profiler.hpp"
 #include "bin_scratch.hpp"
 #include "point_state.hpp"
@@ -44,7 +45,7 @@ struct Request {
   Eigen::VectorXd* beta_out = nullptr;  // profiled β (shard layout)
 };
 
-/// Phase-B sums of one thread.
+/// Phase-B sums of one chunk of bins (one thread for a Hessian).
 struct Accum {
   double f = 0.0;
   // gpi, hpi, X and Ypp have a row per (bin, process) for a bin-dependent param model
@@ -118,7 +119,7 @@ class ShardEvaluation {
 
   // ---- point cache (point_cache.cpp) ----
   void cache_bin(int64_t b, BinScratch& sc, bool to_cache) const;
-  void run_cached(const Request& req, std::vector<Accum>& accs, int T, int nc);
+  void run_cached(const Request& req, std::vector<Accum>& accs, const BinChunks& chunks, int T, int nc);
 
   // ---- observable regulariser (observable_regularizer.cpp) ----
   Eigen::MatrixXd add_regularizer(const Request& req, Accum& acc, bool derivs, Eigen::VectorXd& nu_full);
@@ -132,7 +133,7 @@ class ShardEvaluation {
   Eigen::VectorXd additive_lite_exact(int64_t B, const Eigen::VectorXd& g, const Eigen::VectorXd& bhat,
                                       const Eigen::VectorXd& A, const Eigen::VectorXd& special, bool profile,
                                       Eigen::MatrixXd& Hx) const;
-  void run_coupled(Request& req, std::vector<Accum>& accs, int T, bool derivs);
+  void run_coupled(Request& req, std::vector<Accum>& accs, const BinChunks& chunks, int T, bool derivs);
 
   YieldModel& owner;
   int64_t P, S, M, n, W;

@@ -12,6 +12,7 @@
 #include "entry_layout.hpp"
 #include "point_cache.hpp"
 #include "rabbit/backend/cpu/shared_likelihood.hpp"
+#include "rabbit/core/worker_pool.hpp"
 #include "rabbit/model/model.hpp"
 
 namespace rabbit::cpu_detail {
@@ -21,6 +22,7 @@ struct ShardState {
   const FitInputData& in;
   int64_t begin_ = 0, end_ = 0;
   int threads_ = 1;
+  std::unique_ptr<WorkerPool> pool;  // threads_ threads, the caller included
   int64_t nbins_ = 0, nbinsfull_ = 0, nproc_ = 0, nsyst_ = 0, nparams_ = 0, nx_ = 0;
   DataLikelihood likelihood_ = DataLikelihood::poisson;
   EntryLayout layout;

@@ -1,0 +1,97 @@
+// The thread pool of a CPU shard (rabbit/core/worker_pool.hpp).
+#include "rabbit/core/worker_pool.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace rabbit {
+namespace {
+
+// How long a thread spins before it sleeps: long enough to catch the next evaluation of a tight
+// loop without a kernel round trip, short enough that a thread between evaluations does not take
+// CPU from the rest of the fit or from other processes (docs/benchmarks.md "Threads").
+constexpr auto kSpin = std::chrono::microseconds(30);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Waits until `value` differs from `old`: spins for kSpin, then sleeps on the futex.
+template <class T>
+void wait_while_equal(const std::atomic<T>& value, T old) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1; value.load(std::memory_order_acquire) == old; ++i) {
+    cpu_relax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > until) {
+      while (value.load(std::memory_order_acquire) == old) value.wait(old, std::memory_order_acquire);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+WorkerPool::WorkerPool(int threads) : threads_(std::max(1, threads)), errors_(threads_) {}
+
+WorkerPool::~WorkerPool() {
+  stop_.store(true, std::memory_order_release);
+  job_.fetch_add(uint64_t{1} << 32, std::memory_order_acq_rel);
+  job_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void WorkerPool::start_workers() {
+  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { work(i); });
+}
+
+void WorkerPool::work(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    wait_while_equal(job_, seen);
+    seen = job_.load(std::memory_order_acquire);
+    if (stop_.load(std::memory_order_acquire)) return;
+    // A worker not needed in this run skips it. One that is needed is waited for, so task_ stays
+    // this run's until it has reported back.
+    if (index >= static_cast<int>(seen & 0xffffffffu)) continue;
+    try {
+      (*task_)(index);
+    } catch (...) {
+      errors_[index] = std::current_exception();
+    }
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
+  }
+}
+
+void WorkerPool::run(int threads, const std::function<void(int)>& fn) {
+  const int T = std::clamp(threads, 1, threads_);
+  std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
+  if (T == 1 || !lock.owns_lock()) {
+    for (int t = 0; t < T; ++t) fn(t);
+    return;
+  }
+  if (workers_.empty()) start_workers();
+  for (auto& e : errors_) e = nullptr;
+  task_ = &fn;
+  remaining_.store(T - 1, std::memory_order_relaxed);
+  const uint64_t run = (job_.load(std::memory_order_relaxed) >> 32) + 1;
+  job_.store((run << 32) | static_cast<uint64_t>(T), std::memory_order_release);  // publishes task_
+  job_.notify_all();
+  try {
+    fn(0);
+  } catch (...) {
+    errors_[0] = std::current_exception();
+  }
+  for (int32_t left; (left = remaining_.load(std::memory_order_acquire)) != 0;)
+    wait_while_equal(remaining_, left);
+  task_ = nullptr;
+  for (auto& e : errors_)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace rabbit
