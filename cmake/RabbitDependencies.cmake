@@ -8,6 +8,12 @@ find_package(fmt REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
+# The reference LAPACK (liblapack-dev) unless asked otherwise: with OpenBLAS also installed,
+# FindLAPACK would pick it, and its own thread pool and summation order would change our
+# results and compete with our threads (docs/benchmarks.md "Dense linear algebra").
+if(NOT DEFINED BLA_VENDOR)
+  set(BLA_VENDOR Generic)
+endif()
 find_package(LAPACK REQUIRED)
 
 if(NOT TARGET hdf5::hdf5)
