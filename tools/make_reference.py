@@ -194,7 +194,8 @@ CASES = {
     ),
     "abcd_isomt": (
         "isomt.hdf5",
-        DATA + ["--doImpacts", "--saveHists", "--noChi2", "--paramModel", "Mu", "--paramModel", "ABCDIsoMT"]
+        DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noChi2", "--paramModel", "Mu"]
+        + ["--paramModel", "ABCDIsoMT"]
         + ["nonprompt", "ch"],
     ),
     "smooth_extended_abcd_isomt": (
