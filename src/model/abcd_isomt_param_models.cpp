@@ -44,9 +44,9 @@ IsoMtArguments parse(const std::string& model, Options options, const std::vecto
   take_integer_option(model, args, t, "yieldCorrection", yc);
   out.yield_correction = yc != 0;
   if (args.size() - t < 2) {
-    const char* prefix = options == Options::none                ? ""
-                         : options == Options::order             ? "[order:N] "
-                                                                 : "[params:FILE | order:N] ";
+    const char* prefix = options == Options::none    ? ""
+                         : options == Options::order ? "[order:N] "
+                                                     : "[params:FILE | order:N] ";
     fail(model, fmt::format("expected {}[yieldCorrection:0|1] PROCESS CHANNEL, got {} argument(s)", prefix,
                             args.size()));
   }
@@ -73,9 +73,8 @@ Regions isomt_regions(const std::string& model, const FitInputData& in, const Fa
     if (std::find(axes.begin(), axes.end(), needed) == axes.end())
       fail(model, fmt::format("channel '{}' has no axis named '{}'; axes: [{}]", a.channel, needed,
                               fmt::join(axes, ", ")));
-  const int64_t nmt = std::find_if(ch->axes.begin(), ch->axes.end(), [](const AxisInfo& x) {
-                        return x.name == "mt";
-                      })->size;
+  const int64_t nmt =
+      std::find_if(ch->axes.begin(), ch->axes.end(), [](const AxisInfo& x) { return x.name == "mt"; })->size;
   const bool extended = shape.free_regions.size() == 5;
   if (nmt < (extended ? 3 : 2))
     fail(model, fmt::format("channel '{}': the mt axis has {} bin(s), fewer than {}", a.channel, nmt,
@@ -109,23 +108,25 @@ std::shared_ptr<const ParamModel> make_abcd_isomt(const FitInputData& input, con
   return make_abcd_family(input, shape, isomt_regions(shape.name, input, shape, a));
 }
 
-std::shared_ptr<const ParamModel> make_extended_abcd_isomt(const FitInputData& input, const ParamModelSpec& spec,
-                                                           const ExpectSignal&, bool) {
+std::shared_ptr<const ParamModel> make_extended_abcd_isomt(const FitInputData& input,
+                                                           const ParamModelSpec& spec, const ExpectSignal&,
+                                                           bool) {
   static const FamilyShape shape = named(extended_abcd_shape(), "ExtendedABCDIsoMT");
   const IsoMtArguments a = parse(shape.name, Options::none, spec.args);
   return make_abcd_family(input, shape, isomt_regions(shape.name, input, shape, a));
 }
 
-std::shared_ptr<const ParamModel> make_smooth_abcd_isomt(const FitInputData& input, const ParamModelSpec& spec,
-                                                         const ExpectSignal&, bool) {
+std::shared_ptr<const ParamModel> make_smooth_abcd_isomt(const FitInputData& input,
+                                                         const ParamModelSpec& spec, const ExpectSignal&,
+                                                         bool) {
   static const FamilyShape shape = named(abcd_shape(), "SmoothABCDIsoMT");
   const IsoMtArguments a = parse(shape.name, Options::order, spec.args);
   return make_smooth_abcd_family(input, shape, isomt_regions(shape.name, input, shape, a), "pt", a.order, {});
 }
 
 std::shared_ptr<const ParamModel> make_smooth_extended_abcd_isomt(const FitInputData& input,
-                                                                  const ParamModelSpec& spec, const ExpectSignal&,
-                                                                  bool) {
+                                                                  const ParamModelSpec& spec,
+                                                                  const ExpectSignal&, bool) {
   static const FamilyShape shape = named(extended_abcd_shape(), "SmoothExtendedABCDIsoMT");
   const IsoMtArguments a = parse(shape.name, Options::order_or_params, spec.args);
   return make_smooth_abcd_family(input, shape, isomt_regions(shape.name, input, shape, a), "pt", a.order,

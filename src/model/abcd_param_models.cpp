@@ -39,7 +39,8 @@ std::vector<int64_t> region_bins(const std::string& model, const FitInputData& i
       rest /= ch.axes[j].size;
     }
     bool selected = true;
-    for (int64_t j = 0; j < nax; ++j) selected = selected && (region.fixed[j] < 0 || idx[j] == region.fixed[j]);
+    for (int64_t j = 0; j < nax; ++j)
+      selected = selected && (region.fixed[j] < 0 || idx[j] == region.fixed[j]);
     if (!selected) continue;
     bins.push_back(ch.start + flat);
     if (names) {

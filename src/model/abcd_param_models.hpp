@@ -37,8 +37,10 @@ std::shared_ptr<const ParamModel> make_extended_abcd_isomt(const FitInputData& i
                                                            const ParamModelSpec& spec,
                                                            const ExpectSignal& expect_signal,
                                                            bool allow_negative);
-std::shared_ptr<const ParamModel> make_smooth_abcd_isomt(const FitInputData& input, const ParamModelSpec& spec,
-                                                         const ExpectSignal& expect_signal, bool allow_negative);
+std::shared_ptr<const ParamModel> make_smooth_abcd_isomt(const FitInputData& input,
+                                                         const ParamModelSpec& spec,
+                                                         const ExpectSignal& expect_signal,
+                                                         bool allow_negative);
 std::shared_ptr<const ParamModel> make_smooth_extended_abcd_isomt(const FitInputData& input,
                                                                   const ParamModelSpec& spec,
                                                                   const ExpectSignal& expect_signal,

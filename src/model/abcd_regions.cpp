@@ -162,12 +162,14 @@ void read_starting_values(const std::string& model, const std::string& token, st
     const h5::Reader reader(file);
     values = reader.read_doubles(reader.info("params"));
     const h5::DatasetInfo info = reader.info("order");
-    if (info.size != 1) fail(model, fmt::format("'{}': dataset 'order' holds {} values, expected one", token, info.size));
+    if (info.size != 1)
+      fail(model, fmt::format("'{}': dataset 'order' holds {} values, expected one", token, info.size));
     if (info.type_class == h5::TypeClass::integer) {
       order = reader.read_ints(info).front();
     } else {
       const double o = reader.read_doubles(info).front();
-      if (o != std::floor(o)) fail(model, fmt::format("'{}': dataset 'order' is {}, not an integer", token, o));
+      if (o != std::floor(o))
+        fail(model, fmt::format("'{}': dataset 'order' is {}, not an integer", token, o));
       order = static_cast<int64_t>(o);
     }
   } catch (const OptionError&) {

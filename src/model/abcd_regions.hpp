@@ -4,7 +4,6 @@
 // signal region D and the MC correction of yieldCorrection:1. Used by abcd_param_models.cpp,
 // smooth_abcd_param_models.cpp and abcd_isomt_param_models.cpp.
 #include <Eigen/Core>
-
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -48,9 +48,10 @@ SmoothRegion smooth_region(const std::string& model, const FitInputData& in, con
       outer.push_back(j);
   }
   if (out.smooth_axis < 0)
-    fail(model, fmt::format("smoothing axis '{}' not found among the free axes of channel '{}' for region {}; "
-                            "free axes: [{}]",
-                            smoothing_axis, r.channel, label, fmt::join(free_names, ", ")));
+    fail(model,
+         fmt::format("smoothing axis '{}' not found among the free axes of channel '{}' for region {}; "
+                     "free axes: [{}]",
+                     smoothing_axis, r.channel, label, fmt::join(free_names, ", ")));
   out.n_smooth = ch.axes[out.smooth_axis].size;
   out.n_outer = 1;
   for (int64_t j : outer) out.n_outer *= ch.axes[j].size;
@@ -107,8 +108,9 @@ class SmoothAbcdFamilyModel final : public BinDependentParamModel {
       regions.push_back(smooth_region(model, in, spec.regions[k], label, smoothing_axis));
       const SmoothRegion& r = regions.back();
       if (r.n_smooth != regions[0].n_smooth)
-        fail(model, fmt::format("smoothing axis '{}' has {} bins in region {} but {} in region {}",
-                                smoothing_axis, r.n_smooth, label, regions[0].n_smooth, shape.free_regions[0]));
+        fail(model,
+             fmt::format("smoothing axis '{}' has {} bins in region {} but {} in region {}", smoothing_axis,
+                         r.n_smooth, label, regions[0].n_smooth, shape.free_regions[0]));
       if (r.n_outer != regions[0].n_outer)
         fail(model, fmt::format("region {} has {} outer bins, region {} has {}", label, r.n_outer,
                                 shape.free_regions[0], regions[0].n_outer));
@@ -123,14 +125,16 @@ class SmoothAbcdFamilyModel final : public BinDependentParamModel {
     for (int64_t k = 0; k < nfree(); ++k)
       for (const auto& outer : regions[k].outer_labels)
         for (int64_t j = 0; j <= order; ++j)
-          names_.push_back(fmt::format("{}_{}_{}_{}_poly{}", spec.process, in.channels[regions[k].channel].name,
-                                       shape.free_regions[k], outer, j));
+          names_.push_back(fmt::format("{}_{}_{}_{}_poly{}", spec.process,
+                                       in.channels[regions[k].channel].name, shape.free_regions[k], outer,
+                                       j));
     defaults_ = Eigen::VectorXd::Zero(npou());
     if (!initial.empty()) {
       if (static_cast<int64_t>(initial.size()) != npou())
-        fail(model, fmt::format("the starting values have {} entries, expected {} = {} regions · {} outer bins · "
-                                "(order {} + 1)",
-                                initial.size(), npou(), nfree(), n_outer_, order));
+        fail(model,
+             fmt::format("the starting values have {} entries, expected {} = {} regions · {} outer bins · "
+                         "(order {} + 1)",
+                         initial.size(), npou(), nfree(), n_outer_, order));
       // rabbit stores them as float32 before its float64 fit (np.asarray(..., dtype=np.float32))
       for (int64_t i = 0; i < npou(); ++i) defaults_[i] = static_cast<double>(static_cast<float>(initial[i]));
     }
@@ -282,16 +286,17 @@ std::shared_ptr<const ParamModel> parse_and_make(const FitInputData& input, cons
   else
     take_integer_option(model, args, t, "order", order);
   take_integer_option(model, args, t, "yieldCorrection", yield_correction);
-  return make_smooth_abcd_family(input, shape,
-                                 parse_process_and_regions(model, shape, input, args, t, yield_correction != 0),
-                                 axis, order, initial);
+  return make_smooth_abcd_family(
+      input, shape, parse_process_and_regions(model, shape, input, args, t, yield_correction != 0), axis,
+      order, initial);
 }
 
 }  // namespace
 
 std::shared_ptr<const ParamModel> make_smooth_abcd_family(const FitInputData& input, const FamilyShape& shape,
-                                                          const Regions& regions, const std::string& smoothing_axis,
-                                                          int64_t order, const std::vector<double>& initial) {
+                                                          const Regions& regions,
+                                                          const std::string& smoothing_axis, int64_t order,
+                                                          const std::vector<double>& initial) {
   return std::make_shared<SmoothAbcdFamilyModel>(input, shape, regions, smoothing_axis, order, initial);
 }
 
@@ -305,8 +310,9 @@ std::shared_ptr<const ParamModel> make_smooth_abcd(const FitInputData& input, co
   return parse_and_make(input, shape, "SmoothABCD", false, spec.args);
 }
 
-std::shared_ptr<const ParamModel> make_smooth_extended_abcd(const FitInputData& input, const ParamModelSpec& spec,
-                                                            const ExpectSignal&, bool) {
+std::shared_ptr<const ParamModel> make_smooth_extended_abcd(const FitInputData& input,
+                                                            const ParamModelSpec& spec, const ExpectSignal&,
+                                                            bool) {
   static const FamilyShape shape = [] {
     FamilyShape s = extended_abcd_shape();
     s.name = "SmoothExtendedABCD";

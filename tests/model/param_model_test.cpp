@@ -141,9 +141,10 @@ TEST(ParamModel, BadSpecsAreOptionErrors) {
   const std::string unknown = error_of([&] {
     make_param_model(*in, {ParamModelSpec{"AxisNormModel", {}}}, {}, false);
   });
-  EXPECT_NE(unknown.find("unknown param model 'AxisNormModel'; supported: Ones, Mu, Mixture, ABCD, ExtendedABCD, "
-                         "SmoothABCD, SmoothExtendedABCD, ABCDIsoMT, ExtendedABCDIsoMT, SmoothABCDIsoMT, "
-                         "SmoothExtendedABCDIsoMT"),
+  EXPECT_NE(
+      unknown.find("unknown param model 'AxisNormModel'; supported: Ones, Mu, Mixture, ABCD, ExtendedABCD, "
+                   "SmoothABCD, SmoothExtendedABCD, ABCDIsoMT, ExtendedABCDIsoMT, SmoothABCDIsoMT, "
+                   "SmoothExtendedABCDIsoMT"),
       std::string::npos)
       << unknown;
   EXPECT_NE(unknown.find("not implemented"), std::string::npos);

@@ -3,13 +3,12 @@
 // derivatives of the bin-range API against finite differences, the IsoMT regions equal to the written-out
 // ones, starting values from a params file, and one-line argument errors naming --paramModel.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <cmath>
 #include <filesystem>
 
 #include "rabbit/core/error.hpp"
-#include <hdf5.h>
-
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/model_options.hpp"
 #include "rabbit/model/param_model.hpp"
@@ -38,7 +37,9 @@ VectorXd point(int64_t M) {
 }
 
 /// Global bin of isomt_input() at (mt, relIso, pt, eta).
-int64_t bin(int64_t mt, int64_t iso, int64_t pt, int64_t eta) { return ((mt * 2 + iso) * 3 + pt) * 2 + eta; }
+int64_t bin(int64_t mt, int64_t iso, int64_t pt, int64_t eta) {
+  return ((mt * 2 + iso) * 3 + pt) * 2 + eta;
+}
 
 TEST(SmoothAbcdParamModel, LayoutNamesAndRates) {
   auto m = model("SmoothABCD", test::smooth_abcd_arguments());
@@ -136,14 +137,16 @@ TEST(SmoothAbcdParamModel, AnUnderflowingDenominatorIsReplacedAsInRabbit) {
 
 TEST(SmoothAbcdParamModel, IsoMtVariantsPlaceTheRegionsInTheMtRelIsoPlane) {
   const VectorXd pi = point(20);
-  auto expect_same = [&](const std::shared_ptr<const ParamModel>& a, const std::shared_ptr<const ParamModel>& b) {
+  auto expect_same = [&](const std::shared_ptr<const ParamModel>& a,
+                         const std::shared_ptr<const ParamModel>& b) {
     ASSERT_EQ(a->names(), b->names());
     MatrixXd ra, rb;
     a->bin_rates(pi.head(a->nparams()), 0, 36, ra);
     b->bin_rates(pi.head(b->nparams()), 0, 36, rb);
     EXPECT_EQ(ra, rb);
   };
-  expect_same(model("SmoothABCDIsoMT", {"nonprompt", "ch"}), model("SmoothABCD", test::smooth_abcd_arguments()));
+  expect_same(model("SmoothABCDIsoMT", {"nonprompt", "ch"}),
+              model("SmoothABCD", test::smooth_abcd_arguments()));
   expect_same(model("SmoothExtendedABCDIsoMT", {"yieldCorrection:1", "nonprompt", "ch"}), [] {
     auto args = test::smooth_extended_abcd_arguments();
     args.insert(args.begin() + 1, "yieldCorrection:1");
@@ -153,12 +156,12 @@ TEST(SmoothAbcdParamModel, IsoMtVariantsPlaceTheRegionsInTheMtRelIsoPlane) {
   so.insert(so.begin() + 1, "order:2");
   expect_same(model("SmoothABCDIsoMT", {"order:2", "nonprompt", "ch"}), model("SmoothABCD", so));
   expect_same(model("ABCDIsoMT", {"nonprompt", "ch"}),
-              model("ABCD", {"nonprompt", "ch", "relIso:1", "mt:1", "ch", "relIso:0", "mt:1", "ch", "relIso:1",
-                             "mt:2", "ch", "relIso:0", "mt:2"}));
+              model("ABCD", {"nonprompt", "ch", "relIso:1", "mt:1", "ch", "relIso:0", "mt:1", "ch",
+                             "relIso:1", "mt:2", "ch", "relIso:0", "mt:2"}));
   expect_same(model("ExtendedABCDIsoMT", {"nonprompt", "ch"}),
-              model("ExtendedABCD", {"nonprompt", "ch", "relIso:1", "mt:0", "ch", "relIso:0", "mt:0", "ch",
-                                     "relIso:1", "mt:1", "ch", "relIso:0", "mt:1", "ch", "relIso:1", "mt:2", "ch",
-                                     "relIso:0", "mt:2"}));
+              model("ExtendedABCD",
+                    {"nonprompt", "ch", "relIso:1", "mt:0", "ch", "relIso:0", "mt:0", "ch", "relIso:1",
+                     "mt:1", "ch", "relIso:0", "mt:1", "ch", "relIso:1", "mt:2", "ch", "relIso:0", "mt:2"}));
   EXPECT_EQ(model("ABCDIsoMT", {"nonprompt", "ch"})->names()[0], "nonprompt_ch_mt1_relIso1_pt0_eta0");
 }
 
@@ -207,19 +210,22 @@ TEST(SmoothAbcdParamModel, BadArgumentsGiveOneLineErrors) {
                "(CHANNEL [AXIS:INDEX ...] each), got 3 argument(s)");
   auto args = test::smooth_abcd_arguments();
   args[0] = "phi";
-  expect_error("SmoothABCD", args,
-               "--paramModel SmoothABCD: smoothing axis 'phi' not found among the free axes of channel 'ch' for "
-               "region A; free axes: [pt, eta]");
+  expect_error(
+      "SmoothABCD", args,
+      "--paramModel SmoothABCD: smoothing axis 'phi' not found among the free axes of channel 'ch' for "
+      "region A; free axes: [pt, eta]");
   args = test::smooth_abcd_arguments();
   args.insert(args.begin() + 1, "order:-1");
-  expect_error("SmoothABCD", args, "--paramModel SmoothABCD: order:-1: the polynomial order must be 0 or more");
+  expect_error("SmoothABCD", args,
+               "--paramModel SmoothABCD: order:-1: the polynomial order must be 0 or more");
   args[1] = "order:x";
   expect_error("SmoothABCD", args, "--paramModel SmoothABCD: 'order:x': 'x' is not an integer");
   args = test::smooth_abcd_arguments();
   args[4] = "pt:0";  // A fixes the smoothing axis
-  expect_error("SmoothABCD", args,
-               "--paramModel SmoothABCD: smoothing axis 'pt' not found among the free axes of channel 'ch' for "
-               "region A; free axes: [mt, eta]");
+  expect_error(
+      "SmoothABCD", args,
+      "--paramModel SmoothABCD: smoothing axis 'pt' not found among the free axes of channel 'ch' for "
+      "region A; free axes: [mt, eta]");
   args = test::smooth_abcd_arguments();
   args.insert(args.begin() + 5, "eta:0");  // A has one outer bin, B two
   expect_error("SmoothABCD", args, "--paramModel SmoothABCD: region B has 2 outer bins, region A has 1");
@@ -232,7 +238,8 @@ TEST(SmoothAbcdParamModel, BadArgumentsGiveOneLineErrors) {
     model("SmoothExtendedABCD", args);
     FAIL();
   } catch (const OptionError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("--paramModel SmoothExtendedABCD: 'params:/nonexistent/p.hdf5': ", 0), 0u)
+    EXPECT_EQ(
+        std::string(e.what()).rfind("--paramModel SmoothExtendedABCD: 'params:/nonexistent/p.hdf5': ", 0), 0u)
         << e.what();
   }
   expect_error("ABCDIsoMT", {"nonprompt"},
@@ -241,8 +248,9 @@ TEST(SmoothAbcdParamModel, BadArgumentsGiveOneLineErrors) {
                "--paramModel SmoothABCDIsoMT: unexpected argument(s) after CHANNEL: 'x'");
   expect_error("ExtendedABCDIsoMT", {"nonprompt", "chan"},
                "--paramModel ExtendedABCDIsoMT: channel 'chan' not found; channels: [ch]");
-  expect_error("SmoothExtendedABCDIsoMT", {"fake", "ch"},
-               "--paramModel SmoothExtendedABCDIsoMT: process 'fake' not found; processes: [signal, nonprompt, ewk]");
+  expect_error(
+      "SmoothExtendedABCDIsoMT", {"fake", "ch"},
+      "--paramModel SmoothExtendedABCDIsoMT: process 'fake' not found; processes: [signal, nonprompt, ewk]");
 }
 
 TEST(SmoothAbcdParamModel, IsoMtNeedsTheMtAndRelIsoAxes) {
@@ -269,8 +277,8 @@ TEST(SmoothAbcdParamModel, IsoMtNeedsTheMtAndRelIsoAxes) {
 }
 
 TEST(SmoothAbcdParamModel, AllAreBinDependent) {
-  for (const char* name :
-       {"SmoothABCD", "SmoothExtendedABCD", "ABCDIsoMT", "ExtendedABCDIsoMT", "SmoothABCDIsoMT", "SmoothExtendedABCDIsoMT"})
+  for (const char* name : {"SmoothABCD", "SmoothExtendedABCD", "ABCDIsoMT", "ExtendedABCDIsoMT",
+                           "SmoothABCDIsoMT", "SmoothExtendedABCDIsoMT"})
     EXPECT_TRUE(param_model_depends_on_bin(name)) << name;
 }
 

@@ -107,8 +107,8 @@ void write_isomt(const std::string& dir) {
       for (int pt = 0; pt < kPtIso; ++pt)
         for (int eta = 0; eta < kEta; ++eta) {
           const double s = mt == kMt - 1 && iso == 0 ? 900.0 * std::exp(-0.12 * pt) * (1.0 + 0.1 * eta) : 0.0;
-          const double n = 3000.0 * mt_scale[mt] * iso_scale[iso] * std::exp(-0.35 * pt) * (1.0 + 0.15 * eta) *
-                           (1.0 + 0.04 * mt * pt);
+          const double n = 3000.0 * mt_scale[mt] * iso_scale[iso] * std::exp(-0.35 * pt) *
+                           (1.0 + 0.15 * eta) * (1.0 + 0.04 * mt * pt);
           const double e = 150.0 * std::exp(-0.1 * pt) * (1.0 + 0.5 * mt);
           sig.push_back(s);
           np.push_back(n);

@@ -47,7 +47,8 @@ inline std::shared_ptr<FitInputData> isomt_input(bool sparse = false) {
   const double mt_scale[] = {1.0, 0.7, 0.5}, iso_scale[] = {0.4, 1.0};
   std::vector<double> norm(B * P), logk(B * P * W, 0.0);
   for (int64_t b = 0; b < B; ++b) {
-    const int64_t eta = b % NETA, pt = (b / NETA) % NPT, iso = (b / (NETA * NPT)) % NISO, mt = b / (NETA * NPT * NISO);
+    const int64_t eta = b % NETA, pt = (b / NETA) % NPT, iso = (b / (NETA * NPT)) % NISO,
+                  mt = b / (NETA * NPT * NISO);
     norm[b * P + 0] = mt == NMT - 1 && iso == 0 ? 60.0 - 8.0 * pt + 3.0 * eta : 0.0;
     norm[b * P + 1] = 200.0 * mt_scale[mt] * iso_scale[iso] * std::exp(-0.3 * pt) * (1.0 + 0.2 * eta) *
                       (1.0 + 0.03 * mt * pt);
@@ -94,14 +95,15 @@ inline std::shared_ptr<FitInputData> isomt_input(bool sparse = false) {
 /// SmoothABCD on isomt_input() as the IsoMT variant places its regions, written out: A = relIso 1 at
 /// mt 1, B = relIso 0 at mt 1, C = relIso 1 at mt 2, D = relIso 0 at mt 2; smoothing axis pt.
 inline std::vector<std::string> smooth_abcd_arguments() {
-  return {"pt", "nonprompt", "ch", "relIso:1", "mt:1", "ch", "relIso:0", "mt:1",
-          "ch", "relIso:1",  "mt:2", "ch", "relIso:0", "mt:2"};
+  return {"pt",   "nonprompt", "ch",       "relIso:1", "mt:1", "ch",       "relIso:0",
+          "mt:1", "ch",        "relIso:1", "mt:2",     "ch",   "relIso:0", "mt:2"};
 }
 
 /// SmoothExtendedABCD likewise (the command line gives Ax Bx A B C D; Ax, Bx at mt 0).
 inline std::vector<std::string> smooth_extended_abcd_arguments() {
-  return {"pt", "nonprompt", "ch", "relIso:1", "mt:0", "ch", "relIso:0", "mt:0", "ch", "relIso:1", "mt:1",
-          "ch", "relIso:0",  "mt:1", "ch", "relIso:1", "mt:2", "ch", "relIso:0", "mt:2"};
+  return {"pt",   "nonprompt", "ch",       "relIso:1", "mt:0",     "ch",       "relIso:0",
+          "mt:0", "ch",        "relIso:1", "mt:1",     "ch",       "relIso:0", "mt:1",
+          "ch",   "relIso:1",  "mt:2",     "ch",       "relIso:0", "mt:2"};
 }
 
 }  // namespace rabbit::test

@@ -1,6 +1,7 @@
 // The CPU shard with a bin-dependent param model (docs/likelihood.md "Bin-dependent rates"): the NLL's
-// gradient, HVP and Hessian with Mu × ABCD (and the smooth and IsoMT members) against finite differences in several likelihood
-// configurations, shards that sum to the whole, and the postfit yield Jacobians (masked bins included).
+// gradient, HVP and Hessian with Mu × ABCD (and the smooth and IsoMT members) against finite differences in
+// several likelihood configurations, shards that sum to the whole, and the postfit yield Jacobians (masked
+// bins included).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -12,8 +13,8 @@
 #include "rabbit/model/shard_evaluator.hpp"
 #include "rabbit/model/yield_model.hpp"
 #include "support/abcd_input.hpp"
-#include "support/isomt_input.hpp"
 #include "support/finite_differences.hpp"
+#include "support/isomt_input.hpp"
 
 namespace rabbit {
 namespace {
@@ -40,7 +41,9 @@ std::string describe(const Config& c) {
 }
 
 /// The smooth and IsoMT members run on isomt_input(), ABCD and ExtendedABCD on abcd_input().
-bool on_isomt_input(const Config& c) { return c.abcd.rfind("Smooth", 0) == 0 || c.abcd.find("IsoMT") != std::string::npos; }
+bool on_isomt_input(const Config& c) {
+  return c.abcd.rfind("Smooth", 0) == 0 || c.abcd.find("IsoMT") != std::string::npos;
+}
 
 std::shared_ptr<Model> abcd_model(const Config& c) {
   auto in = on_isomt_input(c) ? test::isomt_input(c.sparse) : test::abcd_input(c.sparse);
@@ -176,61 +179,61 @@ TEST(CpuShardAbcd, NllDerivativesAgreeWithFiniteDifferences) {
 
 TEST(CpuShardAbcd, ShardsSumToTheWhole) {
   for (const char* name : {"ABCD", "SmoothExtendedABCD"}) {
-  SCOPED_TRACE(name);
-  Config c;
-  c.abcd = name;
-  auto model = abcd_model(c);
-  const VectorXd xi = abcd_point(*model, on_isomt_input(c));
-  const int64_t n = xi.size(), B = model->input->nbins, cut = on_isomt_input(c) ? 17 : 3;
-  auto whole = make_cpu_shard(model, 0, B, 1);
-  auto first = make_cpu_shard(model, 0, cut, 1);
-  auto second = make_cpu_shard(model, cut, B, 1);
-  const MatrixXd V = MatrixXd::Random(n, 2);
-  VectorXd g, g1, g2;
-  MatrixXd HV, HV1, HV2;
-  const double f = whole->value_grad_hvp(xi, V, g, HV);
-  const double f1 = first->value_grad_hvp(xi, V, g1, HV1);
-  const double f2 = second->value_grad_hvp(xi, V, g2, HV2);
-  EXPECT_NEAR(f1 + f2, f, 1e-12 * std::abs(f));
-  EXPECT_LT((g1 + g2 - g).cwiseAbs().maxCoeff(), 1e-10 * g.cwiseAbs().maxCoeff());
-  EXPECT_LT((HV1 + HV2 - HV).cwiseAbs().maxCoeff(), 1e-10 * HV.cwiseAbs().maxCoeff());
+    SCOPED_TRACE(name);
+    Config c;
+    c.abcd = name;
+    auto model = abcd_model(c);
+    const VectorXd xi = abcd_point(*model, on_isomt_input(c));
+    const int64_t n = xi.size(), B = model->input->nbins, cut = on_isomt_input(c) ? 17 : 3;
+    auto whole = make_cpu_shard(model, 0, B, 1);
+    auto first = make_cpu_shard(model, 0, cut, 1);
+    auto second = make_cpu_shard(model, cut, B, 1);
+    const MatrixXd V = MatrixXd::Random(n, 2);
+    VectorXd g, g1, g2;
+    MatrixXd HV, HV1, HV2;
+    const double f = whole->value_grad_hvp(xi, V, g, HV);
+    const double f1 = first->value_grad_hvp(xi, V, g1, HV1);
+    const double f2 = second->value_grad_hvp(xi, V, g2, HV2);
+    EXPECT_NEAR(f1 + f2, f, 1e-12 * std::abs(f));
+    EXPECT_LT((g1 + g2 - g).cwiseAbs().maxCoeff(), 1e-10 * g.cwiseAbs().maxCoeff());
+    EXPECT_LT((HV1 + HV2 - HV).cwiseAbs().maxCoeff(), 1e-10 * HV.cwiseAbs().maxCoeff());
   }
 }
 
 TEST(CpuShardAbcd, YieldJacobiansAgreeWithFiniteDifferences) {
   for (const char* name : {"ABCD", "SmoothABCD"})
-  for (bool bb : {false, true}) {
-    SCOPED_TRACE(std::string(name) + (bb ? " with BB" : " without BB"));
-    Config c;
-    c.abcd = name;
-    c.bb = bb;
-    auto model = abcd_model(c);
-    const VectorXd xi = abcd_point(*model, on_isomt_input(c));
-    auto shard = make_cpu_shard(model, 0, model->input->nbins, 1);
-    YieldModel& ym = *shard->yield_model();
-    const int64_t Bf = model->input->nbinsfull;
-    const auto mode = YieldModel::BetaMode::profiled;
-    const auto yields = [&](const VectorXd& x) {
-      VectorXd nu;
-      ym.expected_yields(x, 0, Bf, mode, &nu);
-      return nu;
-    };
-    const MatrixXd J = ym.yield_jacobian(xi, 0, Bf, mode);
-    const MatrixXd J_fd = test::central_jacobian(yields, xi, 1e-6);
-    EXPECT_LT((J - J_fd).cwiseAbs().maxCoeff(), 1e-6 * J.cwiseAbs().maxCoeff());
-    const auto process_yields = [&](const VectorXd& x) {
-      VectorXd nu;
-      MatrixXd per_process;
-      ym.expected_yields(x, 0, Bf, YieldModel::BetaMode::stored, &nu, &per_process);
-      VectorXd out(per_process.size());
-      for (int64_t b = 0; b < per_process.rows(); ++b)
-        out.segment(b * per_process.cols(), per_process.cols()) = per_process.row(b).transpose();
-      return out;
-    };
-    const MatrixXd Jp = ym.process_yield_jacobian(xi, 0, Bf, YieldModel::BetaMode::stored);
-    const MatrixXd Jp_fd = test::central_jacobian(process_yields, xi, 1e-6);
-    EXPECT_LT((Jp - Jp_fd).cwiseAbs().maxCoeff(), 1e-6 * Jp.cwiseAbs().maxCoeff());
-  }
+    for (bool bb : {false, true}) {
+      SCOPED_TRACE(std::string(name) + (bb ? " with BB" : " without BB"));
+      Config c;
+      c.abcd = name;
+      c.bb = bb;
+      auto model = abcd_model(c);
+      const VectorXd xi = abcd_point(*model, on_isomt_input(c));
+      auto shard = make_cpu_shard(model, 0, model->input->nbins, 1);
+      YieldModel& ym = *shard->yield_model();
+      const int64_t Bf = model->input->nbinsfull;
+      const auto mode = YieldModel::BetaMode::profiled;
+      const auto yields = [&](const VectorXd& x) {
+        VectorXd nu;
+        ym.expected_yields(x, 0, Bf, mode, &nu);
+        return nu;
+      };
+      const MatrixXd J = ym.yield_jacobian(xi, 0, Bf, mode);
+      const MatrixXd J_fd = test::central_jacobian(yields, xi, 1e-6);
+      EXPECT_LT((J - J_fd).cwiseAbs().maxCoeff(), 1e-6 * J.cwiseAbs().maxCoeff());
+      const auto process_yields = [&](const VectorXd& x) {
+        VectorXd nu;
+        MatrixXd per_process;
+        ym.expected_yields(x, 0, Bf, YieldModel::BetaMode::stored, &nu, &per_process);
+        VectorXd out(per_process.size());
+        for (int64_t b = 0; b < per_process.rows(); ++b)
+          out.segment(b * per_process.cols(), per_process.cols()) = per_process.row(b).transpose();
+        return out;
+      };
+      const MatrixXd Jp = ym.process_yield_jacobian(xi, 0, Bf, YieldModel::BetaMode::stored);
+      const MatrixXd Jp_fd = test::central_jacobian(process_yields, xi, 1e-6);
+      EXPECT_LT((Jp - Jp_fd).cwiseAbs().maxCoeff(), 1e-6 * Jp.cwiseAbs().maxCoeff());
+    }
 }
 
 }  // namespace
