@@ -178,6 +178,31 @@ CASES = {
         DATA + ALL_OUT + ["--noChi2", "--paramModel", "Mu", "--paramModel", "ExtendedABCD", "nonprompt"]
         + ["ch_Ax", "ch_Bx", "ch_A", "ch_B", "ch_C", "ch_D"],
     ),
+    # the smooth and IsoMT members (docs/model.md "Smooth ABCD", "The IsoMT variants") on isomt.hdf5 of
+    # make_abcd_tensors.cpp: one channel ch, mt(3) x relIso(2) x pt(6) x eta(2); smoothing axis pt, outer eta
+    "smooth_abcd": (
+        "isomt.hdf5",
+        DATA + ALL_OUT + ["--noChi2", "--paramModel", "Mu", "--paramModel", "SmoothABCD", "pt", "nonprompt"]
+        + ["ch", "relIso:1", "mt:1", "ch", "relIso:0", "mt:1", "ch", "relIso:1", "mt:2", "ch", "relIso:0", "mt:2"],
+    ),
+    "smooth_extended_abcd": (
+        "isomt.hdf5",
+        DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noChi2", "--paramModel", "Mu"]
+        + ["--paramModel", "SmoothExtendedABCD", "pt", "order:2", "yieldCorrection:1", "nonprompt"]
+        + ["ch", "relIso:1", "mt:0", "ch", "relIso:0", "mt:0", "ch", "relIso:1", "mt:1", "ch", "relIso:0", "mt:1"]
+        + ["ch", "relIso:1", "mt:2", "ch", "relIso:0", "mt:2"],
+    ),
+    "abcd_isomt": (
+        "isomt.hdf5",
+        DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noChi2", "--paramModel", "Mu"]
+        + ["--paramModel", "ABCDIsoMT"]
+        + ["nonprompt", "ch"],
+    ),
+    "smooth_extended_abcd_isomt": (
+        "isomt.hdf5",
+        DATA + ["--doImpacts", "--globalImpacts", "--noChi2", "--paramModel", "Mu"]
+        + ["--paramModel", "SmoothExtendedABCDIsoMT", "nonprompt", "ch"],
+    ),
     # one Newton step from the defaults instead of the fit (on dense.hdf5 and normal.hdf5, also with
     # --chisqFit or --noBinByBinStat, the postfit Hessian at the point the step reaches is not
     # positive-definite: upstream and ours end with the same one-line error)

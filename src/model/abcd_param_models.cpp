@@ -8,10 +8,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 
+#include "abcd_regions.hpp"
 #include "bin_dependent_param_model.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/model_options.hpp"
@@ -19,85 +19,33 @@
 namespace rabbit {
 namespace {
 
-/// One region as the command line names it: a channel and fixed axis indices ("ax:val").
-struct RegionSpec {
-  std::string channel;
-  std::vector<std::pair<std::string, int64_t>> fixed;
-};
-
-/// A factor s_k^{power} of the monomial of D; `param` indexes the free regions.
-struct Factor {
-  int param;
-  int power;
-};
-
-/// What distinguishes the members of the family: the free regions in parameter order, the order in which
-/// the command line gives them (D last) and the monomial of D.
-struct FamilyShape {
-  const char* name;
-  std::vector<const char*> free_regions;  // parameter order, e.g. A, B, C
-  std::vector<int> cli_order;             // indices into free_regions in command-line order
-  std::vector<Factor> numerator, denominator;
-};
-
-[[noreturn]] void fail(const std::string& model, const std::string& what) {
-  throw OptionError(fmt::format("--paramModel {}: {}", model, what));
-}
-
-int64_t parse_int(const std::string& model, const std::string& token, const std::string& value) {
-  int64_t v = 0;
-  const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || ptr != value.data() + value.size() || value.empty())
-    fail(model, fmt::format("'{}': '{}' is not an integer", token, value));
-  return v;
-}
+using namespace abcd;
 
 /// The global bins of a region, in row-major order over its free axes (rabbit's flatten), and the
 /// parameter names of its bins ("<process>_<channel>_<axis><i>_...", every axis with its index).
 std::vector<int64_t> region_bins(const std::string& model, const FitInputData& in, const RegionSpec& r,
                                  const std::string& process, std::vector<std::string>* names) {
-  auto ch = std::find_if(in.channels.begin(), in.channels.end(),
-                         [&](const ChannelInfo& c) { return c.name == r.channel; });
-  if (ch == in.channels.end()) {
-    std::vector<std::string> known;
-    for (const auto& c : in.channels) known.push_back(c.name);
-    fail(model, fmt::format("channel '{}' not found; channels: [{}]", r.channel, fmt::join(known, ", ")));
-  }
-  if (ch->flow)
-    fail(model, fmt::format("channel '{}' has flow bins, which the ABCD regions do not address", r.channel));
-  const int64_t nax = static_cast<int64_t>(ch->axes.size());
-  std::vector<int64_t> fixed(nax, -1);
-  for (const auto& [ax, val] : r.fixed) {
-    auto it = std::find_if(ch->axes.begin(), ch->axes.end(), [&](const AxisInfo& a) { return a.name == ax; });
-    if (it == ch->axes.end()) {
-      std::vector<std::string> known;
-      for (const auto& a : ch->axes) known.push_back(a.name);
-      fail(model, fmt::format("axis '{}' not found in channel '{}'; axes: [{}]", ax, r.channel,
-                              fmt::join(known, ", ")));
-    }
-    if (val < 0 || val >= it->size)
-      fail(model, fmt::format("'{}:{}': index outside the {} bins of axis '{}' of channel '{}'", ax, val,
-                              it->size, ax, r.channel));
-    fixed[it - ch->axes.begin()] = val;
-  }
+  const ResolvedRegion region = resolve_region(model, in, r);
+  const ChannelInfo& ch = in.channels[region.channel];
+  const int64_t nax = static_cast<int64_t>(ch.axes.size());
   std::vector<int64_t> bins;
   std::vector<int64_t> idx(nax, 0);
   int64_t total = 1;
-  for (const auto& a : ch->axes) total *= a.size;
+  for (const auto& a : ch.axes) total *= a.size;
   for (int64_t flat = 0; flat < total; ++flat) {
     int64_t rest = flat;
     for (int64_t j = nax - 1; j >= 0; --j) {
-      idx[j] = rest % ch->axes[j].size;
-      rest /= ch->axes[j].size;
+      idx[j] = rest % ch.axes[j].size;
+      rest /= ch.axes[j].size;
     }
     bool selected = true;
-    for (int64_t j = 0; j < nax; ++j) selected = selected && (fixed[j] < 0 || idx[j] == fixed[j]);
+    for (int64_t j = 0; j < nax; ++j)
+      selected = selected && (region.fixed[j] < 0 || idx[j] == region.fixed[j]);
     if (!selected) continue;
-    bins.push_back(ch->start + flat);
+    bins.push_back(ch.start + flat);
     if (names) {
       std::string label;
-      for (int64_t j = 0; j < nax; ++j)
-        label += fmt::format("{}{}{}", j ? "_" : "", ch->axes[j].name, idx[j]);
+      for (int64_t j = 0; j < nax; ++j) label += fmt::format("{}{}{}", j ? "_" : "", ch.axes[j].name, idx[j]);
       names->push_back(fmt::format("{}_{}_{}", process, r.channel, label));
     }
   }
@@ -106,48 +54,14 @@ std::vector<int64_t> region_bins(const std::string& model, const FitInputData& i
 
 class AbcdFamilyModel final : public BinDependentParamModel {
  public:
-  AbcdFamilyModel(const FitInputData& in, const FamilyShape& shape, const std::vector<std::string>& args)
-      : shape_(shape), nproc_(in.nproc), nbinsfull_(in.nbinsfull) {
+  AbcdFamilyModel(const FitInputData& in, const FamilyShape& shape, const Regions& spec)
+      : shape_(shape), nproc_(in.nproc), nbinsfull_(in.nbinsfull), process_(spec.process) {
     const std::string model = shape.name;
-    const size_t nregions = shape.free_regions.size() + 1;
-    if (args.size() < nregions + 1)
-      fail(model,
-           fmt::format("expected [yieldCorrection:0|1] PROCESS and {} regions (CHANNEL [AXIS:INDEX ...] "
-                       "each), got {} argument(s)",
-                       nregions, args.size()));
-    size_t t = 0;
-    bool yield_correction = false;
-    const std::string yc = "yieldCorrection:";
-    if (args[t].rfind(yc, 0) == 0) {
-      yield_correction = parse_int(model, args[t], args[t].substr(yc.size())) != 0;
-      ++t;
-    }
-    process_ = args[t++];
-    auto pit = std::find(in.procs.begin(), in.procs.end(), process_);
-    if (pit == in.procs.end())
-      fail(model,
-           fmt::format("process '{}' not found; processes: [{}]", process_, fmt::join(in.procs, ", ")));
-    proc_ = pit - in.procs.begin();
-    // regions in command-line order: the free ones as cli_order lists them, then D
-    std::vector<RegionSpec> specs(nregions);
-    for (size_t k = 0; k < nregions; ++k) {
-      const size_t slot = k + 1 < nregions ? static_cast<size_t>(shape.cli_order[k]) : nregions - 1;
-      const std::string label = slot + 1 < nregions ? shape.free_regions[slot] : "D";
-      if (t >= args.size() || args[t].find(':') != std::string::npos)
-        fail(model, fmt::format("expected a channel name for region {}, got '{}'", label,
-                                t < args.size() ? args[t] : "<end>"));
-      specs[slot].channel = args[t++];
-      while (t < args.size() && args[t].find(':') != std::string::npos) {
-        const auto colon = args[t].find(':');
-        specs[slot].fixed.emplace_back(args[t].substr(0, colon),
-                                       parse_int(model, args[t], args[t].substr(colon + 1)));
-        ++t;
-      }
-    }
-    if (t < args.size()) fail(model, fmt::format("unexpected argument(s) after region D: '{}'", args[t]));
+    proc_ = process_index(model, in, process_);
+    const size_t nregions = shape.nregions();
     for (size_t k = 0; k < nregions; ++k) {
       const bool free = k + 1 < nregions;
-      bins_.push_back(region_bins(model, in, specs[k], process_, free ? &names_ : nullptr));
+      bins_.push_back(region_bins(model, in, spec.regions[k], process_, free ? &names_ : nullptr));
     }
     n_ = static_cast<int64_t>(bins_[0].size());
     for (size_t k = 1; k < nregions; ++k)
@@ -155,16 +69,9 @@ class AbcdFamilyModel final : public BinDependentParamModel {
         fail(model, fmt::format("all regions must have the same number of bins; {} has {}, {} has {}",
                                 shape.free_regions[0], n_, k + 1 < nregions ? shape.free_regions[k] : "D",
                                 bins_[k].size()));
-    // which region bin each global bin is (one region per bin: rabbit's scatter would be ill-defined)
-    slot_of_.assign(nbinsfull_, -1);
-    for (size_t k = 0; k < nregions; ++k)
-      for (int64_t i = 0; i < n_; ++i) {
-        auto& s = slot_of_[bins_[k][i]];
-        if (s >= 0) fail(model, fmt::format("bin {} of the input is in more than one region", bins_[k][i]));
-        s = static_cast<int64_t>(k) * n_ + i;
-      }
+    slot_of_ = region_slots(model, nbinsfull_, bins_);
     mc_factor_ = Eigen::VectorXd::Ones(n_);
-    if (yield_correction) mc_factor_ = mc_correction(in);
+    if (spec.yield_correction) mc_factor_ = mc_correction(in, proc_, shape_, bins_);
   }
 
   int64_t npoi() const override { return 0; }
@@ -288,27 +195,6 @@ class AbcdFamilyModel final : public BinDependentParamModel {
         (*h)(a, c) = a == c ? p2[a] * others(a, a) : p1[a] * p1[c] * others(a, c);
   }
 
-  /// f_i = Π_k N_k^{e_k} / N_D of the process' MC templates (rabbit's mc_factor_D), a zero template in a
-  /// denominator replaced by 1.
-  Eigen::VectorXd mc_correction(const FitInputData& in) const {
-    auto nominal = [&](int64_t b) -> double {
-      const int64_t idx = b * nproc_ + proc_;
-      if (!in.sparse) return in.norm[idx];
-      auto it = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), idx);
-      return it != in.norm_index.end() && *it == idx ? in.norm[it - in.norm_index.begin()] : 0.0;
-    };
-    auto safe = [](double x) { return x == 0.0 ? 1.0 : x; };
-    Eigen::VectorXd f(n_);
-    for (int64_t i = 0; i < n_; ++i) {
-      double num = 1.0, den = 1.0;
-      for (const auto& t : shape_.numerator) num *= std::pow(nominal(bins_[t.param][i]), t.power);
-      for (const auto& t : shape_.denominator) den *= std::pow(safe(nominal(bins_[t.param][i])), t.power);
-      den *= safe(nominal(bins_[nfree()][i]));
-      f[i] = num / den;
-    }
-    return f;
-  }
-
   FamilyShape shape_;
   int64_t nproc_, nbinsfull_;
   std::string process_;
@@ -322,22 +208,38 @@ class AbcdFamilyModel final : public BinDependentParamModel {
 
 }  // namespace
 
+std::shared_ptr<const ParamModel> make_abcd_family(const FitInputData& input, const FamilyShape& shape,
+                                                   const Regions& regions) {
+  return std::make_shared<AbcdFamilyModel>(input, shape, regions);
+}
+
+namespace {
+
+/// [yieldCorrection:0|1] PROCESS and the regions, as rabbit's ABCD and ExtendedABCD read them.
+std::shared_ptr<const ParamModel> parse_and_make(const FitInputData& input, const FamilyShape& shape,
+                                                 const std::vector<std::string>& args) {
+  const std::string model = shape.name;
+  if (args.size() < shape.nregions() + 1)
+    fail(model, fmt::format("expected [yieldCorrection:0|1] PROCESS and {} regions (CHANNEL [AXIS:INDEX ...] "
+                            "each), got {} argument(s)",
+                            shape.nregions(), args.size()));
+  size_t t = 0;
+  int64_t yield_correction = 0;
+  take_integer_option(model, args, t, "yieldCorrection", yield_correction);
+  return make_abcd_family(input, shape,
+                          parse_process_and_regions(model, shape, input, args, t, yield_correction != 0));
+}
+
+}  // namespace
+
 std::shared_ptr<const ParamModel> make_abcd(const FitInputData& input, const ParamModelSpec& spec,
                                             const ExpectSignal&, bool) {
-  // D = a·c/b; the command line gives A B C D.
-  static const FamilyShape shape{"ABCD", {"A", "B", "C"}, {0, 1, 2}, {{0, 1}, {2, 1}}, {{1, 1}}};
-  return std::make_shared<AbcdFamilyModel>(input, shape, spec.args);
+  return parse_and_make(input, abcd_shape(), spec.args);
 }
 
 std::shared_ptr<const ParamModel> make_extended_abcd(const FitInputData& input, const ParamModelSpec& spec,
                                                      const ExpectSignal&, bool) {
-  // D = c·ax·b²/(bx·a²); parameters A B C Ax Bx; the command line gives Ax Bx A B C D.
-  static const FamilyShape shape{"ExtendedABCD",
-                                 {"A", "B", "C", "Ax", "Bx"},
-                                 {3, 4, 0, 1, 2},
-                                 {{2, 1}, {3, 1}, {1, 2}},
-                                 {{4, 1}, {0, 2}}};
-  return std::make_shared<AbcdFamilyModel>(input, shape, spec.args);
+  return parse_and_make(input, extended_abcd_shape(), spec.args);
 }
 
 }  // namespace rabbit

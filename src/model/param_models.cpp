@@ -444,6 +444,12 @@ constexpr ParamModelEntry kParamModels[] = {
     {"Mixture", false, make_mixture},
     {"ABCD", true, make_abcd},
     {"ExtendedABCD", true, make_extended_abcd},
+    {"SmoothABCD", true, make_smooth_abcd},
+    {"SmoothExtendedABCD", true, make_smooth_extended_abcd},
+    {"ABCDIsoMT", true, make_abcd_isomt},
+    {"ExtendedABCDIsoMT", true, make_extended_abcd_isomt},
+    {"SmoothABCDIsoMT", true, make_smooth_abcd_isomt},
+    {"SmoothExtendedABCDIsoMT", true, make_smooth_extended_abcd_isomt},
 };
 
 }  // namespace
@@ -474,9 +480,8 @@ std::shared_ptr<const ParamModel> make_param_model(
                                     [&](const ParamModelEntry& e) { return spec.name == e.name; });
     if (entry == std::end(kParamModels))
       throw OptionError(
-          fmt::format("--paramModel: unknown param model '{}'; supported: {} (rabbit's SmoothABCD, "
-                      "SmoothExtendedABCD, the *IsoMT variants, AxisNorm, AxisExp, AxisBernstein, "
-                      "SaturatedProjectModel and user-defined models are not implemented)",
+          fmt::format("--paramModel: unknown param model '{}'; supported: {} (rabbit's AxisNorm, AxisExp, "
+                      "AxisBernstein, SaturatedProjectModel and user-defined models are not implemented)",
                       spec.name, fmt::join(supported_param_models(), ", ")));
     models.push_back(entry->make(input, spec, expect_signal, allow_negative_param));
   }

@@ -8,7 +8,7 @@
 #include "rabbit/model/model_options.hpp"
 #include "rabbit/model/param_model.hpp"
 #include "support/abcd_input.hpp"
-#include "support/finite_differences.hpp"
+#include "support/param_model_derivatives.hpp"
 
 namespace rabbit {
 namespace {
@@ -22,59 +22,6 @@ std::shared_ptr<const ParamModel> abcd(const std::vector<std::string>& args, con
   if (with_mu) specs.push_back(ParamModelSpec{"Mu", {}});
   specs.push_back(ParamModelSpec{name, args});
   return make_param_model(*test::abcd_input(), specs, {}, false);
-}
-
-/// The rates as one vector, rows b·P + p.
-VectorXd flat_rates(const ParamModel& m, const VectorXd& pi, int64_t b0, int64_t b1) {
-  MatrixXd r;
-  m.bin_rates(pi, b0, b1, r);
-  VectorXd out(r.size());
-  for (int64_t b = 0; b < r.rows(); ++b) out.segment(b * r.cols(), r.cols()) = r.row(b).transpose();
-  return out;
-}
-
-/// Jacobian, vjp, jvp and curvature product against central differences over bins [b0, b1).
-void check_derivatives(const ParamModel& m, const VectorXd& pi, int64_t b0, int64_t b1) {
-  const int64_t nb = b1 - b0, P = 3, M = m.nparams();
-  const double h = 1e-6;
-  const MatrixXd J = MatrixXd(m.rate_jacobian(pi, b0, b1));
-  ASSERT_EQ(J.rows(), nb * P);
-  ASSERT_EQ(J.cols(), M);
-  const MatrixXd J_fd =
-      test::central_jacobian([&](const VectorXd& x) { return flat_rates(m, x, b0, b1); }, pi, h);
-  EXPECT_LT((J - J_fd).cwiseAbs().maxCoeff(), 1e-7);
-
-  MatrixXd w(nb, P);
-  for (int64_t b = 0; b < nb; ++b)
-    for (int64_t p = 0; p < P; ++p) w(b, p) = 0.3 + 0.2 * b - 0.4 * p + 0.05 * b * p;
-  VectorXd wflat(nb * P);
-  for (int64_t b = 0; b < nb; ++b) wflat.segment(b * P, P) = w.row(b).transpose();
-  VectorXd g;
-  m.rates_vjp(pi, b0, b1, w, g);
-  EXPECT_LT((g - J_fd.transpose() * wflat).cwiseAbs().maxCoeff(), 1e-6);
-
-  MatrixXd v(M, 2);
-  for (int64_t i = 0; i < M; ++i) {
-    v(i, 0) = 0.5 + 0.1 * i;
-    v(i, 1) = 1.0 - 0.3 * (i % 4);
-  }
-  MatrixXd dr;
-  m.rates_jvp(pi, b0, b1, v, dr);
-  EXPECT_LT((dr - J_fd * v).cwiseAbs().maxCoeff(), 1e-6);
-
-  // curvature product: the derivative of the vjp along each direction
-  const MatrixXd cv = m.curvature_product(pi, b0, b1, w, v);
-  ASSERT_EQ(cv.rows(), M);
-  for (int64_t j = 0; j < 2; ++j) {
-    const VectorXd fd = test::central_partial(
-        [&](const VectorXd& t) {
-          VectorXd gg;
-          m.rates_vjp(pi + t[0] * v.col(j), b0, b1, w, gg);
-          return gg;
-        },
-        VectorXd::Zero(1), 0, h);
-    EXPECT_LT((cv.col(j) - fd).cwiseAbs().maxCoeff(), 1e-6) << "direction " << j;
-  }
 }
 
 /// A point away from 1, different per parameter.
@@ -110,8 +57,8 @@ TEST(AbcdParamModel, RatesNamesAndDefaults) {
 
 TEST(AbcdParamModel, DerivativesAgreeWithFiniteDifferences) {
   auto m = abcd(test::abcd_arguments());
-  check_derivatives(*m, point(6), 0, 10);
-  check_derivatives(*m, point(6), 3, 7);  // a range that cuts regions
+  test::check_param_model_derivatives(*m, point(6), 0, 10);
+  test::check_param_model_derivatives(*m, point(6), 3, 7);  // a range that cuts regions
 }
 
 TEST(AbcdParamModel, YieldCorrectionMultipliesTheMonteCarloFactor) {
@@ -123,7 +70,7 @@ TEST(AbcdParamModel, YieldCorrectionMultipliesTheMonteCarloFactor) {
   // norm of nonprompt: A 40, 44; B 80, 86; C 30, 27; D 15, 14
   EXPECT_DOUBLE_EQ(r(0, 1), 40.0 * 30.0 / (80.0 * 15.0));
   EXPECT_DOUBLE_EQ(r(1, 1), 44.0 * 27.0 / (86.0 * 14.0));
-  check_derivatives(*m, point(6), 0, 10);
+  test::check_param_model_derivatives(*m, point(6), 0, 10);
 }
 
 TEST(AbcdParamModel, ExtendedAbcdRatesAndDerivatives) {
@@ -142,10 +89,10 @@ TEST(AbcdParamModel, ExtendedAbcdRatesAndDerivatives) {
   m->bin_rates(pi, 0, 10, r);
   const VectorXd s = pi.cwiseProduct(pi);  // a, b, c, ax, bx
   EXPECT_DOUBLE_EQ(r(7, 1), s[2] * s[3] * s[1] * s[1] / (s[4] * s[0] * s[0]));
-  check_derivatives(*m, pi, 0, 10);
+  test::check_param_model_derivatives(*m, pi, 0, 10);
   auto yc = args;
   yc.insert(yc.begin(), "yieldCorrection:1");
-  check_derivatives(*abcd(yc, "ExtendedABCD"), pi, 0, 10);
+  test::check_param_model_derivatives(*abcd(yc, "ExtendedABCD"), pi, 0, 10);
 }
 
 TEST(AbcdParamModel, CompositeWithMuHasExactDerivatives) {
@@ -156,7 +103,7 @@ TEST(AbcdParamModel, CompositeWithMuHasExactDerivatives) {
   EXPECT_EQ(m->names().front(), "signal");
   VectorXd pi = point(7);
   pi[0] = 1.3;
-  check_derivatives(*m, pi, 0, 10);
+  test::check_param_model_derivatives(*m, pi, 0, 10);
   MatrixXd r;
   m->bin_rates(pi, 4, 5, r);
   EXPECT_DOUBLE_EQ(r(0, 0), 1.3);

@@ -134,7 +134,9 @@ TEST(ParamModelBinRange, CompositeCurvatureProduct) {
 
 TEST(ParamModelBinRange, SupportedModelsComeFromTheRegistry) {
   EXPECT_EQ(supported_param_models(),
-            (std::vector<std::string>{"Ones", "Mu", "Mixture", "ABCD", "ExtendedABCD"}));
+            (std::vector<std::string>{"Ones", "Mu", "Mixture", "ABCD", "ExtendedABCD", "SmoothABCD",
+                                      "SmoothExtendedABCD", "ABCDIsoMT", "ExtendedABCDIsoMT",
+                                      "SmoothABCDIsoMT", "SmoothExtendedABCDIsoMT"}));
 }
 
 }  // namespace

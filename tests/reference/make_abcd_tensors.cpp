@@ -4,6 +4,10 @@
 //   abcd.hdf5: ch_fakes (axes iso(2) × pt(5): A = iso:0, B = iso:1), ch_C and ch_D (pt(5)); signal in C and
 //     D, nonprompt everywhere (A·C/B ≈ D), a lumi systematic on the signal.
 //   extended_abcd.hdf5: ch_Ax, ch_Bx, ch_A, ch_B, ch_C, ch_D (pt(5)); signal and nonprompt in all six.
+//   isomt.hdf5: one channel ch with axes mt(3) × relIso(2) × pt(6) × eta(2), the layout of rabbit's IsoMT
+//     variants and of the smooth models (smoothing axis pt, outer axis eta); signal where relIso = 0 and
+//     mt is the last bin, nonprompt everywhere (falling in pt, factorising in mt × relIso up to a slow
+//     pt-dependent drift), ewk everywhere with a lumi systematic.
 // Not part of the build; see tests/reference/README.md:
 //   g++ -std=c++20 -O1 -I include -I /usr/include/eigen3 -I /usr/include/hdf5/serial \
 //     tests/reference/make_abcd_tensors.cpp -L build -lrabbit_io -lrabbit_core -Wl,-rpath,$PWD/build \
@@ -93,12 +97,46 @@ void write_extended_abcd(const std::string& dir) {
   w.write(dir + "/extended_abcd.hdf5");
 }
 
+void write_isomt(const std::string& dir) {
+  using namespace rabbit;
+  constexpr int kMt = 3, kIso = 2, kPtIso = 6, kEta = 2;
+  const double mt_scale[] = {1.0, 0.6, 0.35}, iso_scale[] = {0.3, 1.0};
+  std::vector<double> data, sig, np, ewk, sig2, np2, ewk2;
+  for (int mt = 0; mt < kMt; ++mt)
+    for (int iso = 0; iso < kIso; ++iso)
+      for (int pt = 0; pt < kPtIso; ++pt)
+        for (int eta = 0; eta < kEta; ++eta) {
+          const double s = mt == kMt - 1 && iso == 0 ? 900.0 * std::exp(-0.12 * pt) * (1.0 + 0.1 * eta) : 0.0;
+          const double n = 3000.0 * mt_scale[mt] * iso_scale[iso] * std::exp(-0.35 * pt) *
+                           (1.0 + 0.15 * eta) * (1.0 + 0.04 * mt * pt);
+          const double e = 150.0 * std::exp(-0.1 * pt) * (1.0 + 0.5 * mt);
+          sig.push_back(s);
+          np.push_back(n);
+          ewk.push_back(e);
+          sig2.push_back(0.01 * s);
+          np2.push_back(1.5 * n);
+          ewk2.push_back(0.05 * e);
+          const double tot = s + n + e;
+          data.push_back(std::round(tot + std::sqrt(tot) * std::sin(1.7 * data.size() + 0.4)));
+        }
+  TensorWriter w;
+  w.add_channel("ch", {axis::regular(kMt, 0, 90, "mt"), axis::integer(0, kIso, "relIso"),
+                       axis::regular(kPtIso, 25, 55, "pt"), axis::regular(kEta, -2.4, 2.4, "eta")});
+  w.add_data("ch", data);
+  w.add_process("ch", "signal", sig, true, sig2);
+  w.add_process("ch", "nonprompt", np, false, np2);
+  w.add_process("ch", "ewk", ewk, false, ewk2);
+  w.add_norm_systematic("lumi", {"signal", "ewk"}, "ch", {1.02});
+  w.write(dir + "/isomt.hdf5");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : ".";
   write_abcd(dir);
   write_extended_abcd(dir);
-  std::printf("wrote %s/abcd.hdf5 and %s/extended_abcd.hdf5\n", dir.c_str(), dir.c_str());
+  write_isomt(dir);
+  std::printf("wrote abcd.hdf5, extended_abcd.hdf5 and isomt.hdf5 in %s\n", dir.c_str());
   return 0;
 }
