@@ -58,6 +58,7 @@ struct Case {
 void expect_near(const MatrixXd& got, const MatrixXd& want, const std::string& what) {
   ASSERT_EQ(got.rows(), want.rows()) << what;
   ASSERT_EQ(got.cols(), want.cols()) << what;
+  if (want.size() == 0) return;  // per-process MC-stat parts exist in full mode only
   const double scale = std::max(1.0, want.cwiseAbs().maxCoeff());
   EXPECT_LT((got - want).cwiseAbs().maxCoeff(), 1e-9 * scale) << what;
 }
