@@ -213,10 +213,8 @@ CASES = {
 
 # Mappings (`-m NAME ARGS`, spellings of upstream's rabbit/mappings/ parse_args) on dense.hdf5:
 # ch0 (axis x, 10 bins), ch1 (axes a: 10 bins, b: 5 bins) and the masked ch0_masked (axis x).
-# Written to tests/reference/pending_mappings/ (--set mappings); a case moves to tests/reference/fits/
-# once our rabbit_fit accepts its whole command line (all but the three process-selecting Ratio/Asymmetry
-# ones, whose --computeHistImpacts we refuse), or is written there with --outdir tests/reference/fits
-# (map_gaussian_project_ch1_a, map_composite_project_normalize, map_angular_coefficients).
+# Written to tests/reference/fits/ (--set mappings) with the other cases; tests/reference/mappings.md lists them.
+# Run one case at a time (--cases NAME).
 HIST_OUT = ["--saveHists", "--computeHistErrors", "--computeHistCov", "--computeHistImpacts"]
 MAPPING_CASES = {
     # a bin range of a (bins 2..7) on ch1, b kept
@@ -250,6 +248,19 @@ MAPPING_CASES = {
         + HIST_OUT
         + ["--binByBinStatMode", "full", "-m", "Asymmetry", "ch0", "ch1", "sig", "sig", "None:None", "b:sum"],
     ),
+    # Difference (n/Σn − d/Σd) of two channels
+    "map_difference_ch0_ch1": (
+        "dense.hdf5",
+        DATA + HIST_OUT + ["-m", "Difference", "ch0", "ch1", "None:None", "b:sum"],
+    ),
+    # a process-selecting Ratio inside --compositeMapping, with the Gaussian histogram impacts and BB full mode
+    "map_composite_ratio_procs_gaussian": (
+        "dense.hdf5",
+        DATA
+        + HIST_OUT
+        + ["--computeHistGaussianImpacts", "--binByBinStatMode", "full", "--compositeMapping"]
+        + ["-m", "Ratio", "ch0", "ch1", "sig", "bkg", "None:None", "b:sum", "-m", "Project", "ch1", "a"],
+    ),
     "map_normratio_ch0_ch1": (
         "dense.hdf5",
         DATA + HIST_OUT + ["-m", "Normratio", "ch0", "ch1", "None:None", "b:sum"],
@@ -281,15 +292,14 @@ MAPPING_CASES = {
     ),
     # two mappings without --compositeMapping (upstream saves BaseMapping only when no -m is given)
     "map_two_mappings": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Project", "ch1", "a", "-m", "Select", "ch0"]),
-    # AngularCoefficients and LamTung on angular.hdf5 (pt x helicity, ch0 observed, ch_gen masked); written
-    # with --outdir tests/reference/fits
+    # AngularCoefficients and LamTung on angular.hdf5 (pt x helicity, ch0 observed, ch_gen masked)
     "map_angular_coefficients": (
         "angular.hdf5",
         DATA + HIST_OUT + ["-m", "AngularCoefficients", "ch0", "-m", "AngularCoefficients", "ch_gen", "pt:sum"]
         + ["-m", "LamTung", "ch_gen", "sig", "pt:slice(1,4)"],
     ),
 }
-SETS = {"fits": (CASES, "fits"), "mappings": (MAPPING_CASES, "pending_mappings")}
+SETS = {"fits": (CASES, "fits"), "mappings": (MAPPING_CASES, "fits")}
 
 
 def to_json(obj):
@@ -410,7 +420,7 @@ def main():
         "--set",
         choices=SETS.keys(),
         default="fits",
-        help="fits: CASES into tests/reference/fits; mappings: MAPPING_CASES into tests/reference/pending_mappings",
+        help="fits: CASES; mappings: MAPPING_CASES (both into tests/reference/fits)",
     )
     parser.add_argument("--outdir", default=None, help="default: the set's directory in tests/reference")
     parser.add_argument("--list", action="store_true", help="print the cases and exit")

@@ -1,7 +1,5 @@
 #include "result_layout_writer.hpp"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <ctime>
@@ -61,18 +59,6 @@ ResultLayoutWriter::ResultLayoutWriter(const FitContext& ctx)
   for (const auto& tokens : ctx.options.mappings) {
     auto mapping = postfit::make_mapping(*ctx.input, tokens);
     const std::string key = mapping->key();
-    // The impacts' β part and the composite's stacking are written for mappings of ν; a mapping of the
-    // per-process yields (a Ratio with processes, docs/output-format.md "Mappings") has neither yet.
-    if (mapping->needs_processes()) {
-      const auto& o = ctx.options;
-      for (const auto& [given, option] :
-           {std::pair{o.compute_hist_impacts, "--computeHistImpacts"},
-            std::pair{o.compute_hist_gaussian_impacts, "--computeHistGaussianImpacts"},
-            std::pair{o.composite_mapping, "--compositeMapping"}})
-        if (given)
-          throw OptionError(fmt::format("{} is not implemented with the process-selecting mapping '-m {}'",
-                                        option, fmt::join(tokens, " ")));
-    }
     if (std::none_of(mappings_.begin(), mappings_.end(),
                      [&](const MappingOutput& m) { return m.mapping->key() == key; }))
       mappings_.push_back({std::move(mapping), {}, {}});

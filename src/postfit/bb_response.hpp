@@ -7,6 +7,7 @@
 #include "rabbit/fit/fitter.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/yield_model.hpp"
+#include "rabbit/postfit/mapping.hpp"
 
 namespace rabbit::postfit {
 
@@ -25,6 +26,10 @@ struct BBResponse {
 /// The response at x: β stored (prefit) or profiled β̂(x).
 BBResponse bb_response(const Model& model, YieldModel& shard, Fitter& fitter, const Eigen::VectorXd& x,
                        const Eigen::VectorXd& xi, bool prefit);
+
+/// ∂N/∂β [nbinsfull·nproc × entries], rows b·nproc + p (the columns of Mapping::jacobian_processes): one
+/// nonzero dN(b, p) per process of a bin, at its entry.
+MappingJacobian process_beta_rows(const BBResponse& r);
 
 /// dβ̂/dx [nentries_observed × npar] by central differences of the analytic profile (0 for frozen columns).
 Eigen::MatrixXd profiled_beta_jacobian(Fitter& fitter, const Eigen::VectorXd& x, const Eigen::VectorXd& d1);

@@ -90,6 +90,25 @@ class CompositeMapping final : public Mapping {
     for (const auto& m : parts_) parts.push_back(m->jacobian(nu_full));
     return stack(parts, nu_full.size());
   }
+  // A part of the per-process yields makes the whole one (its covariance spans every part): the others
+  // enter through their default ∂y/∂vec(N), ∂y/∂ν repeated for every process.
+  bool needs_processes() const override {
+    return std::any_of(parts_.begin(), parts_.end(), [](const auto& m) { return m->needs_processes(); });
+  }
+  VectorXd apply_processes(const MatrixXd& n_full) const override {
+    VectorXd y(size());
+    int64_t offset = 0;
+    for (const auto& m : parts_) {
+      y.segment(offset, m->size()) = m->apply_processes(n_full);
+      offset += m->size();
+    }
+    return y;
+  }
+  MappingJacobian jacobian_processes(const MatrixXd& n_full) const override {
+    std::vector<MappingJacobian> parts;
+    for (const auto& m : parts_) parts.push_back(m->jacobian_processes(n_full));
+    return stack(parts, n_full.size());
+  }
   MatrixXd apply_per_process(const MatrixXd& n_full) const override {
     MatrixXd y(size(), n_full.cols());
     int64_t offset = 0;

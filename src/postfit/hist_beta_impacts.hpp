@@ -15,6 +15,7 @@ namespace rabbit::postfit {
 /// What the β part needs; sizes: ny outputs, nbf input bins, ne β entries, npar parameters.
 struct BetaImpactTerms {
   const MappingJacobian* A = nullptr;  // ∂y/∂ν [ny × nbf]; nullptr: the identity
+  // (a process-selecting mapping: A = ∂y/∂vec(N) and UH's rows b·nproc + p, U = ∂N/∂β)
   // The direct response U H_ββ⁻¹ [nbf × ne] with U = ∂ν/∂β (rabbit's pdexpdbeta before the mapping), for an
   // H_ββ that is diagonal per entry or block-diagonal per bin, so that it is as sparse as U; with Hinv given,
   // U alone. No nonzeros: no direct response.
@@ -45,7 +46,7 @@ namespace rabbit::postfit {
 
 /// The Gaussian kind's data-stat and MC-stat parts per output (rabbit's gaussian_global_impacts_obs,
 /// docs/output-format.md "Gaussian global impacts on histogram bins"): squared, [ny] and, BB full mode,
-/// [ny × nproc]. A = ∂y/∂ν (nullptr: identity), JC = J_y C as the histogram takes J_y (through β̂ when
+/// [ny × nproc]. A = ∂y/∂ν (nullptr: identity) or, `by_process`, ∂y/∂vec(N) of a process-selecting mapping; JC = J_y C as the histogram takes J_y (through β̂ when
 /// `profile`), x̂'s response from the profiled likelihood at x. Throws OptionError for the cases it does not
 /// cover (--covarianceFit with BB, beta variations).
 struct GaussianHistImpacts {
@@ -54,7 +55,7 @@ struct GaussianHistImpacts {
   Eigen::MatrixXd bb_proc_sq;
 };
 GaussianHistImpacts gaussian_hist_impacts(const Model& model, YieldModel& shard, Fitter& fitter,
-                                          const MappingJacobian* A, const Eigen::VectorXd& x,
+                                          const MappingJacobian* A, bool by_process, const Eigen::VectorXd& x,
                                           const Eigen::MatrixXd& JC, bool profile);
 
 }  // namespace rabbit::postfit

@@ -16,8 +16,8 @@ using Eigen::VectorXd;
 using Mode = YieldModel::BetaMode;
 
 GaussianHistImpacts gaussian_hist_impacts(const Model& model, YieldModel& shard, Fitter& fitter,
-                                          const MappingJacobian* A, const VectorXd& x, const MatrixXd& JC,
-                                          bool profile) {
+                                          const MappingJacobian* A, bool by_process, const VectorXd& x,
+                                          const MatrixXd& JC, bool profile) {
   const FitInputData& in = *model.input;
   const int64_t nobs = in.nbins, nbf = in.nbinsfull, P = in.nproc, ny = JC.rows();
   const DataLikelihood lik = model.options.likelihood;
@@ -72,7 +72,29 @@ GaussianHistImpacts gaussian_hist_impacts(const Model& model, YieldModel& shard,
     const double c = r.c(r.entry(b, p));
     return c > 0.0 ? (r.dN(b, p) / c) / (1.0 + dd(b) * s) : 0.0;
   };
-  if (profile) {
+  // (U H⁻¹)[b, e] over the observed bins, rows bins: the β̂ response to n_b is its row times w_b.
+  auto observed_uh = [&]() {
+    std::vector<Eigen::Triplet<double>> t;
+    for (int64_t b = 0; b < nobs; ++b)
+      for (int64_t p = 0; p < (r.full ? P : 1); ++p) {
+        const double v = u_hinv(b, p);
+        if (v != 0.0) t.emplace_back(b, r.entry(b, p), v);
+      }
+    MappingJacobian m(nobs, ne);
+    m.setFromTriplets(t.begin(), t.end());
+    return m;
+  };
+  if (profile && by_process) {
+    // A mapping of N (docs/architecture.md "Process-selecting mappings"): Z = G (U H⁻¹)ᵀ with G = A ∂N/∂β,
+    // which no longer factors through one coefficient per bin; as sparse as G.
+    const MappingJacobian Z = MappingJacobian(*A * process_beta_rows(r)) * observed_uh().transpose();
+    for (int64_t i = 0; i < ny; ++i)
+      for (MappingJacobian::InnerIterator it(Z, i); it; ++it) {
+        const int64_t k = it.col();
+        const double z = it.value();
+        out.stat_sq(i) += dd(k) * (2.0 * z * JC.row(i).dot(Jp.row(k)) + z * z);
+      }
+  } else if (profile) {
     for (int64_t i = 0; i < ny; ++i) {
       auto add = [&](int64_t k, double a) {
         if (k >= nobs || a == 0.0) return;
@@ -105,7 +127,38 @@ GaussianHistImpacts gaussian_hist_impacts(const Model& model, YieldModel& shard,
     t.s2(e) = r.q(e) * r.q(e) * (additive ? 1.0 : 1.0 / k(e));
   }
   std::vector<Eigen::Triplet<double>> uh;
-  if (profile)
+  if (profile && by_process) {
+    // ∂N/∂β H⁻¹ [nbf·P × ne], rows b·P + p': the exact per-bin block of H⁻¹ (diagonal lite; full:
+    // diag(1/c) − ℓ'' v vᵀ/(1 + ℓ'' s), v = u/c, whose u-weighted column sums are u_hinv).
+    for (int64_t b = 0; b < nbf; ++b) {
+      if (b >= nobs) {
+        for (int64_t p = 0; p < P; ++p) {
+          const int64_t e = r.entry(b, p);
+          if (r.dN(b, p) != 0.0 && r.q(e) != 0.0) uh.emplace_back(b * P + p, e, r.dN(b, p) / r.q(e));
+        }
+        continue;
+      }
+      if (!r.full) {
+        const double u = r.dN.row(b).sum(), H = r.c(b) + dd(b) * u * u;
+        for (int64_t p = 0; p < P; ++p)
+          if (H > 0.0 && r.dN(b, p) != 0.0) uh.emplace_back(b * P + p, b, r.dN(b, p) / H);
+        continue;
+      }
+      VectorXd v = VectorXd::Zero(P);
+      for (int64_t p = 0; p < P; ++p) {
+        const double c = r.c(r.entry(b, p));
+        if (c > 0.0) v(p) = r.dN(b, p) / c;
+      }
+      const double g = dd(b) / (1.0 + dd(b) * r.dN.row(b).dot(v));
+      for (int64_t pp = 0; pp < P; ++pp) {
+        if (r.dN(b, pp) == 0.0 || v(pp) == 0.0) continue;  // c = 0: the row of H⁻¹ is zero
+        for (int64_t p = 0; p < P; ++p) {
+          const double h = (p == pp ? 1.0 / r.c(r.entry(b, p)) : 0.0) - g * v(pp) * v(p);
+          if (h != 0.0) uh.emplace_back(b * P + pp, r.entry(b, p), r.dN(b, pp) * h);
+        }
+      }
+    }
+  } else if (profile)
     for (int64_t b = 0; b < nbf; ++b)
       for (int64_t p = 0; p < P; ++p) {
         const int64_t e = r.entry(b, p);
@@ -116,7 +169,7 @@ GaussianHistImpacts gaussian_hist_impacts(const Model& model, YieldModel& shard,
           uh.emplace_back(b, e, r.dN(b, p) / r.q(e));
         }
       }
-  t.UH.resize(nbf, ne);
+  t.UH.resize(by_process ? nbf * P : nbf, ne);
   t.UH.setFromTriplets(uh.begin(), uh.end());
   BetaImpacts bi = hist_beta_impacts(t, JC);
   out.bb_sq = std::move(bi.total_sq);

@@ -20,90 +20,6 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using Mode = YieldModel::BetaMode;
 
-BBResponse bb_response(const Model& model, YieldModel& shard, Fitter& fitter, const VectorXd& x,
-                       const VectorXd& xi, bool prefit) {
-  const FitInputData& in = *model.input;
-  BBResponse r;
-  r.full = shard.bb_full();
-  r.nproc = in.nproc;
-  const int64_t nbf = in.nbinsfull, P = in.nproc;
-  MatrixXd N;
-  VectorXd nu0;
-  shard.expected_yields(xi, 0, nbf, Mode::none, &nu0, &N);
-  r.beta = shard.stored_beta();
-  if (!prefit) {
-    VectorXd bhat = fitter.profiled_beta(x);
-    r.beta.head(bhat.size()) = bhat;
-  }
-  const BBStatistics stats(model);
-  const VectorXd& k = stats.kstat();
-  const VectorXd& beta0 = shard.beta_centres();
-  const auto& mask = stats.mask();
-  const int64_t ne = r.beta.size();
-  r.c = VectorXd::Zero(ne);
-  r.q = VectorXd::Zero(ne);
-  for (int64_t e = 0; e < ne; ++e) {
-    r.c(e) = stats.curvature(e, r.beta(e), beta0(e));
-    switch (stats.kind()) {
-      case likelihood::BBKind::gamma:
-        if (!mask[e]) r.q(e) = k(e) / r.beta(e);
-        break;
-      case likelihood::BBKind::normal_multiplicative:
-        if (!mask[e]) r.q(e) = k(e);
-        break;
-      default:
-        r.q(e) = 1.0;
-        break;
-    }
-  }
-  // Zero-variance processes (lite): sumw2 = 0 entries are not scaled by β.
-  auto zero_var = [&](int64_t b, int64_t p) {
-    if (in.sumw_per_bin || r.full) return false;
-    return in.sumw2[b * P + p] == 0.0;
-  };
-  r.dN = MatrixXd::Zero(nbf, P);
-  const bool additive = model.bb_type == BBType::normal_additive;
-  for (int64_t b = 0; b < nbf; ++b) {
-    double A = 0.0, sigma2 = 0.0;
-    for (int64_t p = 0; p < P; ++p) {
-      if (!zero_var(b, p)) A += N(b, p);
-      sigma2 += in.sumw_per_bin ? 0.0 : in.sumw2[b * P + p];
-    }
-    if (in.sumw_per_bin) sigma2 = in.sumw2[b];
-    const double Asafe = A > 0.0 ? A : 1.0;
-    for (int64_t p = 0; p < P; ++p) {
-      const int64_t e = r.entry(b, p);
-      if (additive) {
-        if (r.full)
-          r.dN(b, p) = std::sqrt(in.sumw2[b * P + p]);
-        else if (in.sumw_per_bin)
-          r.dN(b, p) = std::sqrt(sigma2) * N(b, p) / (nu0(b) != 0.0 ? nu0(b) : 1.0);
-        else
-          r.dN(b, p) = zero_var(b, p) ? 0.0 : std::sqrt(sigma2) * N(b, p) / Asafe;
-      } else {
-        if (mask[e] || zero_var(b, p)) continue;
-        r.dN(b, p) = N(b, p);
-      }
-    }
-  }
-  return r;
-}
-
-// d β̂ / dx [nentries_observed × npar] by central differences of the analytic profile.
-MatrixXd profiled_beta_jacobian(Fitter& fitter, const VectorXd& x, const VectorXd& d1) {
-  VectorXd b0 = fitter.profiled_beta(x);
-  MatrixXd B = MatrixXd::Zero(b0.size(), x.size());
-  for (int64_t j = 0; j < x.size(); ++j) {
-    if (d1(j) == 0.0) continue;  // frozen: β̂ does not move with it in the fit
-    const double h = 1e-5 * std::max(1.0, std::abs(x(j)));
-    VectorXd xp = x, xm = x;
-    xp(j) += h;
-    xm(j) -= h;
-    B.col(j) = (fitter.profiled_beta(xp) - fitter.profiled_beta(xm)) / (2.0 * h);
-  }
-  return B;
-}
-
 HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter, const VectorXd& x,
                                    const MatrixXd& cov, const HistogramRequest& req) {
   const auto base = make_mapping(*model.input, {"BaseMapping"});
@@ -319,13 +235,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   // (full), the forms bb_incl_cov takes for the inclusive bins.
   auto process_beta_terms = [&](MappingJacobian& G, VectorXd& cbeta) {
     const int64_t ne = bbr.beta.size();
-    std::vector<Eigen::Triplet<double>> t;
-    for (int64_t b = 0; b < nbf; ++b)
-      for (int64_t p = 0; p < P; ++p)
-        if (bbr.dN(b, p) != 0.0) t.emplace_back(b * P + p, bbr.entry(b, p), bbr.dN(b, p));
-    MappingJacobian U(nbf * P, ne);
-    U.setFromTriplets(t.begin(), t.end());
-    G = A * U;
+    G = A * process_beta_rows(bbr);
     if (Hinv.size()) return;
     cbeta = VectorXd::Zero(ne);
     for (int64_t b = 0; b < nbf; ++b) {
@@ -341,7 +251,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       }
     }
   };
-  if (by_process && bb && (req.errors || req.covariance)) {
+  if (by_process && bb && (req.errors || req.covariance || any_impacts)) {
     MappingJacobian G;
     VectorXd cbeta;
     process_beta_terms(G, cbeta);
@@ -381,7 +291,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     out.impacts = JC * sc.asDiagonal();
   }
   if (req.gaussian_global_impacts) {
-    auto g = gaussian_hist_impacts(model, shard, fitter, identity ? nullptr : &A, x, JC, !req.prefit);
+    auto g = gaussian_hist_impacts(model, shard, fitter, identity ? nullptr : &A, by_process, x, JC, !req.prefit);
     out.gaussian_stat_sq = std::move(g.stat_sq);
     out.gaussian_bb_sq = std::move(g.bb_sq);
     out.gaussian_bb_proc_sq = std::move(g.bb_proc_sq);
@@ -411,7 +321,12 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       auto direct = [&](int64_t e, double u) { return t.Hinv ? u : (h(e) > 0.0 ? u / h(e) : 0.0); };
       std::vector<Eigen::Triplet<double>> uh;
       for (int64_t b = 0; b < nbf; ++b) {
-        if (betavar_partials.size() && b >= nobs) {
+        if (by_process) {
+          // rows b·P + p of ∂N/∂β H⁻¹, as A = ∂y/∂vec(N) takes them (no beta variations here)
+          for (int64_t p = 0; p < P; ++p)
+            if (bbr.dN(b, p) != 0.0)
+              uh.emplace_back(b * P + p, bbr.entry(b, p), direct(bbr.entry(b, p), bbr.dN(b, p)));
+        } else if (betavar_partials.size() && b >= nobs) {
           for (int64_t e = 0; e < betavar_partials.cols(); ++e)
             if (betavar_partials(b, e) != 0.0) uh.emplace_back(b, e, direct(e, betavar_partials(b, e)));
         } else {
@@ -420,7 +335,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
               uh.emplace_back(b, bbr.entry(b, p), direct(bbr.entry(b, p), bbr.dN(b, p)));
         }
       }
-      t.UH.resize(nbf, ne);
+      t.UH.resize(by_process ? nbf * P : nbf, ne);
       t.UH.setFromTriplets(uh.begin(), uh.end());
       BetaImpacts bi = hist_beta_impacts(t, JC);
       out.impacts_bb_sq = std::move(bi.total_sq);

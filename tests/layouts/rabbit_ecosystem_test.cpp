@@ -4,7 +4,8 @@
 // rabbit-fit without TensorFlow, wums, hist, h5py) runs rabbit.io_tools.get_fitresult,
 // rabbit_print_impacts.py and rabbit_print_pulls_and_constraints.py on them, and for the example
 // rabbit_plot_pulls_and_impacts.py and rabbit_plot_hists.py headless (and rabbit_plot_hists.py -m on the
-// Project and Normalize mappings of the saturated_projection case). What they return and print
+// Project and Normalize mappings of the saturated_projection case, rabbit_print_impacts.py -m on the
+// process-selecting Ratio of map_ratio_procs_ch0_ch1). What they return and print
 // must equal what the same fit wrote in the plain layout (a second run, single-threaded, so that
 // the numbers are identical; read by our plain reader, independent of our pickles), and the plots
 // must be written.
@@ -229,6 +230,65 @@ void check_mapping_plots(const ResultReader& r, const Json& plots, const std::st
   }
 }
 
+// The reference case (a process-selecting Ratio with --computeHistImpacts) on whose mapping
+// rabbit_print_impacts.py --globalImpacts -m prints the impacts on every bin.
+const std::string kHistImpactsCase = "map_ratio_procs_ch0_ch1";
+const char* const kHistImpactsMapping = "[\"Ratio\", \"ch0\", \"ch1\", \"sig\", \"bkg\", \"None:None\", \"b:sum\"]";
+
+// rabbit_print_impacts.py --globalImpacts [-u] --scale 1e6 -m KEY: per bin of the mapping's one channel, in C
+// order, "Now at {...} with ...", a title, then "   label: value" per impact and "Total" (the bin's σ), each
+// value times 1e6 rounded to five decimals.
+void check_hist_impacts(const ResultReader& r, const Json& printed, const std::string& name) {
+  ASSERT_EQ(printed.object().size(), 1u) << name;
+  for (const auto& [key, runs] : printed.object()) {
+    const auto channels = r.members("results/mappings/" + key + "/channels");
+    ASSERT_EQ(channels.size(), 1u) << name << " " << key;
+    const std::string ch = channels[0].path;
+    const Hist total = r.hist(ch + "/hist_postfit_inclusive");
+    ASSERT_EQ(runs.object().size(), 2u) << name;
+    for (const auto& [kind, run] : runs.object()) {
+      const std::string w = name + " rabbit_print_impacts.py -m " + key + " (" + kind + ")";
+      if (!run.at("ok").boolean()) {
+        ADD_FAILURE() << w << " failed:\n" << (run.find("error") ? run.at("error").string() : "");
+        continue;
+      }
+      const Hist h =
+          r.hist(ch + "/hist_postfit_inclusive_global_impacts" + (kind == "grouped" ? "_grouped" : ""));
+      const auto& labels = h.axis_labels.back();
+      std::istringstream in(run.at("stdout").string());
+      std::string line;
+      long bin = -1;
+      size_t impacts = 0, totals = 0;
+      while (std::getline(in, line)) {
+        if (line.rfind("Now at ", 0) == 0) {
+          ++bin;
+          continue;
+        }
+        if (line.rfind("   ", 0) != 0) continue;
+        const auto colon = line.rfind(": ");
+        ASSERT_NE(colon, std::string::npos) << w << ": " << line;
+        ASSERT_GE(bin, 0) << w;
+        ASSERT_LT(static_cast<size_t>(bin), total.values.size()) << w;
+        const auto b = static_cast<size_t>(bin);
+        const std::string label = line.substr(3, colon - 3), value = line.substr(colon + 2);
+        double ours = 0;
+        if (label == "Total") {
+          ours = std::sqrt(total.variances.at(b));
+          ++totals;
+        } else {
+          const auto c = std::find(labels.begin(), labels.end(), label);
+          ASSERT_NE(c, labels.end()) << w << ": " << line;
+          ours = h.values.at(b * labels.size() + static_cast<size_t>(c - labels.begin()));
+          ++impacts;
+        }
+        EXPECT_EQ(value, python_round_str(ours * 1e6)) << w << " bin " << bin << " " << label;
+      }
+      EXPECT_EQ(totals, total.values.size()) << w << ": bins printed";
+      EXPECT_EQ(impacts, total.values.size() * labels.size()) << w << ": impacts printed";
+    }
+  }
+}
+
 TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
   const fs::path py = python();
   ASSERT_TRUE(fs::exists(py)) << "upstream rabbit's Python tools are not installed (" << py
@@ -261,6 +321,7 @@ TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
                    ", \"mappings\": [[\"Project\", \"ch1\", \"a\"], "
                    "[\"Normalize\", \"ch1\", \"b\"]]}"
              : "") +
+        (c.name == kHistImpactsCase ? std::string(", \"hist_impacts\": [") + kHistImpactsMapping + "]" : "") +
         "}";
   }
   std::ofstream(dir / "manifest.json") << manifest << "]";
@@ -324,6 +385,10 @@ TEST(RabbitEcosystem, UpstreamToolsReadOurResults) {
       }
     }
     if (name == kMappingPlotCase) check_mapping_plots(r, report.at(name).at("mapping_plots"), name);
+    if (name == kHistImpactsCase) {
+      ASSERT_TRUE(report.at(name).find("hist_impacts")) << name;
+      check_hist_impacts(r, report.at(name).at("hist_impacts"), name);
+    }
     if (name != "example") continue;
     const Json& plots = report.at(name).at("plots");
     for (const auto& [script, out] : plots.object())

@@ -7,11 +7,13 @@ manifest and checks what it reports against our own reader:
 
 MANIFEST: [{"name", "file", "results": [KEY or null, ...], "plot_dir": DIR or null,
             "upstream_file": PATH (optional: write a file as upstream's Workspace does, for our reader),
-            "mapping_plots": {"dir": DIR, "mappings": [[NAME, ARG, ...], ...]} (optional)}]
+            "mapping_plots": {"dir": DIR, "mappings": [[NAME, ARG, ...], ...]} (optional),
+            "hist_impacts": [[NAME, ARG, ...], ...] (optional: rabbit_print_impacts.py --globalImpacts -m, scaled by 1e6)}]
 REPORT:   {name: {"groups": {KEY or "": {"entries": {PATH: hist or number}, "meta": {...},
            "aliases": {...}, "printed": {SCRIPT: {"ok", "stdout", "error"}}}},
            "plots": {SCRIPT: {"ok", "error", "files": [...]}},
-           "mapping_plots": {MAPPING KEY: {"ok", "error", "files", "chi2": {FITTYPE: [chi2, ndf, saturated]}}}}}
+           "mapping_plots": {MAPPING KEY: {"ok", "error", "files", "chi2": {FITTYPE: [chi2, ndf, saturated]}}},
+           "hist_impacts": {MAPPING KEY: {"grouped": {"ok", "stdout", "error"}, "ungrouped": {...}}}}}
 
 Everything runs in this one process: the scripts through runpy with their command line in
 sys.argv and their stdout captured. A failure is recorded in the report, never raised, so the C++
@@ -167,6 +169,20 @@ def mapping_plots(path, plot_dir, mappings):
     return out
 
 
+def hist_impacts(path, mappings):
+    """rabbit_print_impacts.py --globalImpacts [-u] --scale 1e6 -m NAME ARGS...: the global impacts on every
+    bin of a mapping's postfit histogram, grouped and per parameter, as the script prints them (scaled, so
+    that its five decimals show the small impacts on a ratio)."""
+    out = {}
+    for tokens in mappings:
+        common = [path, "--globalImpacts", "--scale", "1e6"]
+        out[" ".join(tokens)] = {
+            "grouped": run_script("bin.rabbit_print_impacts", [*common, "-m", *tokens]),
+            "ungrouped": run_script("bin.rabbit_print_impacts", [*common, "-u", "-m", *tokens]),
+        }
+    return out
+
+
 def write_upstream_file(path):
     """A result file written by wums' own pickler as upstream's Workspace writes one (hist objects,
     numpy scalars and name arrays, Blosc compression), for our reader to read: its entries."""
@@ -238,6 +254,8 @@ def main():
                 )
             except Exception:
                 entry["mapping_plots"] = {"_error": {"ok": False, "error": traceback.format_exc()}}
+        if case.get("hist_impacts"):
+            entry["hist_impacts"] = hist_impacts(case["file"], case["hist_impacts"])
         report[case["name"]] = entry
         if case.get("upstream_file"):
             try:

@@ -214,6 +214,29 @@ TEST(RatioMappings, JacobiansMatchCentralDifferences) {
   }
 }
 
+TEST(RatioMappings, CompositeWithAProcessSelectionMapsThePerProcessYields) {
+  // --compositeMapping: one part of N makes the whole a mapping of N; the other parts enter through
+  // ∂y/∂ν repeated for every process (Mapping::jacobian_processes).
+  std::vector<std::unique_ptr<postfit::Mapping>> parts;
+  parts.push_back(make({"Select", "obs", "a:sum"}));
+  parts.push_back(make({"Ratio", "obs", "other", "sig,bkg", "bkg_2", "a:1", "None:None"}));
+  parts.push_back(make({"Normratio", "other", "obs", "None:None", "a:sum"}));
+  const auto m = postfit::make_composite_mapping(std::move(parts));
+  EXPECT_TRUE(m->needs_processes());
+  const MatrixXd N = yields();
+  const VectorXd y = m->apply_processes(N);
+  ASSERT_EQ(y.size(), 12);
+  EXPECT_TRUE(y.head(4).isApprox(make({"Select", "obs", "a:sum"})->apply(nu()), 1e-15));
+  EXPECT_TRUE(y.segment(4, 4).isApprox(
+      make({"Ratio", "obs", "other", "sig,bkg", "bkg_2", "a:1", "None:None"})->apply_processes(N), 1e-15));
+  EXPECT_TRUE(y.tail(4).isApprox(make({"Normratio", "other", "obs", "None:None", "a:sum"})->apply(nu()), 1e-15));
+  expect_jacobians_match_differences(*m);
+  std::vector<std::unique_ptr<postfit::Mapping>> inclusive;
+  inclusive.push_back(make({"Select", "obs", "a:sum"}));
+  inclusive.push_back(make({"Ratio", "other", "obs", "None:None", "a:sum"}));
+  EXPECT_FALSE(postfit::make_composite_mapping(std::move(inclusive))->needs_processes());
+}
+
 TEST(TermMappings, BadArgumentsAreOneLineNamingTheMapping) {
   EXPECT_EQ(option_error({"Select", "nope"}), "-m Select: unknown channel nope");
   EXPECT_EQ(option_error({"Select", "obs", "q:sum"}), "-m Select: unknown axis q of channel obs");
