@@ -51,8 +51,7 @@ struct Accum {
   // (docs/likelihood.md "Bin-dependent rates")
   Eigen::VectorXd y, gpi;  // K2ᵀ(φc) [W], Σ φ a per process [P]
   Eigen::MatrixXd O, hpi;  // HVP: K2ᵀ ω [W × k], per-process π part [P × k]
-  Eigen::MatrixXd HJ;      // Σ Jᵀ M J (full, n × n)
-  Eigen::MatrixXd HE;      // Σ w E Eᵀ (lower, S × S)
+  Eigen::MatrixXd H;       // Σ Jᵀ M J + Σ w E Eᵀ (θθ block): lower triangle only (n × n)
   Eigen::MatrixXd X;       // πθ per process [P × S]
   Eigen::VectorXd Ypp;     // ππ per process [P]
   // Hessian batching
@@ -63,7 +62,9 @@ struct Accum {
 };
 
 /// Rank updates of the Hessian are batched in blocks of this many columns.
-constexpr int64_t kHessBlock = 64;
+/// 256 columns: Eigen's GEMM/SYRK kernels reach their full rate from a depth of about 256 (measured
+/// with likelihood_bench, docs/benchmarks.md "Dense Hessian"); every flush rereads the n × n triangle.
+constexpr int64_t kHessBlock = 256;
 void flush_E(Accum& acc);
 void flush_J(Accum& acc);
 
