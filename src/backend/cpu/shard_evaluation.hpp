@@ -62,8 +62,8 @@ struct Accum {
 };
 
 /// Rank updates of the Hessian are batched in blocks of this many columns.
-/// 256 columns: Eigen's GEMM/SYRK kernels reach their full rate from a depth of about 256 (measured
-/// with likelihood_bench, docs/benchmarks.md "Dense Hessian"); every flush rereads the n × n triangle.
+/// 256 columns (was 64): every flush rereads and rewrites the n × n triangle, and Eigen's GEMM/SYRK
+/// pack panels of about this depth; docs/benchmarks.md "Dense Hessian and dense linear algebra".
 constexpr int64_t kHessBlock = 256;
 void flush_E(Accum& acc);
 void flush_J(Accum& acc);
