@@ -1,6 +1,8 @@
 // Throughput of the CPU likelihood: loss+grad and HVP evaluations per second on a synthetic dense
 // tensor, bytes streamed per evaluation, achieved bandwidth, and the machine's streaming bandwidth
-// measured in the same run with a STREAM-like triad on all cores.
+// measured in the same run with a STREAM-like triad on all cores; the dense Hessian's flop rate
+// against this machine's DGEMM and DSYRK rates (Eigen, one product per thread, all threads at once)
+// measured in the same run, interleaved with it.
 //   likelihood_bench [nbins=10000] [nproc=10] [nsyst=1000] [seconds=3] [threads=all] [--contention
 //   [rounds=6]]
 // --contention: loss+grad time per evaluation with and without one competing busy process pinned to
@@ -12,9 +14,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,6 +112,31 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Flop rate of `threads` concurrent products (one per thread, as the Hessian's threads each update
+// their own sum), repeated until they have done `work` flops in all, so that a rate is taken over as
+// long as the Hessian it is compared with (the machine is shared: its load drifts). DGEMM
+// C += A Bᵀ (n × n × k, 2n²k flops) or, syrk = true, the lower triangle of C += A Aᵀ (n(n+1)k flops),
+// the shape of one of the Hessian's blocked rank updates.
+double product_rate(int64_t n, int64_t k, bool syrk, int threads, double work) {
+  const double flops = syrk ? static_cast<double>(n) * (n + 1) * k : 2.0 * n * n * k;
+  const int reps = std::max(1, static_cast<int>(std::ceil(work / (flops * threads))));
+  const auto t0 = Clock::now();
+#pragma omp parallel num_threads(threads)
+  {
+    const Eigen::MatrixXd A = Eigen::MatrixXd::Random(n, k), B = Eigen::MatrixXd::Random(n, k);
+    Eigen::MatrixXd C = Eigen::MatrixXd::Zero(n, n);
+    for (int rep = 0; rep < reps; ++rep) {
+      if (syrk) {
+        C.selfadjointView<Eigen::Lower>().rankUpdate(A, 1.0);
+      } else {
+        C.noalias() += A * B.transpose();
+      }
+    }
+    if (!std::isfinite(C(n - 1, 0))) std::printf("product check failed\n");
+  }
+  return reps * threads * flops / seconds_since(t0);
 }
 
 }  // namespace
@@ -228,12 +257,21 @@ int main(int argc, char** argv) {
   shard.value_grad(xi, grad);
   const double rate_hvp_same = measure([&] { shard.value_grad_hvp(xi, V, grad, HV); });
   const double triad = triad_bandwidth(threads);
-  // one dense Hessian (SYRK-like accumulation), timed once
+  // the dense Hessian and its useful flops: a rank-1 update of the θθ triangle per tensor entry
+  // (S(S+1)) and one of the whole triangle per bin for the BB-lite β column (n(n+1)),
+  // docs/likelihood.md "Derivative structure"; three times, each followed by DGEMM and DSYRK runs of
+  // the same flops, and the ratios taken per repetition (interleaved: the machine's load drifts)
   Eigen::MatrixXd H;
-  const auto th = Clock::now();
-  shard.value_grad_hess(xi, grad, H, true);
-  const double hess_s = seconds_since(th);
-
+  const double n = 1.0 + S;
+  const double hess_flops = static_cast<double>(B) * P * S * (S + 1.0) + B * n * (n + 1.0);
+  std::vector<double> hess_s, dgemm, dsyrk;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto th = Clock::now();
+    shard.value_grad_hess(xi, grad, H, true);
+    hess_s.push_back(seconds_since(th));
+    dgemm.push_back(product_rate(1 + S, 256, false, threads, hess_flops));
+    dsyrk.push_back(product_rate(1 + S, 256, true, threads, hess_flops));
+  }
   std::printf(
       "tensor: %lld bins x %lld procs x %lld systs (asymmetric, log_normal, BB lite gamma), %d threads\n",
       static_cast<long long>(B), static_cast<long long>(P), static_cast<long long>(S), threads);
@@ -245,7 +283,14 @@ int main(int argc, char** argv) {
   std::printf("STREAM-like triad: %.2f GB/s\n", triad / 1e9);
   std::printf("ratio loss+grad / triad: %.1f%%   HVP / triad: %.1f%%\n", 100.0 * rate_grad * bytes / triad,
               100.0 * rate_hvp * bytes / triad);
-  std::printf("dense Hessian (%lld x %lld): %.2f s\n", static_cast<long long>(1 + S),
-              static_cast<long long>(1 + S), hess_s);
+  for (int rep = 0; rep < 3; ++rep) {
+    const double rate = hess_flops / hess_s[rep];
+    std::printf(
+        "dense Hessian (%lld x %lld): %.2f s, %.2f GFLOP/s; DGEMM (n = %lld, k = 256, one per thread) "
+        "%.2f GFLOP/s, DSYRK %.2f GFLOP/s; Hessian / DGEMM %.1f%%, / DSYRK %.1f%%\n",
+        static_cast<long long>(1 + S), static_cast<long long>(1 + S), hess_s[rep], rate / 1e9,
+        static_cast<long long>(1 + S), dgemm[rep] / 1e9, dsyrk[rep] / 1e9, 100.0 * rate / dgemm[rep],
+        100.0 * rate / dsyrk[rep]);
+  }
   return 0;
 }

@@ -10,7 +10,7 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
 # The reference LAPACK (liblapack-dev) unless asked otherwise: with OpenBLAS also installed,
 # FindLAPACK would pick it, and its own thread pool and summation order would change our
-# results and compete with our threads (docs/benchmarks.md "Dense linear algebra").
+# results and compete with our threads (docs/benchmarks.md "Dense Hessian and dense linear algebra").
 if(NOT DEFINED BLA_VENDOR)
   set(BLA_VENDOR Generic)
 endif()

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "rabbit/core/error.hpp"
+#include "rabbit/minimize/spd_inverse.hpp"
 
 namespace rabbit::postfit {
 namespace {
@@ -22,10 +23,9 @@ Eigen::MatrixXd sub(const Eigen::MatrixXd& m, const std::vector<int64_t>& rows,
 
 // Inverse of a symmetric positive-definite matrix; throws NumericalError if it is not.
 Eigen::MatrixXd spd_inverse(const Eigen::MatrixXd& a, const char* what) {
-  Eigen::LLT<Eigen::MatrixXd> llt(a);
-  if (llt.info() != Eigen::Success) throw NumericalError(what);
-  Eigen::MatrixXd linv = llt.matrixL().solve(Eigen::MatrixXd::Identity(a.rows(), a.cols()));
-  return linv.transpose() * linv;
+  Eigen::MatrixXd inverse;
+  if (!rabbit::spd_inverse(a, inverse)) throw NumericalError(what);
+  return inverse;
 }
 
 }  // namespace
@@ -37,14 +37,12 @@ CovarianceResult covariance_from_hessian(const Eigen::MatrixXd& hess, const Eige
   Eigen::MatrixXd hff = sub(hess, floating, floating);
   Eigen::VectorXd gf(nf);
   for (int64_t i = 0; i < nf; ++i) gf(i) = grad(floating[i]);
-  // H = Uᵀ U; C = U⁻¹ U⁻ᵀ, i.e. with L = Uᵀ: C = L⁻ᵀ L⁻¹.
-  Eigen::LLT<Eigen::MatrixXd> llt(hff);
-  if (llt.info() != Eigen::Success)
+  // H = L Lᵀ; C = L⁻ᵀ L⁻¹ and EDM = ½ |L⁻¹ g|².
+  Eigen::MatrixXd cff;
+  Eigen::VectorXd lg = gf;
+  if (!rabbit::spd_inverse(hff, cff, &lg))
     throw NumericalError("Cholesky decomposition failed, Hessian is not positive-definite");
-  Eigen::MatrixXd linv = llt.matrixL().solve(Eigen::MatrixXd::Identity(nf, nf));
-  Eigen::MatrixXd cff = linv.transpose() * linv;
   CovarianceResult out;
-  Eigen::VectorXd lg = linv * gf;
   out.edm = 0.5 * lg.squaredNorm();
   out.cov = prefit_cov;
   for (int64_t i = 0; i < nf; ++i)

@@ -21,19 +21,25 @@ constexpr int kMaxCols = 4;
 
 }  // namespace
 
+// The Hessian sums are symmetric, so only their lower triangle is accumulated, by blocked rank-k
+// updates (a SYRK for the E part, a GEMM restricted to the triangle for the J part: the J block of
+// one flush may hold part of a bin's columns only and is not symmetric by itself, the total is);
+// finish() mirrors it once.
 inline void flush_E(Accum& acc) {
+  auto HE = acc.H.bottomRightCorner(acc.Epos.rows(), acc.Epos.rows());
   if (acc.npos > 0) {
-    acc.HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Epos.leftCols(acc.npos), 1.0);
+    HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Epos.leftCols(acc.npos), 1.0);
     acc.npos = 0;
   }
   if (acc.nneg > 0) {
-    acc.HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Eneg.leftCols(acc.nneg), -1.0);
+    HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Eneg.leftCols(acc.nneg), -1.0);
     acc.nneg = 0;
   }
 }
 inline void flush_J(Accum& acc) {
   if (acc.nrows > 0) {
-    acc.HJ.noalias() += acc.Lrows.leftCols(acc.nrows) * acc.Rrows.leftCols(acc.nrows).transpose();
+    acc.H.triangularView<Eigen::Lower>() +=
+        acc.Lrows.leftCols(acc.nrows) * acc.Rrows.leftCols(acc.nrows).transpose();
     acc.nrows = 0;
   }
 }
@@ -190,8 +196,7 @@ inline void ShardEvaluation::init_accum(Accum& acc, const Request& req, int64_t 
     acc.hpi = MatrixXd::Zero(rows, k);
   }
   if (req.hess) {
-    acc.HJ = MatrixXd::Zero(n, n);
-    acc.HE = MatrixXd::Zero(S, S);
+    acc.H = MatrixXd::Zero(n, n);
     acc.X = MatrixXd::Zero(rows, S);
     acc.Ypp = VectorXd::Zero(rows);
     acc.Epos.resize(S, kHessBlock);
@@ -212,8 +217,7 @@ inline double ShardEvaluation::finish(Request& req, std::vector<Accum>& accs) {
       tot.hpi += accs[t].hpi;
     }
     if (req.hess) {
-      tot.HJ += accs[t].HJ;
-      tot.HE += accs[t].HE;
+      tot.H.triangularView<Eigen::Lower>() += accs[t].H;
       tot.X += accs[t].X;
       tot.Ypp += accs[t].Ypp;
     }
@@ -254,9 +258,7 @@ inline double ShardEvaluation::finish(Request& req, std::vector<Accum>& accs) {
   }
   if (req.hess && req.hess_out) {
     MatrixXd& H = *req.hess_out;
-    H = 0.5 * (tot.HJ + tot.HJ.transpose());
-    MatrixXd HEfull = tot.HE.selfadjointView<Eigen::Lower>();
-    H.bottomRightCorner(S, S) += HEfull;
+    H = tot.H.selfadjointView<Eigen::Lower>();
     if (!L.symmetric) H.bottomRightCorner(S, S).diagonal() += pt.hpp.cwiseProduct(yd);
     if (M > 0) {
       MatrixXd Hpp = curv;
@@ -291,9 +293,7 @@ inline double ShardEvaluation::finish_bin_dependent(Request& req, const Accum& t
   }
   if (req.hess && req.hess_out) {
     MatrixXd& H = *req.hess_out;
-    H = 0.5 * (tot.HJ + tot.HJ.transpose());
-    MatrixXd HEfull = tot.HE.selfadjointView<Eigen::Lower>();
-    H.bottomRightCorner(S, S) += HEfull;
+    H = tot.H.selfadjointView<Eigen::Lower>();
     if (!L.symmetric) H.bottomRightCorner(S, S).diagonal() += pt.hpp.cwiseProduct(yd);
     const Eigen::SparseMatrix<double> ypp_j = tot.Ypp.asDiagonal() * pt.jb;
     MatrixXd Hpp = pm.curvature_product(pt.pi, 0, B, w, MatrixXd::Identity(M, M));

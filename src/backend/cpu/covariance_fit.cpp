@@ -387,7 +387,7 @@ inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs,
           L.row_E_axpy(e, sc.c[e], pt.hp.data(), J.col(v).data() + M);
         }
       }
-    accs[0].HJ.noalias() += J * (Wmat * J.transpose());
+    accs[0].H.triangularView<Eigen::Lower>() += J * (Wmat * J.transpose());
   }
 }
 

@@ -52,8 +52,7 @@ struct Accum {
   // (docs/likelihood.md "Bin-dependent rates")
   Eigen::VectorXd y, gpi;  // K2ᵀ(φc) [W], Σ φ a per process [P]
   Eigen::MatrixXd O, hpi;  // HVP: K2ᵀ ω [W × k], per-process π part [P × k]
-  Eigen::MatrixXd HJ;      // Σ Jᵀ M J (full, n × n)
-  Eigen::MatrixXd HE;      // Σ w E Eᵀ (lower, S × S)
+  Eigen::MatrixXd H;       // Σ Jᵀ M J + Σ w E Eᵀ (θθ block): lower triangle only (n × n)
   Eigen::MatrixXd X;       // πθ per process [P × S]
   Eigen::VectorXd Ypp;     // ππ per process [P]
   // Hessian batching
@@ -64,7 +63,9 @@ struct Accum {
 };
 
 /// Rank updates of the Hessian are batched in blocks of this many columns.
-constexpr int64_t kHessBlock = 64;
+/// 256 columns (was 64): every flush rereads and rewrites the n × n triangle, and Eigen's GEMM/SYRK
+/// pack panels of about this depth; docs/benchmarks.md "Dense Hessian and dense linear algebra".
+constexpr int64_t kHessBlock = 256;
 void flush_E(Accum& acc);
 void flush_J(Accum& acc);
 
