@@ -29,9 +29,11 @@ ObservableMapping regularizer_mapping(const FitInputData& input, const std::vect
     throw OptionError(fmt::format(
         "-r/--regularization SVD {}: mapping {} is not linear in the yields; supported: {}", given,
         mapping->name(), fmt::join(linear, ", ")));
-  if (mapping->needs_processes())
+  if (mapping->needs_processes() || !mapping->process_selection().empty())
     throw OptionError(fmt::format(
-        "-r/--regularization SVD {}: a mapping of the per-process yields is not supported", given));
+        "-r/--regularization SVD {}: a mapping that selects processes is not supported (the penalty reads the "
+        "yields summed over processes)",
+        given));
   const auto& channels = mapping->channels();
   if (channels.size() != 1)
     throw OptionError(fmt::format(
