@@ -118,15 +118,28 @@ CASES = {
         DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noBinByBinStat"]
         + ["-r", "SVD", "Project", "ch1", "a", "--regularizationStrength", "1.5"],
     ),
-    # (no --saveHists: the β part of the regularised masked bins' postfit uncertainties differs,
-    # docs/validation.md "Regularization")
     "reg_svd_select_masked": (
         "dense.hdf5",
         DATA + ["--doImpacts", "-r", "SVD", "Select", "ch0_masked", "--regularizationStrength", "2"],
     ),
-    # No --lCurveScan/--lCurveOptimize case: upstream (948a94a) runs its L curve only with BB (without,
-    # lcurve.py fails taking log(ln + lc + lbeta) with lbeta None), and ours refuses it with BB
-    # (docs/differences-from-rabbit.md); docs/validation.md "The L curve" has the check made instead.
+    # the same with the histograms: the β part of the regularised masked bins' uncertainties carries the
+    # penalty's curvature (docs/likelihood.md "Regularisation and β"), the chi2 the masked β⁰'s response
+    "reg_svd_select_masked_hists": (
+        "dense.hdf5",
+        DATA
+        + ["--saveHists", "--computeHistErrors", "--computeHistCov", "--computeHistImpacts"]
+        + ["-r", "SVD", "Select", "ch0_masked", "--regularizationStrength", "2"],
+    ),
+    # The L curve with BB (upstream (948a94a) runs it only with BB: without, lcurve.py fails taking
+    # log(ln + lc + lbeta) with lbeta None); docs/model.md "The L curve" says what its l_x reads.
+    "reg_lcurve_scan_masked": (
+        "dense.hdf5",
+        DATA + ["-r", "SVD", "Select", "ch0_masked", "--lCurveScan"],
+    ),
+    "reg_lcurve_optimize_masked": (
+        "dense.hdf5",
+        DATA + ["-r", "SVD", "Select", "ch0_masked", "--lCurveOptimize"],
+    ),
     # --computeSaturatedProjectionTests: one saturated refit per Project mapping (chi2_saturated,
     # ndf_saturated, edmval_saturated in its group), none for Normalize; kept axes in both orders.
     # (Upstream fails on a Project without kept axes, see docs/differences-from-rabbit.md.)

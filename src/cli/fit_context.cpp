@@ -11,6 +11,7 @@
 #include "rabbit/core/memory_limit.hpp"
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/model/regularizer.hpp"
+#include "rabbit/postfit/regularizer_mapping.hpp"
 
 namespace rabbit::cli {
 
@@ -56,6 +57,8 @@ ModelOptions run_model_options(const FitOptions& o) {
   for (auto t : o.toys)
     if (t == 0 || (t >= 1 && o.toys_data_mode == "observed")) any_blinded = true;
   mo.blinding_active = any_blinded && !o.prefit_only;
+  // -r reads the postfit mappings (docs/model.md "The regularisation term").
+  mo.regularizer_mapping = postfit::regularizer_mapping;
   return mo;
 }
 

@@ -75,9 +75,7 @@ void check_no_hessian(const FitOptions& o) {
     throw OptionError("--noHessian is incompatible with: " + fmt::format("{}", fmt::join(bad, ", ")));
 }
 
-// The L curve (docs/user-guide.md "Regularization") needs a regulariser, finite tau, and the likelihood
-// without BB parameters: with BB rabbit evaluates its log(NLL) term with β not profiled, which this
-// release does not reproduce (docs/differences-from-rabbit.md).
+// The L curve (docs/user-guide.md "Regularization") needs a regulariser and finite tau.
 void check_l_curve(const FitOptions& o) {
   if (!std::isfinite(o.model.regularization_strength))
     throw OptionError(fmt::format("argument --regularizationStrength: must be a finite number, got {}",
@@ -87,9 +85,6 @@ void check_l_curve(const FitOptions& o) {
     if (!given) continue;
     if (o.model.regularization.empty())
       throw OptionError(fmt::format("{} needs -r/--regularization", option));
-    if (o.model.bin_by_bin_stat)
-      throw OptionError(
-          fmt::format("{} with bin-by-bin statistics is not implemented; add --noBinByBinStat", option));
   }
 }
 
@@ -237,16 +232,21 @@ void check_option_rules(const FitOptions& o) {
   if (toys && m.likelihood == DataLikelihood::covariance && o.toys_data_randomize == "poisson")
     throw OptionError("--toysDataRandomize poisson is not allowed with --covarianceFit");
   check_l_curve(o);
-  // docs/differences-from-rabbit.md "Regularization": with BB the postfit uncertainties of regularised
-  // (masked) bins need the penalty's curvature through β, which the histogram code does not have yet;
-  // refused rather than written without it.
-  if (!o.model.regularization.empty() && o.model.bin_by_bin_stat &&
-      (o.compute_hist_errors || o.compute_hist_errors_per_process || o.compute_hist_cov ||
-       o.compute_hist_impacts || o.compute_hist_gaussian_impacts))
-    throw OptionError(
-        "-r/--regularization with bin-by-bin statistics is not implemented with histogram uncertainties "
-        "(--computeHistErrors, --computeHistErrorsPerProcess, --computeHistCov, --computeHistImpacts, "
-        "--computeHistGaussianImpacts); add --noBinByBinStat");
+  // docs/likelihood.md "Regularisation and β": with BB the postfit β terms carry the penalty's curvature,
+  // but not yet the masked β⁰'s response through x̂ that the Gaussian histogram impacts need, nor the
+  // penalty's block of the covariance fit's dense H_ββ⁻¹; refused rather than written without them.
+  if (!o.model.regularization.empty() && o.model.bin_by_bin_stat) {
+    if (o.compute_hist_gaussian_impacts)
+      throw OptionError(
+          "-r/--regularization with bin-by-bin statistics is not implemented with --computeHistGaussianImpacts; "
+          "add --noBinByBinStat");
+    if (m.likelihood == DataLikelihood::covariance &&
+        (o.compute_hist_errors || o.compute_hist_errors_per_process || o.compute_hist_cov || o.compute_hist_impacts))
+      throw OptionError(
+          "-r/--regularization with bin-by-bin statistics and --covarianceFit is not implemented with histogram "
+          "uncertainties (--computeHistErrors, --computeHistErrorsPerProcess, --computeHistCov, "
+          "--computeHistImpacts); add --noBinByBinStat");
+  }
 }
 
 }  // namespace rabbit::cli

@@ -174,8 +174,8 @@ const std::vector<Spec>& specs() {
       {"--seed", "seed", K::scalar, T::integer, "123456789", {}, R::implemented, "random seed"},
       // I. regularization
       {"-r,--regularization", "regularization", K::append, T::str, "[]", {}, R::implemented,
-       "NAME MAPPING [ARG...]: add exp(2 tau) times the penalty NAME (SVD) of the mapping's output (Select "
-       "CHANNEL or Project CHANNEL AXIS...) to the NLL; repeatable"},
+       "NAME MAPPING [ARG...]: add exp(2 tau) times the penalty NAME (SVD) of the mapping's output (a -m mapping "
+       "linear in the yields with one channel: Select, Project) to the NLL; repeatable"},
       {"--regularizationStrength", "regularizationStrength", K::scalar, T::real, "0.0", {}, R::implemented,
        "tau: the regularization penalty is weighted by exp(2 tau)"},
       {"--lCurveScan", "lCurveScan", K::flag, T::str, "false", {}, R::implemented,

@@ -218,7 +218,7 @@ RunCapabilities known_capabilities() {
   };
   caps.unsupported_sharded = {
       {FitFeature::covariance_likelihood, "the dense data covariance couples all bins"},
-      {FitFeature::observable_regularizers, yields_of_all_bins},
+      // (observable regularisers run on CPU shards: the first adds the penalty of all bins)
       {FitFeature::beta_space_diagnostics, "the β-space EDM needs the full-length β Hessian"},
   };
   return caps;

@@ -42,14 +42,12 @@ const char* kRemedy =
     "single-device), or rerun the step single-device from the fit output.";
 
 // The features of the model itself that cannot be evaluated shard by shard.
-std::vector<std::string> unshardable_model_features(DataLikelihood likelihood,
-                                                    const std::vector<std::string>& regs) {
+// (-r runs sharded on CPU shards: the first shard adds the penalty on the yields of all bins, which every CPU
+// shard can compute; the CUDA shard refuses it, docs/sharding-and-gpu.md "Regularisers and shards".)
+std::vector<std::string> unshardable_model_features(DataLikelihood likelihood) {
   std::vector<std::string> out;
   if (likelihood == DataLikelihood::covariance)
     out.push_back("--covarianceFit (the dense data covariance couples all bins)");
-  if (!regs.empty())
-    out.push_back(fmt::format("--regularization {} (the regularizers read the predicted yields of all bins)",
-                              fmt::join(regs, ",")));
   return out;
 }
 
@@ -67,7 +65,7 @@ void check_sharding_supported(const ShardingRequest& request) {
     throw OptionError(fmt::format("--hvpBatch must be >= 1, got {}", request.fitter.hvp_batch));
   if (request.fitter.n_devices == 1) return;
   std::vector<std::string> offending;
-  for (auto& s : unshardable_model_features(request.likelihood, request.regularizers)) offending.push_back(s);
+  for (auto& s : unshardable_model_features(request.likelihood)) offending.push_back(s);
   if (request.bin_by_bin_stat) {
     // Global impacts with BB run sharded: the postfit code takes dβ̂/dx from the fitter's
     // concatenated profiled β (tests/cli TwoShardsGiveTheSameResult checks them against one shard).
@@ -120,11 +118,7 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
   validate_device_options(options.n_devices, options.devices);
   const int n = options.n_devices;
   const FitInputData& input = *model->input;
-  if (n > 1) {
-    std::vector<std::string> regs;
-    for (const auto& r : model->options.regularization) regs.push_back(r.name);
-    refuse(unshardable_model_features(model->options.likelihood, regs), n);
-  }
+  if (n > 1) refuse(unshardable_model_features(model->options.likelihood), n);
 
   // Devices: chosen before any CUDA context exists; only the chosen ordinals are ever touched.
   std::vector<GpuInfo> gpus;

@@ -257,7 +257,7 @@ std::shared_ptr<Model> build_model(std::shared_ptr<const FitInputData> input, co
     throw OptionError(fmt::format("--minBBKstat must be >= 0, got {}", options.min_bb_kstat));
   init_blinding(ps, in, options);
 
-  model->regularizers = make_regularizers(in, options.regularization);
+  model->regularizers = make_regularizers(in, options.regularization, options.regularizer_mapping);
   model->global_terms = make_global_terms(*model);
   return model;
 }

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <utility>
 
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"
@@ -26,100 +27,41 @@ double Regularizer::penalty_parameters(const Eigen::VectorXd&, Eigen::VectorXd*,
   throw Error(fmt::format("regularizer {} needs the observables", name()));
 }
 
-SvdRegularizer::SvdRegularizer(const FitInputData& input, const std::vector<std::string>& mapping)
-    : nbinsfull_(input.nbinsfull) {
-  if (mapping.size() < 2 || (mapping[0] != "Select" && mapping[0] != "Project"))
-    throw OptionError(
-        fmt::format("-r/--regularization SVD: the mapping must be 'Select <channel>' or 'Project <channel> "
-                    "<axis>...', got '{}'",
-                    fmt::join(mapping, " ")));
-  const std::string& channel_name = mapping[1];
-  const ChannelInfo* channel = nullptr;
-  for (const auto& c : input.channels)
-    if (c.name == channel_name) channel = &c;
-  if (!channel) {
-    std::vector<std::string> known;
-    for (const auto& c : input.channels) known.push_back(c.name);
-    throw OptionError(fmt::format("-r/--regularization SVD {}: unknown channel '{}' (channels: [{}])",
-                                  mapping[0], channel_name, fmt::join(known, ", ")));
-  }
-  std::vector<int64_t> in_shape;
-  for (const auto& a : channel->axes) in_shape.push_back(channel->flow ? a.extent() : a.size);
-  if (in_shape.empty()) in_shape.push_back(channel->nbins());
-  int64_t total = 1;
-  for (auto s : in_shape) total *= s;
-  if (total != channel->nbins())
-    throw InputError(fmt::format("{}: channel '{}' has {} bins but its axes give {}", input.filename,
-                                 channel_name, channel->nbins(), total));
-  std::vector<size_t> kept;  // input axes kept in the output, in output order
-  if (mapping[0] == "Select") {
-    if (mapping.size() > 2)
-      throw OptionError(
-          fmt::format("-r/--regularization SVD Select {}: axis selections/rebinning ('{}') are not "
-                      "implemented for regularisers",
-                      channel_name, mapping[2]));
-    for (size_t a = 0; a < in_shape.size(); ++a) kept.push_back(a);
-  } else {
-    for (size_t k = 2; k < mapping.size(); ++k) {
-      size_t found = channel->axes.size();
-      for (size_t a = 0; a < channel->axes.size(); ++a)
-        if (channel->axes[a].name == mapping[k]) found = a;
-      if (found == channel->axes.size())
-        throw OptionError(
-            fmt::format("-r/--regularization SVD Project {}: unknown axis '{}'", channel_name, mapping[k]));
-      kept.push_back(found);
-    }
-    if (kept.empty())
-      throw OptionError(
-          fmt::format("-r/--regularization SVD Project {}: no axes to project on", channel_name));
-  }
-  if (kept.size() > 3)
-    throw OptionError(
-        fmt::format("-r/--regularization SVD: at most 3 axes are supported, got {}", kept.size()));
-  for (auto a : kept) shape_.push_back(in_shape[a]);
-  channel_start_ = channel->start;
-  cell_of_bin_.resize(total);
-  std::vector<int64_t> idx(in_shape.size(), 0);
-  for (int64_t b = 0; b < total; ++b) {
-    int64_t cell = 0;
-    for (size_t k = 0; k < kept.size(); ++k) cell = cell * shape_[k] + idx[kept[k]];
-    cell_of_bin_[b] = cell;
-    for (int64_t a = static_cast<int64_t>(in_shape.size()) - 1; a >= 0; --a) {
-      if (++idx[a] < in_shape[a]) break;
-      idx[a] = 0;
-    }
-  }
+SvdRegularizer::SvdRegularizer(ObservableMapping mapping) : mapping_(std::move(mapping)) {
+  const auto& shape = mapping_.shape;
+  if (shape.empty() || shape.size() > 3)
+    throw OptionError(fmt::format("-r/--regularization SVD {}: the mapping has {} axes; 1 to 3 are supported",
+                                  mapping_.description, shape.size()));
+  int64_t cells = 1;
+  for (int64_t d : shape) cells *= d;
+  if (cells != mapping_.matrix.rows())
+    throw Error(fmt::format("-r/--regularization SVD {}: {} output bins but its axes give {}",
+                            mapping_.description, mapping_.matrix.rows(), cells));
 }
 
 Eigen::VectorXd SvdRegularizer::map(const Eigen::VectorXd& nu_full) const {
-  if (nu_full.size() != nbinsfull_)
-    throw Error(fmt::format("SVD regulariser: yields of length {}, expected {}", nu_full.size(), nbinsfull_));
-  int64_t ncells = 1;
-  for (auto s : shape_) ncells *= s;
-  Eigen::VectorXd y = Eigen::VectorXd::Zero(ncells);
-  for (size_t b = 0; b < cell_of_bin_.size(); ++b) y[cell_of_bin_[b]] += nu_full[channel_start_ + b];
-  return y;
+  if (nu_full.size() != mapping_.matrix.cols())
+    throw Error(fmt::format("SVD regulariser: yields of length {}, expected {}", nu_full.size(),
+                            mapping_.matrix.cols()));
+  return mapping_.matrix * nu_full;
 }
 
 Eigen::VectorXd SvdRegularizer::observable_footprint() const {
-  int64_t cells = 1;
-  for (int64_t d : shape_) cells *= d;
-  return map_transpose(Eigen::VectorXd::Ones(cells));
+  return map_transpose(Eigen::VectorXd::Ones(mapping_.matrix.rows()));
 }
 
 Eigen::VectorXd SvdRegularizer::map_transpose(const Eigen::VectorXd& g) const {
-  Eigen::VectorXd out = Eigen::VectorXd::Zero(nbinsfull_);
-  for (size_t b = 0; b < cell_of_bin_.size(); ++b) out[channel_start_ + b] = g[cell_of_bin_[b]];
-  return out;
+  return mapping_.matrix.transpose() * g;
 }
 
 Eigen::VectorXd SvdRegularizer::laplacian(const Eigen::VectorXd& d) const {
   Eigen::VectorXd out = Eigen::VectorXd::Zero(d.size());
-  const int64_t dims = static_cast<int64_t>(shape_.size());
+  const auto& shape = mapping_.shape;
+  const int64_t dims = static_cast<int64_t>(shape.size());
   for (int64_t axis = 0; axis < dims; ++axis) {
     int64_t stride = 1;
-    for (int64_t a = axis + 1; a < dims; ++a) stride *= shape_[a];
-    const int64_t n = shape_[axis];
+    for (int64_t a = axis + 1; a < dims; ++a) stride *= shape[a];
+    const int64_t n = shape[axis];
     if (n < 2) continue;  // a length-1 axis contributes 0
     for (int64_t c = 0; c < d.size(); ++c) {
       const int64_t i = (c / stride) % n;
@@ -156,7 +98,7 @@ Eigen::MatrixXd SvdRegularizer::hessian_product_observables(const Eigen::VectorX
                                                             const Eigen::MatrixXd& U) const {
   if (!armed_) throw Error("Regularizer SVD not armed; call set_expectations() before evaluating");
   (void)nu_full;  // the penalty is quadratic in ν
-  Eigen::MatrixXd out(nbinsfull_, U.cols());
+  Eigen::MatrixXd out(mapping_.matrix.cols(), U.cols());
   for (int64_t k = 0; k < U.cols(); ++k) {
     const Eigen::VectorXd dd = map(U.col(k)).cwiseProduct(inv_y0_);
     out.col(k) = map_transpose(2.0 * inv_y0_.cwiseProduct(laplacian(laplacian(dd))));
@@ -165,12 +107,15 @@ Eigen::MatrixXd SvdRegularizer::hessian_product_observables(const Eigen::VectorX
 }
 
 std::vector<std::shared_ptr<Regularizer>> make_regularizers(const FitInputData& input,
-                                                            const std::vector<RegularizationSpec>& specs) {
+                                                            const std::vector<RegularizationSpec>& specs,
+                                                            const ObservableMappingBuilder& mapping) {
   std::vector<std::shared_ptr<Regularizer>> out;
   for (const auto& spec : specs) {
-    if (spec.name == "SVD")
-      out.push_back(std::make_shared<SvdRegularizer>(input, spec.mapping));
-    else
+    if (spec.name == "SVD") {
+      if (!mapping)
+        throw Error("-r/--regularization: no mapping builder was given (ModelOptions::regularizer_mapping)");
+      out.push_back(std::make_shared<SvdRegularizer>(mapping(input, spec.mapping)));
+    } else
       throw OptionError(
           fmt::format("-r/--regularization: unknown regulariser '{}'; supported: SVD", spec.name));
   }

@@ -9,6 +9,7 @@
 
 #include "bb_response.hpp"
 #include "hist_beta_impacts.hpp"
+#include "penalty_beta_terms.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/model/bb_statistics.hpp"
@@ -99,6 +100,20 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       Hinv = H.inverse();
     }
   }
+  // An observable regulariser on a masked channel: the β curvature of the postfit variances (rabbit's
+  // pd2ldbeta2 of the profiled loss) includes the penalty's row sums (docs/likelihood.md "Regularisation and
+  // β"); not the chi2's direct β̂ response, where β̂ is the analytic profile without the penalty.
+  VectorXd penalty_rows;
+  if (bb && !req.prefit) penalty_rows = penalty_beta_row_sums(model, nu, bbr);
+  if (penalty_rows.size() && lik == DataLikelihood::covariance &&
+      (req.errors || req.covariance || req.errors_per_process || any_impacts))
+    throw OptionError(
+        "-r/--regularization with bin-by-bin statistics and --covarianceFit is not implemented with histogram "
+        "uncertainties; add --noBinByBinStat");
+  auto penalty_row = [&](int64_t e) { return penalty_rows.size() ? penalty_rows(e) : 0.0; };
+  // A curvature that divides: positive, or (rabbit's rule) any non-zero row sum that the penalty enters; its
+  // Laplacian makes that row sum negative in some bins, and rabbit divides by it all the same.
+  auto divides = [&](double H, int64_t e) { return H > 0.0 || (H != 0.0 && penalty_row(e) != 0.0); };
   // Beta variations: ∂ν_b/∂β_e (rabbit's pdexpdbeta) couples masked bins to observed entries.
   MatrixXd betavar_partials;
   if (bb && shard.beta_variations_active()) betavar_partials = shard.beta_yield_partials(xi, 0, nbf, mode);
@@ -118,14 +133,14 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   }
   auto entry_row_sum = [&](int64_t e) -> double {
     const int64_t b = e / P, p = e % P;
-    return bbr.c(e) + dd(b) * bbr.dN(b, p) * bbr.dN.row(b).sum();
+    return bbr.c(e) + dd(b) * bbr.dN(b, p) * bbr.dN.row(b).sum() + penalty_row(e);
   };
   // Full mode: u_e² / (row sum of H_ββ over the bin's entries), H_ββ = diag(c) + ℓ''_b u uᵀ.
   auto bb_full_entry_var = [&](int64_t b, int64_t p) -> double {
     const double u = bbr.dN(b, p);
     if (u == 0.0) return 0.0;
-    const double row = bbr.c(bbr.entry(b, p)) + dd(b) * u * bbr.dN.row(b).sum();
-    return row > 0.0 ? u * u / row : 0.0;
+    const double row = bbr.c(bbr.entry(b, p)) + dd(b) * u * bbr.dN.row(b).sum() + penalty_row(bbr.entry(b, p));
+    return divides(row, bbr.entry(b, p)) ? u * u / row : 0.0;
   };
   // Inclusive: u_b(e) = ∂ν_b/∂β_e. Returns the β covariance term for bins b, b'.
   // exact_block: the exact inverse of the bin's H_ββ block in full mode (used by the linear chi2,
@@ -157,8 +172,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     if (b != bp) return 0.0;
     if (!bbr.full) {
       double u = bbr.dN.row(b).sum();
-      double H = bbr.c(b) + dd(b) * u * u;
-      return H > 0.0 ? u * u / H : 0.0;
+      double H = bbr.c(b) + dd(b) * u * u + (exact_block ? 0.0 : penalty_row(b));
+      return H > 0.0 || (!exact_block && divides(H, b)) ? u * u / H : 0.0;
     }
     // Full mode, as rabbit computes it: each entry's variance is u_e² over the row sum of H_ββ
     // (rabbit takes the gradient of ∂L/∂β with respect to all β at once and treats it as the
@@ -191,8 +206,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     if (Hinv.size()) return u * u * Hinv(e, e);
     if (!bbr.full) {
       double ub = bbr.dN.row(b).sum();
-      double H = bbr.c(b) + dd(b) * ub * ub;
-      return H > 0.0 ? u * u / H : 0.0;
+      double H = bbr.c(b) + dd(b) * ub * ub + penalty_row(b);
+      return divides(H, b) ? u * u / H : 0.0;
     }
     return bb_full_entry_var(b, p);
   };
@@ -240,14 +255,15 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     cbeta = VectorXd::Zero(ne);
     for (int64_t b = 0; b < nbf; ++b) {
       if (!bbr.full) {
-        const double u = bbr.dN.row(b).sum(), H = bbr.c(b) + dd(b) * u * u;
-        cbeta(b) = H > 0.0 ? 1.0 / H : 0.0;
+        const double u = bbr.dN.row(b).sum(), H = bbr.c(b) + dd(b) * u * u + penalty_row(b);
+        cbeta(b) = divides(H, b) ? 1.0 / H : 0.0;
         continue;
       }
       for (int64_t p = 0; p < P; ++p) {
         const double u = bbr.dN(b, p);
-        const double row = bbr.c(bbr.entry(b, p)) + dd(b) * u * bbr.dN.row(b).sum();
-        cbeta(bbr.entry(b, p)) = u != 0.0 && row > 0.0 ? 1.0 / row : 0.0;
+        const double row =
+            bbr.c(bbr.entry(b, p)) + dd(b) * u * bbr.dN.row(b).sum() + penalty_row(bbr.entry(b, p));
+        cbeta(bbr.entry(b, p)) = u != 0.0 && divides(row, bbr.entry(b, p)) ? 1.0 / row : 0.0;
       }
     }
   };
@@ -316,9 +332,9 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         const int64_t b = bbr.full ? e / P : e;
         if ((masked && !additive) || b >= nbf) continue;
         const double ub = bbr.dN.row(b).sum();
-        h(e) = bbr.full ? entry_row_sum(e) : bbr.c(e) + dd(b) * ub * ub;
+        h(e) = bbr.full ? entry_row_sum(e) : bbr.c(e) + dd(b) * ub * ub + penalty_row(e);
       }
-      auto direct = [&](int64_t e, double u) { return t.Hinv ? u : (h(e) > 0.0 ? u / h(e) : 0.0); };
+      auto direct = [&](int64_t e, double u) { return t.Hinv ? u : (divides(h(e), e) ? u / h(e) : 0.0); };
       std::vector<Eigen::Triplet<double>> uh;
       for (int64_t b = 0; b < nbf; ++b) {
         if (by_process) {
@@ -400,6 +416,13 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     Rb = Rb * q.asDiagonal();
     V += Rb * varb0.asDiagonal() * Rb.transpose();
   };
+  // The masked channels' β⁰ move x̂ through the penalty (docs/likelihood.md "Regularisation and β"):
+  // V += R Rᵀ with R their response over the chi2's outputs, scaled by sqrt(Var β⁰).
+  auto add_penalty_beta_centre_term = [&](const MatrixXd& JCo, MatrixXd& V) {
+    if (!penalty_rows.size()) return;
+    const MatrixXd R = penalty_masked_beta_response(model, shard, xi, d1, nu, J, JCo, bbr);
+    V += R * R.transpose();
+  };
   // The chi2 terms of a mapping other than the identity: r and V over its observed outputs, with every
   // response of the identity's terms below premultiplied by Ao = A[observed outputs, observed bins], so
   // that only outputs × bins matrices are built (a dense data covariance excepted).
@@ -463,6 +486,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
           Rb.col(bbr.entry(b, p)) += beta_direct(b, p) * Aod.col(b);
     }
     add_beta_centre_term(std::move(Rb), V);
+    add_penalty_beta_centre_term(JCo, V);
   };
 
   if (req.chi2) {
@@ -527,6 +551,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
           }
           Rb += direct;
           add_beta_centre_term(std::move(Rb), V);
+          add_penalty_beta_centre_term(JCo, V);
         }
       }
     } else {

@@ -78,7 +78,7 @@ namespace {
 // τ-derivative v⁽ⁿ⁺¹⁾ too.
 CurvatureWithDerivatives curvature_with_derivatives(const LCurveTerms& t, double tau, int order) {
   const double w = std::exp(2.0 * tau);
-  const MatrixXd H = t.hess_nll + w * t.hess_penalty;
+  const MatrixXd H = (t.hess_nll_fit.size() ? t.hess_nll_fit : t.hess_nll) + w * t.hess_penalty;
   Eigen::LLT<MatrixXd> llt(H);
   if (llt.info() != Eigen::Success)
     throw Error(

@@ -264,12 +264,20 @@ TEST(Options, Regularization) {
            {{"-r", "SVD"}, "argument -r/--regularization: expected NAME MAPPING [ARG...], got 'SVD'"},
            {{"--lCurveScan"}, "--lCurveScan needs -r/--regularization"},
            {{"--lCurveOptimize", "--noBinByBinStat"}, "--lCurveOptimize needs -r/--regularization"},
-           {{"-r", "SVD", "Select", "ch0", "--lCurveScan"},
-            "--lCurveScan with bin-by-bin statistics is not implemented; add --noBinByBinStat"},
-           {{"-r", "SVD", "Select", "ch0_masked", "--saveHists", "--computeHistErrors"},
-            "-r/--regularization with bin-by-bin statistics is not implemented with histogram uncertainties "
-            "(--computeHistErrors, --computeHistErrorsPerProcess, --computeHistCov, --computeHistImpacts, "
-            "--computeHistGaussianImpacts); add --noBinByBinStat"},
+           {{"-r", "SVD", "Select", "ch0_masked", "--lCurveScan", "--lCurveOptimize"}, ""},
+           {{"-r", "SVD", "Select", "ch0_masked", "--saveHists", "--computeHistErrors", "--computeHistCov",
+             "--computeHistImpacts", "--computeHistErrorsPerProcess"},
+            ""},
+           {{"-r", "SVD", "Select", "ch0_masked", "--saveHists", "--computeHistGaussianImpacts"},
+            "-r/--regularization with bin-by-bin statistics is not implemented with "
+            "--computeHistGaussianImpacts; add --noBinByBinStat"},
+           {{"-r", "SVD", "Select", "ch0_masked", "--covarianceFit", "--saveHists", "--computeHistErrors"},
+            "-r/--regularization with bin-by-bin statistics and --covarianceFit is not implemented with "
+            "histogram uncertainties (--computeHistErrors, --computeHistErrorsPerProcess, --computeHistCov, "
+            "--computeHistImpacts); add --noBinByBinStat"},
+           {{"-r", "SVD", "Select", "ch0_masked", "--covarianceFit", "--saveHists", "--computeHistErrors",
+             "--noBinByBinStat"},
+            ""},
            {{"-r", "SVD", "Select", "ch0", "--regularizationStrength", "nan"},
             "argument --regularizationStrength: must be a finite number, got nan"},
        }) {

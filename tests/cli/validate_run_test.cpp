@@ -155,7 +155,7 @@ TEST(ValidateRun, MultiDeviceRefusalsListEveryOption) {
   EXPECT_EQ(run_error(o, small_input(), cpu_build()),
             "--nDevices 2 (multi-device mode) is incompatible with: --covarianceFit (the dense data "
             "covariance couples "
-            "all bins); --regularization SVD (the regularizers read the predicted yields of all bins); "
+            "all bins); "
             "--diagnostics "
             "with bin-by-bin statistics (the β-space EDM needs the full-length β Hessian; or add "
             "--noBinByBinStat). "

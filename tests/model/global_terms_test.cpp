@@ -10,6 +10,7 @@
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/regularizer.hpp"
+#include "rabbit/postfit/regularizer_mapping.hpp"
 #include "support/finite_differences.hpp"
 #include "support/small_input.hpp"
 
@@ -205,7 +206,7 @@ TEST(GlobalTerms, UnknownExternalParameterIsAnInputError) {
 
 TEST(SvdRegularizer, LaplacianWithEdgeRepeatingPadding) {
   auto in = test::small_input();
-  SvdRegularizer reg(*in, {"Select", "ch0"});
+  SvdRegularizer reg(postfit::regularizer_mapping(*in, {"Select", "ch0"}));
   EXPECT_EQ(reg.shape(), (std::vector<int64_t>{3}));
   const Eigen::Vector3d lap = reg.laplacian(Eigen::Vector3d(1.0, 4.0, 2.0));
   EXPECT_EQ(lap, Eigen::Vector3d(3.0, -5.0, 2.0));
@@ -224,7 +225,7 @@ TEST(SvdRegularizer, TwoDimensionalValueAndDerivatives) {
   in->channels[0].stop = 4;
   in->channels[1].start = 4;
   in->channels[1].stop = 5;
-  SvdRegularizer reg(*in, {"Select", "ch0"});
+  SvdRegularizer reg(postfit::regularizer_mapping(*in, {"Select", "ch0"}));
   EXPECT_EQ(reg.shape(), (std::vector<int64_t>{2, 2}));
   Eigen::VectorXd nu0(5);
   nu0 << 10.0, 0.0, 8.0, 5.0, 100.0;  // one empty cell: d = 1 there
@@ -260,6 +261,7 @@ TEST(SvdRegularizer, ModelHelpersApplyTheStrength) {
   auto in = test::small_input();
   ModelOptions options;
   options.regularization = {RegularizationSpec{"SVD", {"Project", "ch0", "x"}}};
+  options.regularizer_mapping = postfit::regularizer_mapping;
   options.regularization_strength = 0.5;
   auto model = build_model(in, options);
   ASSERT_EQ(model->regularizers.size(), 1u);

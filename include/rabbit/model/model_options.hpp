@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "rabbit/model/observable_mapping.hpp"
+
 namespace rabbit {
 
 enum class DataLikelihood { poisson, chisq, covariance };
@@ -40,6 +42,9 @@ struct ModelOptions {
 
   std::vector<RegularizationSpec> regularization;
   double regularization_strength = 0.0;  // tau
+  // Builds the mapping of each -r occurrence (the CLI hands over postfit::regularizer_mapping); needed
+  // when `regularization` is not empty.
+  ObservableMappingBuilder regularizer_mapping;
 
   /// Blinding (docs/model.md "Blinding"): whether any fit of the run is blinded, what to unblind and
   /// which groups share offsets. Offsets are only switched on for blinded fits.

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "rabbit/model/observable_mapping.hpp"
+
 namespace rabbit {
 
 struct Model;
@@ -59,13 +61,13 @@ class Regularizer {
 };
 
 /// The SVD regulariser (docs/model.md "The regularisation term"): L = Σ_cells (Lap d)², d = y / y⁰ (1 where
-/// y⁰ = 0), y = 𝓜 ν_full. The mapping 𝓜 is "Select <channel>" (the channel's bins in its axes' shape) or
-/// "Project <channel> <axis>..." (sum over the other axes); other mappings and mapping options
-/// throw OptionError. Lap is the discrete Laplacian with edge-repeating padding (sum of the 1-D
+/// y⁰ = 0), y = 𝓜 ν_full with 𝓜 the constant matrix of an ObservableMapping (a postfit mapping linear in
+/// the yields, 1 to 3 axes). Lap is the discrete Laplacian with edge-repeating padding (sum of the 1-D
 /// operators along every axis).
 class SvdRegularizer final : public Regularizer {
  public:
-  SvdRegularizer(const FitInputData& input, const std::vector<std::string>& mapping);
+  /// Throws OptionError naming -r/--regularization when the mapping has no axes or more than 3.
+  explicit SvdRegularizer(ObservableMapping mapping);
   std::string name() const override { return "SVD"; }
   bool needs_observables() const override { return true; }
   void set_expectations(const Eigen::VectorXd& xi_init, const Eigen::VectorXd* observables) override;
@@ -82,21 +84,20 @@ class SvdRegularizer final : public Regularizer {
   Eigen::VectorXd map_transpose(const Eigen::VectorXd& g) const;
   /// Lap applied to a cell vector (symmetric operator).
   Eigen::VectorXd laplacian(const Eigen::VectorXd& d) const;
-  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<int64_t>& shape() const { return mapping_.shape; }
 
  private:
-  int64_t nbinsfull_ = 0;
-  std::vector<int64_t> shape_;        // output histogram shape
-  std::vector<int64_t> cell_of_bin_;  // per channel bin (in channel order): output cell
-  int64_t channel_start_ = 0;
+  ObservableMapping mapping_;  // 𝓜 and the output shape
   Eigen::VectorXd inv_y0_;   // 1/y⁰, 0 where y⁰ = 0
   Eigen::VectorXd d_fixed_;  // 1 where y⁰ = 0 (d is constant there), else 0
   bool armed_ = false;
 };
 
-/// Builds the regularisers of the options; unknown names throw OptionError listing "SVD".
+/// Builds the regularisers of the options, their mappings with `mapping` (ModelOptions::regularizer_mapping);
+/// unknown names throw OptionError listing "SVD".
 std::vector<std::shared_ptr<Regularizer>> make_regularizers(const FitInputData& input,
-                                                            const std::vector<RegularizationSpec>& specs);
+                                                            const std::vector<RegularizationSpec>& specs,
+                                                            const ObservableMappingBuilder& mapping);
 
 /// exp(2 τ) with τ = model.options.regularization_strength.
 double regularization_weight(const Model& model);

@@ -17,10 +17,13 @@ namespace rabbit::postfit {
 
 /// L_x and P with their gradients and Hessians at one x, over the floating parameters.
 struct LCurveTerms {
-  double nll = 0.0;      // L_x: the reduced NLL without the penalty
+  double nll = 0.0;      // L_x: the reduced NLL without the penalty, as the curve's l_x = log L_x reads it
   double penalty = 0.0;  // P: Σ of the regularisers' unweighted penalties
   Eigen::VectorXd grad_nll, grad_penalty;
   Eigen::MatrixXd hess_nll, hess_penalty;
+  /// ∇²L_x of the fitted NLL, for dx̂/dτ, where it is not hess_nll (with BB rabbit's l_x reads β not
+  /// profiled, its fit the profiled NLL: docs/model.md "The L curve"); empty: hess_nll.
+  Eigen::MatrixXd hess_nll_fit;
 };
 
 /// The terms at x (full parameter vector), restricted to `floating`. L is linear in w = exp(2τ): the

@@ -16,12 +16,12 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
 void check_observable_regularizers(ShardState& s) {
-  // observable regularisers (SVD) act on the full yields: single shard only, and with BB only on
-  // bins whose β does not depend on the fit (masked channels), see docs/likelihood.md
-  s.regularized_ = !s.model_->regularizers.empty() && needs_observables(*s.model_);
+  // observable regularisers (SVD) act on the full yields, with BB only on bins whose β does not depend on
+  // the fit (masked channels), see docs/likelihood.md. Every shard can compute the yields of all bins; the
+  // first one (the one that starts at bin 0) adds the penalty of all of them, the others none
+  // (docs/sharding-and-gpu.md "Regularisers and shards").
+  s.regularized_ = !s.model_->regularizers.empty() && needs_observables(*s.model_) && s.begin_ == 0;
   if (s.regularized_) {
-    if (s.begin_ != 0 || s.end_ != s.nbins_)
-      throw OptionError("-r/--regularization on predicted yields cannot be sharded; run with one device");
     if (s.has_bb()) {
       for (const auto& reg : s.model_->regularizers) {
         const VectorXd touched = reg->observable_footprint();

@@ -7,6 +7,7 @@
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/model_options.hpp"
 #include "rabbit/model/regularizer.hpp"
+#include "rabbit/postfit/regularizer_mapping.hpp"
 #include "support/finite_differences.hpp"
 #include "support/shard_test_helpers.hpp"
 
@@ -234,7 +235,7 @@ TEST(CpuShard, SvdRegularizerDerivatives) {
       RegularizationSpec spec;
       spec.name = "SVD";
       spec.mapping = {"Select", bb ? "masked" : "obs"};
-      model->regularizers = make_regularizers(*in, {spec});
+      model->regularizers = make_regularizers(*in, {spec}, postfit::regularizer_mapping);
       // arm at the start point with β = β⁰ (the prediction the fit driver passes)
       CpuShardEvaluator probe(model, 0, in->nbins, 1);
       const VectorXd x0 = test_point(*model) * 0.5;
@@ -260,7 +261,7 @@ TEST(CpuShard, SvdRegularizerOnObservedChannelWithBBIsRefused) {
   RegularizationSpec spec;
   spec.name = "SVD";
   spec.mapping = {"Select", "obs"};
-  model->regularizers = make_regularizers(*in, {spec});
+  model->regularizers = make_regularizers(*in, {spec}, postfit::regularizer_mapping);
   EXPECT_THROW(CpuShardEvaluator(model, 0, in->nbins, 1), OptionError);
 }
 

@@ -11,6 +11,7 @@
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/fit/multi_device_fitter.hpp"
 #include "rabbit/model/regularizer.hpp"
+#include "rabbit/postfit/regularizer_mapping.hpp"
 #include "support/model_fixtures.hpp"
 
 namespace rabbit {
@@ -292,7 +293,7 @@ TEST(PipelineHost, RefusesObservableRegularizers) {
   RegularizationSpec spec;
   spec.name = "SVD";
   spec.mapping = {"Select", "masked"};
-  model->regularizers = make_regularizers(*in, {spec});
+  model->regularizers = make_regularizers(*in, {spec}, postfit::regularizer_mapping);
   try {
     host_shard(model, 0, model->input->nbins);
     FAIL() << "expected OptionError";
