@@ -58,6 +58,12 @@ class CudaOps {
     *total = t;
     return f;
   }
+  // 40 % of the free device memory for the HVP batch: the rest stays for cuBLAS workspaces and for
+  // other shards on this device that size their batch after this one (--devices 0,0).
+  uint64_t batch_budget() const {
+    uint64_t total = 0;
+    return free_memory(&total) / 5 * 2;
+  }
   void* alloc(size_t bytes, const char* what) {
     void* p = nullptr;
     check_cuda(cudaMalloc(&p, bytes), ordinal_, what);

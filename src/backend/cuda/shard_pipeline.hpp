@@ -11,7 +11,8 @@
 //
 // Ops must provide: select(); void* alloc(bytes, what); release(void*); to_device(dst, src, bytes,
 // what); to_host(dst, src, bytes, what) (synchronous); zero(ptr, bytes); check(what) after kernels;
-// free_memory(&total); name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers
+// free_memory(&total); batch_budget() (bytes the HVP batch may take, read once at the first HVP);
+// name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers
 // entry_yields, profile_bins, gradient_weights, delta_yields, apply_psi, hvp_weights, sum_over_bins,
 // csr_multiply, fill with the signatures of kernels.hpp minus the stream.
 #include <fmt/format.h>
@@ -58,6 +59,7 @@ inline uint64_t shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_e
         in.logk_sparse.rowptr.empty() ? 0 : in.logk_sparse.rowptr[i1] - in.logk_sparse.rowptr[i0];
     tensor = 2 * nnz * 12 + (E + 1 + W + 1) * 8;
   }
+  // The HVP batch adapts to free memory at the first HVP (ShardPipeline::batch_width()); plan for 256.
   const uint64_t k = std::min<uint64_t>(std::max<uint64_t>(npar, 1), 256);
   const uint64_t entries = E * (4 + 4 + 8 * 5);               // bin, proc, norm, Λ, q, N, gw
   const uint64_t per_bp = B * P * (8 * 10 + 2);               // N, φ, u1, u2, d, pw, β, stats, flags
@@ -103,6 +105,16 @@ class Buffer {
   void upload(const std::vector<T>& host, const char* what) { upload(host.data(), host.size(), what); }
   void zero() {
     if (size_) ops_->zero(ptr_, size_ * sizeof(T));
+  }
+  // The first n elements only (a batch of fewer columns than the buffer was sized for).
+  void zero(size_t n) {
+    if (n) ops_->zero(ptr_, n * sizeof(T));
+  }
+  // Into the first n elements of a buffer allocated before: no reallocation.
+  void copy_in(const T* host, size_t n, const char* what) {
+    if (n > size_)
+      throw Error(fmt::format("{}: {} elements into a buffer of {}", what, n, size_));
+    if (n) ops_->to_device(ptr_, host, n * sizeof(T), what);
   }
   T* get() const { return ptr_; }
   size_t size() const { return size_; }
@@ -284,8 +296,9 @@ class ShardPipeline : public ShardEvaluator {
     const double f = download_value();
     gradient(grad);
     HV.resize(npar_, V.cols());
-    for (int64_t c = 0; c < V.cols(); c += kMaxBatch) {
-      const int64_t k = std::min<int64_t>(kMaxBatch, V.cols() - c);
+    const int64_t width = batch_width();
+    for (int64_t c = 0; c < V.cols(); c += width) {
+      const int64_t k = std::min<int64_t>(width, V.cols() - c);
       Eigen::MatrixXd out;
       hvp(V.middleCols(c, k), out);
       HV.middleCols(c, k) = out;
@@ -300,8 +313,9 @@ class ShardPipeline : public ShardEvaluator {
     const double f = download_value();
     gradient(grad);
     hess.resize(npar_, npar_);
-    for (int64_t c = 0; c < npar_; c += kMaxBatch) {
-      const int64_t k = std::min<int64_t>(kMaxBatch, npar_ - c);
+    const int64_t width = batch_width();
+    for (int64_t c = 0; c < npar_; c += width) {
+      const int64_t k = std::min<int64_t>(width, npar_ - c);
       Eigen::MatrixXd unit = Eigen::MatrixXd::Zero(npar_, k), out;
       for (int64_t j = 0; j < k; ++j) unit(c + j, j) = 1.0;
       hvp(unit, out);
@@ -321,9 +335,40 @@ class ShardPipeline : public ShardEvaluator {
   }
 
  private:
-  static constexpr int64_t kMaxBatch = 256;
-
   bool full() const { return cfg_.mode == BBMode::full; }
+
+  // Device bytes of one HVP batch column: δΛ and ω per entry, δN, z and t per (bin, process), the
+  // direction and the result per tensor column, dr and the per-process sums per process.
+  uint64_t batch_column_bytes() const {
+    const uint64_t nbp = static_cast<uint64_t>(nbins_) * nproc_;
+    return 8 * (2 * static_cast<uint64_t>(nentries_) + 3 * nbp + 2 * static_cast<uint64_t>(width_) +
+                2 * static_cast<uint64_t>(nproc_));
+  }
+
+  // The HVP batch width, and its buffers allocated once at that width on the first call (after every
+  // shard of the fit holds its tensor, so that shards sharing a device all fit): as many columns as
+  // Ops::batch_budget() allows, at most one per parameter. Later calls and batches reuse them
+  // (docs/sharding-and-gpu.md "HVP batch width").
+  int64_t batch_width() {
+    if (batch_ > 0) return batch_;
+    const uint64_t budget = ops_->batch_budget(), per_column = std::max<uint64_t>(1, batch_column_bytes());
+    const int64_t width =
+        std::min<int64_t>(std::max<int64_t>(npar_, 1), static_cast<int64_t>(budget / per_column));
+    if (width < 1)
+      throw ResourceError(fmt::format(
+          "{}: one HVP batch column of the shard over bins [{}, {}) needs {:.2f} MiB of device memory, "
+          "{:.2f} MiB are available; use more shards (--nDevices) or --backend cpu",
+          ops_->name(), begin_, end_, per_column / 1048576.0, budget / 1048576.0));
+    const size_t k = static_cast<size_t>(width), nbp = static_cast<size_t>(nbins_) * nproc_;
+    cols_d_.allocate(width_ * k, "allocating the HVP batch");
+    dr_d_.allocate(nproc_ * k, "allocating the HVP batch");
+    for (Buf<double>* b : {&dlambda_, &omega_}) b->allocate(nentries_ * k, "allocating the HVP batch");
+    for (Buf<double>* b : {&dN_, &z_, &t_}) b->allocate(nbp * k, "allocating the HVP batch");
+    O_.allocate(width_ * k, "allocating the HVP batch");
+    tproc_.allocate(nproc_ * k, "allocating the HVP batch");
+    batch_ = width;
+    return batch_;
+  }
 
   void download(double* host, const double* dev, size_t n, const char* what) {
     if (n) ops_->to_host(host, dev, n * sizeof(double), what);
@@ -480,7 +525,7 @@ class ShardPipeline : public ShardEvaluator {
     if (nparams_ > 0) grad.head(nparams_) = jac_.transpose() * wproc_;
   }
 
-  // H_ξ U for U (npar × k), k <= kMaxBatch; needs forward() and gradient() at the same point.
+  // H_ξ U for U (npar × k), k <= batch_width(); needs forward() and gradient() at the same point.
   void hvp(const Eigen::MatrixXd& U, Eigen::MatrixXd& out) {
     const int k = static_cast<int>(U.cols());
     out = Eigen::MatrixXd::Zero(npar_, k);
@@ -496,16 +541,12 @@ class ShardPipeline : public ShardEvaluator {
     if (!symmetric_) cols.bottomRows(nsyst_) = h1_.asDiagonal() * Ut;
     const Eigen::MatrixXd dr = nparams_ > 0 ? Eigen::MatrixXd(jac_ * U.topRows(nparams_))
                                             : Eigen::MatrixXd(Eigen::MatrixXd::Zero(nproc_, k));
-    cols_d_.upload(cols.data(), cols.size(), "copying HVP directions");
-    dr_d_.upload(dr.data(), dr.size(), "copying HVP directions");
-    for (Buf<double>* b : {&dlambda_, &omega_}) b->allocate(nentries_ * k, "allocating the HVP batch");
-    for (Buf<double>* b : {&dN_, &z_, &t_}) b->allocate(nbp * k, "allocating the HVP batch");
-    O_.allocate(width_ * k, "allocating the HVP batch");
-    tproc_.allocate(static_cast<size_t>(nproc_) * k, "allocating the HVP batch");
+    cols_d_.copy_in(cols.data(), cols.size(), "copying HVP directions");
+    dr_d_.copy_in(dr.data(), dr.size(), "copying HVP directions");
     k2_multiply(false, cols_d_.get(), dlambda_.get(), k);
     if (sparse_) {
-      dN_.zero();
-      t_.zero();
+      dN_.zero(nbp * k);
+      t_.zero(nbp * k);
     }
     ops_->delta_yields(entries(), log_normal_, q_.get(), N_.get(), rho_d_.get(), dlambda_.get(), dr_d_.get(),
                        dN_.get(), nbp, nproc_, k);
@@ -536,6 +577,7 @@ class ShardPipeline : public ShardEvaluator {
   int64_t nsyst_ = 0, width_ = 0, npar_ = 0, nparams_ = 0, nbins_ = 0, nentries_ = 0;
   bool log_normal_ = true, symmetric_ = false, sparse_ = false;
   bm::BinConfig cfg_;
+  int64_t batch_ = 0;  // HVP batch width, set with its buffers at the first HVP (batch_width())
   std::vector<double> rho_;
   std::vector<unsigned char> masked_host_;
 
