@@ -79,6 +79,22 @@ class CudaOps {
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), ordinal_, what);
     check_cuda(cudaStreamSynchronize(stream_), ordinal_, what);
   }
+  // Page-locked staging for the per-call copies: cudaMemcpyAsync from pageable memory is staged and
+  // synchronous in effect; from pinned memory it is a DMA ordered on the stream, and the call waits
+  // once (docs/sharding-and-gpu.md "Pinned copies, one synchronisation").
+  void* alloc_pinned(size_t bytes, const char* what) {
+    void* p = nullptr;
+    check_cuda(cudaHostAlloc(&p, bytes, cudaHostAllocDefault), ordinal_, what);
+    return p;
+  }
+  void release_pinned(void* p) { cudaFreeHost(p); }
+  void to_device_async(void* dst, const void* src, size_t bytes, const char* what) {
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), ordinal_, what);
+  }
+  void to_host_async(void* dst, const void* src, size_t bytes, const char* what) {
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), ordinal_, what);
+  }
+  void synchronize(const char* what) { check_cuda(cudaStreamSynchronize(stream_), ordinal_, what); }
   void zero(void* p, size_t bytes) {
     check_cuda(cudaMemsetAsync(p, 0, bytes, stream_), ordinal_, "clearing a buffer");
   }

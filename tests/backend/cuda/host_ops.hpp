@@ -44,6 +44,12 @@ struct HostOps {
   }
   void to_device(void* d, const void* s, size_t b, const char*) { std::memcpy(d, s, b); }
   void to_host(void* d, const void* s, size_t b, const char*) { std::memcpy(d, s, b); }
+  // The pinned staging, NaN-filled like device memory; copies are immediate, synchronisations counted.
+  void* alloc_pinned(size_t bytes, const char* what) { return alloc(bytes, what); }
+  void release_pinned(void* p) { release(p); }
+  void to_device_async(void* d, const void* s, size_t b, const char*) { std::memcpy(d, s, b); }
+  void to_host_async(void* d, const void* s, size_t b, const char*) { std::memcpy(d, s, b); }
+  void synchronize(const char*) { ++synchronizations(); }
   void zero(void* p, size_t b) { std::memset(p, 0, b); }
   void check(const char*) {}
   void k2_dense(bool transpose, const double* K2, int64_t E, int64_t W, const double* X, double* Y, int k) {
@@ -113,6 +119,11 @@ struct HostOps {
   // Allocations made by every host-policy shard (the fitter may run shards on other threads): the
   // HVP batch is allocated once, not per batch or per call.
   static std::atomic<int64_t>& allocations() {
+    static std::atomic<int64_t> n{0};
+    return n;
+  }
+  // Waits for the device by every host-policy shard: one per call, one more per extra HVP batch.
+  static std::atomic<int64_t>& synchronizations() {
     static std::atomic<int64_t> n{0};
     return n;
   }

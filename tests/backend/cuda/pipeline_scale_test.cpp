@@ -206,8 +206,8 @@ void batches_cross_the_width(Where where, bool sparse) {
 }
 
 // The HVP batch at the width of the Ops budget (here 100 columns: 301 parameters in 4 batches),
-// allocated at the first HVP and reused by later batches and calls; a budget below one column is
-// refused with a one-line error.
+// allocated at the first HVP and reused by later batches and calls; one synchronisation per call and
+// per further batch; a budget below one column is refused with a one-line error.
 TEST(ScaleHostBatches, AllocatedOnceAtTheBudgetWidth) {
   ShardConfig cfg;
   cfg.bb_mode = BBMode::full;
@@ -233,6 +233,25 @@ TEST(ScaleHostBatches, AllocatedOnceAtTheBudgetWidth) {
   const Evaluation got = evaluate(*fitter, x, V);
   EXPECT_EQ(testing::HostOps::allocations(), after_first) << "HVP batch buffers reallocated";
   expect_close(got, ref);
+
+  // One synchronisation per call; HVP and Hessian batches beyond the first wait once each.
+  auto& syncs = testing::HostOps::synchronizations();
+  int64_t before = syncs;
+  fitter->value(x);
+  EXPECT_EQ(syncs - before, 1) << "value";
+  before = syncs;
+  fitter->value_grad(x, g);
+  EXPECT_EQ(syncs - before, 1) << "value_grad";
+  Eigen::MatrixXd hv;
+  before = syncs;
+  fitter->value_grad_hvp(x, V.leftCols(3), g, hv);
+  EXPECT_EQ(syncs - before, 1) << "value_grad_hvp, 3 directions";
+  before = syncs;
+  fitter->value_grad_hvp(x, V, g, hv);
+  EXPECT_EQ(syncs - before, 3) << "value_grad_hvp, 300 directions in batches of 100";
+  before = syncs;
+  fitter->value_grad_hess(x, g, h, true);
+  EXPECT_EQ(syncs - before, 4) << "value_grad_hess, 301 parameters in batches of 100";
 
   std::vector<std::unique_ptr<ShardEvaluator>> small;
   small.push_back(testing::host_shard(model, 0, shape.bins, 0, column - 1));
