@@ -58,6 +58,12 @@ class CudaOps {
     *total = t;
     return f;
   }
+  // 40 % of the free device memory for the HVP batch: the rest stays for cuBLAS workspaces and for
+  // other shards on this device that size their batch after this one (--devices 0,0).
+  uint64_t batch_budget() const {
+    uint64_t total = 0;
+    return free_memory(&total) / 5 * 2;
+  }
   void* alloc(size_t bytes, const char* what) {
     void* p = nullptr;
     check_cuda(cudaMalloc(&p, bytes), ordinal_, what);
@@ -73,6 +79,22 @@ class CudaOps {
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), ordinal_, what);
     check_cuda(cudaStreamSynchronize(stream_), ordinal_, what);
   }
+  // Page-locked staging for the per-call copies: cudaMemcpyAsync from pageable memory is staged and
+  // synchronous in effect; from pinned memory it is a DMA ordered on the stream, and the call waits
+  // once (docs/sharding-and-gpu.md "Pinned copies, one synchronisation").
+  void* alloc_pinned(size_t bytes, const char* what) {
+    void* p = nullptr;
+    check_cuda(cudaHostAlloc(&p, bytes, cudaHostAllocDefault), ordinal_, what);
+    return p;
+  }
+  void release_pinned(void* p) { cudaFreeHost(p); }
+  void to_device_async(void* dst, const void* src, size_t bytes, const char* what) {
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), ordinal_, what);
+  }
+  void to_host_async(void* dst, const void* src, size_t bytes, const char* what) {
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), ordinal_, what);
+  }
+  void synchronize(const char* what) { check_cuda(cudaStreamSynchronize(stream_), ordinal_, what); }
   void zero(void* p, size_t bytes) {
     check_cuda(cudaMemsetAsync(p, 0, bytes, stream_), ordinal_, "clearing a buffer");
   }

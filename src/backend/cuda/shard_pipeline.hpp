@@ -10,8 +10,11 @@
 // blocks, symmetrised. Only parameter-sized vectors cross between host and device per call.
 //
 // Ops must provide: select(); void* alloc(bytes, what); release(void*); to_device(dst, src, bytes,
-// what); to_host(dst, src, bytes, what) (synchronous); zero(ptr, bytes); check(what) after kernels;
-// free_memory(&total); name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers
+// what); to_host(dst, src, bytes, what) (both synchronous, for set-up and β); alloc_pinned(bytes, what),
+// release_pinned(p), to_device_async / to_host_async(dst, src, bytes, what) (page-locked host side,
+// ordered on the shard's stream) and synchronize(what) for the per-call copies; zero(ptr, bytes); check(what) after kernels;
+// free_memory(&total); batch_budget() (bytes the HVP batch may take, read once at the first HVP);
+// name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers
 // entry_yields, profile_bins, gradient_weights, delta_yields, apply_psi, hvp_weights, sum_over_bins,
 // csr_multiply, fill with the signatures of kernels.hpp minus the stream.
 #include <fmt/format.h>
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline_buffers.hpp"
 #include "rabbit/backend/cuda/bin_math.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
 #include "rabbit/backend/cuda/pipeline_elements.hpp"
@@ -58,6 +62,7 @@ inline uint64_t shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_e
         in.logk_sparse.rowptr.empty() ? 0 : in.logk_sparse.rowptr[i1] - in.logk_sparse.rowptr[i0];
     tensor = 2 * nnz * 12 + (E + 1 + W + 1) * 8;
   }
+  // The HVP batch adapts to free memory at the first HVP (ShardPipeline::batch_width()); plan for 256.
   const uint64_t k = std::min<uint64_t>(std::max<uint64_t>(npar, 1), 256);
   const uint64_t entries = E * (4 + 4 + 8 * 5);               // bin, proc, norm, Λ, q, N, gw
   const uint64_t per_bp = B * P * (8 * 10 + 2);               // N, φ, u1, u2, d, pw, β, stats, flags
@@ -79,43 +84,6 @@ struct HostShardData {
   // BB statistics
   std::vector<double> kstat, beta0, sigma2;
   std::vector<unsigned char> masked, zero_var;
-};
-
-/// A device buffer owned through the Ops policy.
-template <class Ops, class T>
-class Buffer {
- public:
-  explicit Buffer(Ops* ops) : ops_(ops) {}
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { release(); }
-  void allocate(size_t n, const char* what) {
-    if (n == size_) return;
-    release();
-    if (n == 0) return;
-    ptr_ = static_cast<T*>(ops_->alloc(n * sizeof(T), what));
-    size_ = n;
-  }
-  void upload(const T* host, size_t n, const char* what) {
-    allocate(n, what);
-    if (n) ops_->to_device(ptr_, host, n * sizeof(T), what);
-  }
-  void upload(const std::vector<T>& host, const char* what) { upload(host.data(), host.size(), what); }
-  void zero() {
-    if (size_) ops_->zero(ptr_, size_ * sizeof(T));
-  }
-  T* get() const { return ptr_; }
-  size_t size() const { return size_; }
-
- private:
-  void release() {
-    if (ptr_) ops_->release(ptr_);
-    ptr_ = nullptr;
-    size_ = 0;
-  }
-  Ops* ops_;
-  T* ptr_ = nullptr;
-  size_t size_ = 0;
 };
 
 template <class Ops>
@@ -202,6 +170,11 @@ class ShardPipeline : public ShardEvaluator {
     }
     const size_t nbp = static_cast<size_t>(nbins_) * nproc_;
     rho_d_.upload(rho_, "copying rho");
+    m_vec_.allocate(width_, "allocating the parameters");
+    rates_d_.allocate(nproc_, "allocating the parameters");
+    value_d_.allocate(1, "allocating the NLL");
+    stage_.reserve(width_ + nproc_, "allocating pinned host buffers");
+    result_.reserve(1 + width_ + nproc_, "allocating pinned host buffers");
     for (Buf<double>* b : {&lambda_, &q_, &N_, &gw_}) b->allocate(nentries_, "allocating yields");
     for (Buf<double>* b : {&Nbp_, &phi_, &u1_, &u2_, &d_, &pw_}) b->allocate(nbp, "allocating yields");
     m_.allocate(3 * static_cast<size_t>(nbins_), "allocating yields");
@@ -263,52 +236,69 @@ class ShardPipeline : public ShardEvaluator {
     beta0_.upload(slice, "copying beta0");
   }
 
+  // One synchronisation per call (docs/sharding-and-gpu.md "Pinned copies, one synchronisation"):
+  // parameters go out and results come back through pinned buffers on the shard's stream; HVP and
+  // Hessian batches beyond the first wait once each, as they reuse the staging.
   double value(const Eigen::VectorXd& xi) override {
     ops_->select();
     forward(xi, true);
-    return download_value();
+    enqueue_value();
+    ops_->synchronize("evaluating the NLL");
+    return result_.get()[0];
   }
 
   double value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad) override {
     ops_->select();
     forward(xi, true);
-    const double f = download_value();
-    gradient(grad);
-    return f;
+    enqueue_value();
+    enqueue_gradient();
+    ops_->synchronize("evaluating the gradient");
+    read_gradient(grad);
+    return result_.get()[0];
   }
 
   double value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
                         Eigen::MatrixXd& HV) override {
     ops_->select();
+    const int64_t width = V.cols() > 0 ? batch_width() : 1;
     forward(xi, true);
-    const double f = download_value();
-    gradient(grad);
+    enqueue_value();
+    enqueue_gradient();
     HV.resize(npar_, V.cols());
-    for (int64_t c = 0; c < V.cols(); c += kMaxBatch) {
-      const int64_t k = std::min<int64_t>(kMaxBatch, V.cols() - c);
+    for (int64_t c = 0; c == 0 || c < V.cols(); c += width) {
+      const int64_t k = std::min<int64_t>(width, V.cols() - c);
+      if (k > 0) enqueue_hvp(V.middleCols(c, k));
+      ops_->synchronize("evaluating the HVP");
+      if (c == 0) read_gradient(grad);
+      if (k <= 0) break;
       Eigen::MatrixXd out;
-      hvp(V.middleCols(c, k), out);
+      read_hvp(V.middleCols(c, k), out);
       HV.middleCols(c, k) = out;
     }
-    return f;
+    return result_.get()[0];
   }
 
   double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
                          bool profile) override {
     ops_->select();
+    const int64_t width = batch_width();
     forward(xi, profile);
-    const double f = download_value();
-    gradient(grad);
+    enqueue_value();
+    enqueue_gradient();
     hess.resize(npar_, npar_);
-    for (int64_t c = 0; c < npar_; c += kMaxBatch) {
-      const int64_t k = std::min<int64_t>(kMaxBatch, npar_ - c);
-      Eigen::MatrixXd unit = Eigen::MatrixXd::Zero(npar_, k), out;
+    for (int64_t c = 0; c == 0 || c < npar_; c += width) {
+      const int64_t k = std::min<int64_t>(width, npar_ - c);
+      Eigen::MatrixXd unit = Eigen::MatrixXd::Zero(npar_, std::max<int64_t>(k, 0)), out;
       for (int64_t j = 0; j < k; ++j) unit(c + j, j) = 1.0;
-      hvp(unit, out);
+      if (k > 0) enqueue_hvp(unit);
+      ops_->synchronize("evaluating the Hessian");
+      if (c == 0) read_gradient(grad);
+      if (k <= 0) break;
+      read_hvp(unit, out);
       hess.middleCols(c, k) = out;
     }
     hess = (0.5 * (hess + hess.transpose())).eval();
-    return f;
+    return result_.get()[0];
   }
 
   Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override {
@@ -321,9 +311,43 @@ class ShardPipeline : public ShardEvaluator {
   }
 
  private:
-  static constexpr int64_t kMaxBatch = 256;
-
   bool full() const { return cfg_.mode == BBMode::full; }
+
+  // Device bytes of one HVP batch column: δΛ and ω per entry, δN, z and t per (bin, process), the
+  // direction and the result per tensor column, dr and the per-process sums per process.
+  uint64_t batch_column_bytes() const {
+    const uint64_t nbp = static_cast<uint64_t>(nbins_) * nproc_;
+    return 8 * (2 * static_cast<uint64_t>(nentries_) + 3 * nbp + 2 * static_cast<uint64_t>(width_) +
+                2 * static_cast<uint64_t>(nproc_));
+  }
+
+  // The HVP batch width, and its buffers allocated once at that width on the first call (after every
+  // shard of the fit holds its tensor, so that shards sharing a device all fit): as many columns as
+  // Ops::batch_budget() allows, at most one per parameter. Later calls and batches reuse them
+  // (docs/sharding-and-gpu.md "HVP batch width").
+  int64_t batch_width() {
+    if (batch_ > 0) return batch_;
+    const uint64_t budget = ops_->batch_budget(), per_column = std::max<uint64_t>(1, batch_column_bytes());
+    const int64_t width =
+        std::min<int64_t>(std::max<int64_t>(npar_, 1), static_cast<int64_t>(budget / per_column));
+    if (width < 1)
+      throw ResourceError(fmt::format(
+          "{}: one HVP batch column of the shard over bins [{}, {}) needs {:.2f} MiB of device memory, "
+          "{:.2f} MiB are available; use more shards (--nDevices) or --backend cpu",
+          ops_->name(), begin_, end_, per_column / 1048576.0, budget / 1048576.0));
+    const size_t k = static_cast<size_t>(width), nbp = static_cast<size_t>(nbins_) * nproc_;
+    cols_d_.allocate(width_ * k, "allocating the HVP batch");
+    dr_d_.allocate(nproc_ * k, "allocating the HVP batch");
+    for (Buf<double>* b : {&dlambda_, &omega_}) b->allocate(nentries_ * k, "allocating the HVP batch");
+    for (Buf<double>* b : {&dN_, &z_, &t_}) b->allocate(nbp * k, "allocating the HVP batch");
+    O_.allocate(width_ * k, "allocating the HVP batch");
+    tproc_.allocate(nproc_ * k, "allocating the HVP batch");
+    // Pinned staging: [m | rates | directions | dr] out, [f | y | wproc | O | tproc] back.
+    stage_.reserve((width_ + nproc_) * (1 + k), "allocating pinned host buffers");
+    result_.reserve(1 + (width_ + nproc_) * (1 + k), "allocating pinned host buffers");
+    batch_ = width;
+    return batch_;
+  }
 
   void download(double* host, const double* dev, size_t n, const char* what) {
     if (n) ops_->to_host(host, dev, n * sizeof(double), what);
@@ -434,14 +458,15 @@ class ShardPipeline : public ShardEvaluator {
     h_.resize(nsyst_);
     h1_.resize(nsyst_);
     h2_.resize(nsyst_);
-    std::vector<double> m(width_);
+    double* m = stage_.get();
     for (int64_t s = 0; s < nsyst_; ++s) {
       likelihood::interpolation(theta_[s], h_[s], h1_[s], h2_[s]);
       m[s] = theta_[s];
       if (!symmetric_) m[nsyst_ + s] = h_[s];
     }
-    m_vec_.upload(m, "copying the parameters");
-    rates_d_.upload(rates_.data(), nproc_, "copying the parameters");
+    std::copy(rates_.data(), rates_.data() + nproc_, m + width_);
+    ops_->to_device_async(m_vec_.get(), m, width_ * sizeof(double), "copying the parameters");
+    ops_->to_device_async(rates_d_.get(), m + width_, nproc_ * sizeof(double), "copying the parameters");
     k2_multiply(false, m_vec_.get(), lambda_.get(), 1);
     if (sparse_) Nbp_.zero();
     ops_->entry_yields(entries(), log_normal_, lambda_.get(), rates_d_.get(), rho_d_.get(), q_.get(),
@@ -453,19 +478,18 @@ class ShardPipeline : public ShardEvaluator {
     ops_->check("the yield kernels");
   }
 
-  double download_value() {
-    if (nbins_ == 0) return 0.0;
-    ops_->sum_over_bins(binval_.get(), nbins_, 1, nbins_, 1, small_.get());
-    double f = 0;
-    download(&f, small_.get(), 1, "summing the NLL");
-    return f;
+  // The NLL into result_[0] (after the call's synchronisation).
+  void enqueue_value() {
+    if (nbins_ == 0) {
+      result_.get()[0] = 0.0;
+      return;
+    }
+    ops_->sum_over_bins(binval_.get(), nbins_, 1, nbins_, 1, value_d_.get());
+    ops_->to_host_async(result_.get(), value_d_.get(), sizeof(double), "summing the NLL");
   }
 
-  // ∇_ξ of the shard's partial NLL; keeps y_d and the per-process weights for the HVP.
-  void gradient(Eigen::VectorXd& grad) {
-    grad = Eigen::VectorXd::Zero(npar_);
-    y_host_.assign(width_, 0.0);
-    wproc_ = Eigen::VectorXd::Zero(nproc_);
+  // K2ᵀ(φ∘N) into result_[1, 1+W) and the per-process sums into result_[1+W, 1+W+P).
+  void enqueue_gradient() {
     if (nbins_ == 0) return;
     if (sparse_) pw_.zero();
     ops_->gradient_weights(entries(), log_normal_, phi_.get(), q_.get(), N_.get(), rho_d_.get(), gw_.get(),
@@ -473,39 +497,48 @@ class ShardPipeline : public ShardEvaluator {
     k2_multiply(true, gw_.get(), y_.get(), 1);
     ops_->sum_over_bins(pw_.get(), nbins_, nproc_, 0, 1, small_.get());
     ops_->check("the gradient kernels");
-    download(y_host_.data(), y_.get(), width_, "reading the gradient");
-    download(wproc_.data(), small_.get(), nproc_, "reading the gradient");
+    ops_->to_host_async(result_.get() + 1, y_.get(), width_ * sizeof(double), "reading the gradient");
+    ops_->to_host_async(result_.get() + 1 + width_, small_.get(), nproc_ * sizeof(double),
+                        "reading the gradient");
+  }
+
+  // ∇_ξ of the shard's partial NLL after the synchronisation; keeps y and the per-process weights for
+  // the HVP.
+  void read_gradient(Eigen::VectorXd& grad) {
+    grad = Eigen::VectorXd::Zero(npar_);
+    y_host_.assign(width_, 0.0);
+    wproc_ = Eigen::VectorXd::Zero(nproc_);
+    if (nbins_ == 0) return;
+    const double* r = result_.get();
+    std::copy(r + 1, r + 1 + width_, y_host_.begin());
+    std::copy(r + 1 + width_, r + 1 + width_ + nproc_, wproc_.data());
     for (int64_t s = 0; s < nsyst_; ++s)
       grad[nparams_ + s] = y_host_[s] + (symmetric_ ? 0.0 : h1_[s] * y_host_[nsyst_ + s]);
     if (nparams_ > 0) grad.head(nparams_) = jac_.transpose() * wproc_;
   }
 
-  // H_ξ U for U (npar × k), k <= kMaxBatch; needs forward() and gradient() at the same point.
-  void hvp(const Eigen::MatrixXd& U, Eigen::MatrixXd& out) {
-    const int k = static_cast<int>(U.cols());
-    out = Eigen::MatrixXd::Zero(npar_, k);
-    if (nparams_ > 0 && model_->param_model) {
-      // 𝒞_ππ: Σ_p w_p ∂²r_p/∂π∂πᵀ with w = Σ_b φ q (param-model curvature, host).
-      out.topRows(nparams_) = model_->param_model->rate_curvature(pi_, wproc_) * U.topRows(nparams_);
-    }
+  // The device part of H_ξ U for U (npar × k), k <= batch_width(), after forward() and
+  // enqueue_gradient() at the same point: K2ᵀω into result_ after the gradient, the per-process sums t
+  // after it.
+  void enqueue_hvp(const Eigen::MatrixXd& U) {
     if (nbins_ == 0) return;
+    const int k = static_cast<int>(U.cols());
     const int64_t nbp = nbins_ * nproc_;
-    Eigen::MatrixXd cols(width_, k);
-    const Eigen::MatrixXd Ut = U.bottomRows(nsyst_);
+    double* stage = stage_.get() + width_ + nproc_;
+    Eigen::Map<Eigen::MatrixXd> cols(stage, width_, k), dr(stage + width_ * k, nproc_, k);
+    const auto Ut = U.bottomRows(nsyst_);
     cols.topRows(nsyst_) = Ut;
     if (!symmetric_) cols.bottomRows(nsyst_) = h1_.asDiagonal() * Ut;
-    const Eigen::MatrixXd dr = nparams_ > 0 ? Eigen::MatrixXd(jac_ * U.topRows(nparams_))
-                                            : Eigen::MatrixXd(Eigen::MatrixXd::Zero(nproc_, k));
-    cols_d_.upload(cols.data(), cols.size(), "copying HVP directions");
-    dr_d_.upload(dr.data(), dr.size(), "copying HVP directions");
-    for (Buf<double>* b : {&dlambda_, &omega_}) b->allocate(nentries_ * k, "allocating the HVP batch");
-    for (Buf<double>* b : {&dN_, &z_, &t_}) b->allocate(nbp * k, "allocating the HVP batch");
-    O_.allocate(width_ * k, "allocating the HVP batch");
-    tproc_.allocate(static_cast<size_t>(nproc_) * k, "allocating the HVP batch");
+    if (nparams_ > 0)
+      dr = jac_ * U.topRows(nparams_);
+    else
+      dr.setZero();
+    ops_->to_device_async(cols_d_.get(), cols.data(), cols.size() * sizeof(double), "copying HVP directions");
+    ops_->to_device_async(dr_d_.get(), dr.data(), dr.size() * sizeof(double), "copying HVP directions");
     k2_multiply(false, cols_d_.get(), dlambda_.get(), k);
     if (sparse_) {
-      dN_.zero();
-      t_.zero();
+      dN_.zero(nbp * k);
+      t_.zero(nbp * k);
     }
     ops_->delta_yields(entries(), log_normal_, q_.get(), N_.get(), rho_d_.get(), dlambda_.get(), dr_d_.get(),
                        dN_.get(), nbp, nproc_, k);
@@ -515,9 +548,23 @@ class ShardPipeline : public ShardEvaluator {
     k2_multiply(true, omega_.get(), O_.get(), k);
     ops_->sum_over_bins(t_.get(), nbins_, nproc_, nbp, k, tproc_.get());
     ops_->check("the HVP kernels");
-    Eigen::MatrixXd O(width_, k), tp(nproc_, k);
-    download(O.data(), O_.get(), O.size(), "reading the HVP");
-    download(tp.data(), tproc_.get(), tp.size(), "reading the HVP");
+    double* back = result_.get() + 1 + width_ + nproc_;
+    ops_->to_host_async(back, O_.get(), width_ * k * sizeof(double), "reading the HVP");
+    ops_->to_host_async(back + width_ * k, tproc_.get(), nproc_ * k * sizeof(double), "reading the HVP");
+  }
+
+  // H_ξ U after the synchronisation: the device part plus the h'' and param-model curvature terms.
+  void read_hvp(const Eigen::MatrixXd& U, Eigen::MatrixXd& out) {
+    const int64_t k = U.cols();
+    out = Eigen::MatrixXd::Zero(npar_, k);
+    if (nparams_ > 0 && model_->param_model) {
+      // 𝒞_ππ: Σ_p w_p ∂²r_p/∂π∂πᵀ with w = Σ_b φ q (param-model curvature, host).
+      out.topRows(nparams_) = model_->param_model->rate_curvature(pi_, wproc_) * U.topRows(nparams_);
+    }
+    if (nbins_ == 0) return;
+    const double* back = result_.get() + 1 + width_ + nproc_;
+    Eigen::Map<const Eigen::MatrixXd> O(back, width_, k), tp(back + width_ * k, nproc_, k);
+    const auto Ut = U.bottomRows(nsyst_);
     for (int64_t s = 0; s < nsyst_; ++s) {
       out.row(nparams_ + s) = O.row(s);
       if (!symmetric_) {
@@ -536,6 +583,7 @@ class ShardPipeline : public ShardEvaluator {
   int64_t nsyst_ = 0, width_ = 0, npar_ = 0, nparams_ = 0, nbins_ = 0, nentries_ = 0;
   bool log_normal_ = true, symmetric_ = false, sparse_ = false;
   bm::BinConfig cfg_;
+  int64_t batch_ = 0;  // HVP batch width, set with its buffers at the first HVP (batch_width())
   std::vector<double> rho_;
   std::vector<unsigned char> masked_host_;
 
@@ -554,7 +602,8 @@ class ShardPipeline : public ShardEvaluator {
   Buf<double> lambda_{o()}, q_{o()}, N_{o()}, gw_{o()}, Nbp_{o()}, phi_{o()}, u1_{o()}, u2_{o()}, d_{o()},
       pw_{o()}, m_{o()}, binval_{o()}, beta_{o()}, y_{o()}, small_{o()};
   Buf<double> cols_d_{o()}, dr_d_{o()}, dlambda_{o()}, omega_{o()}, dN_{o()}, z_{o()}, t_{o()}, O_{o()},
-      tproc_{o()};
+      tproc_{o()}, value_d_{o()};
+  Pinned<Ops> stage_{o()}, result_{o()};
 };
 
 }  // namespace rabbit::pipeline

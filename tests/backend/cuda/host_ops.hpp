@@ -2,6 +2,7 @@
 // The host policy for the CUDA shard's pipeline (shard_pipeline.hpp): host memory, loops over the
 // same element bodies as the kernels (pipeline_elements.hpp) and Eigen for the dense tensor products,
 // so that the whole orchestration runs and is compared with the CPU shard without a GPU.
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -23,10 +24,15 @@ struct HostOps {
     *total = uint64_t(1) << 40;
     return *total;
   }
+  // A fixed HVP batch budget (the GPU's is a share of its free memory): 8 MiB splits the 20,000-bin
+  // scale models' HVPs and Hessians into several batches.
+  uint64_t batch_budget_bytes = uint64_t(8) << 20;
+  uint64_t batch_budget() const { return batch_budget_bytes; }
   // Filled with 0xFF bytes (NaN as double, -1 as an index) rather than zeros, as fresh device memory
   // is garbage: a read before the first write then shows as a NaN result instead of passing silently.
   void* alloc(size_t bytes, const char*) {
     ++live_buffers;
+    ++allocations();
     void* p = std::malloc(bytes);
     std::memset(p, 0xFF, bytes);
     return p;
@@ -38,6 +44,12 @@ struct HostOps {
   }
   void to_device(void* d, const void* s, size_t b, const char*) { std::memcpy(d, s, b); }
   void to_host(void* d, const void* s, size_t b, const char*) { std::memcpy(d, s, b); }
+  // The pinned staging, NaN-filled like device memory; copies are immediate, synchronisations counted.
+  void* alloc_pinned(size_t bytes, const char* what) { return alloc(bytes, what); }
+  void release_pinned(void* p) { release(p); }
+  void to_device_async(void* d, const void* s, size_t b, const char*) { std::memcpy(d, s, b); }
+  void to_host_async(void* d, const void* s, size_t b, const char*) { std::memcpy(d, s, b); }
+  void synchronize(const char*) { ++synchronizations(); }
   void zero(void* p, size_t b) { std::memset(p, 0, b); }
   void check(const char*) {}
   void k2_dense(bool transpose, const double* K2, int64_t E, int64_t W, const double* X, double* Y, int k) {
@@ -104,12 +116,24 @@ struct HostOps {
     static thread_local int64_t n = 0;
     return n;
   }
+  // Allocations made by every host-policy shard (the fitter may run shards on other threads): the
+  // HVP batch is allocated once, not per batch or per call.
+  static std::atomic<int64_t>& allocations() {
+    static std::atomic<int64_t> n{0};
+    return n;
+  }
+  // Waits for the device by every host-policy shard: one per call, one more per extra HVP batch.
+  static std::atomic<int64_t>& synchronizations() {
+    static std::atomic<int64_t> n{0};
+    return n;
+  }
 };
 
 inline std::unique_ptr<ShardEvaluator> host_shard(std::shared_ptr<const Model> model, int64_t a, int64_t b,
-                                                  int device = 0) {
+                                                  int device = 0, uint64_t batch_budget = uint64_t(8) << 20) {
   auto ops = std::make_unique<HostOps>();
   ops->device = device;
+  ops->batch_budget_bytes = batch_budget;
   return std::make_unique<pipeline::ShardPipeline<HostOps>>(std::move(model), a, b, std::move(ops));
 }
 

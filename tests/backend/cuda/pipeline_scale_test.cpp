@@ -1,7 +1,7 @@
 // The CUDA shard's pipeline at scale (docs/sharding-and-gpu.md "Scale and determinism tests"): 20,000
 // observed bins plus a masked channel, every BB mode, dense and sparse with thousands of non-zeros per
 // column (a full, a nearly empty and an empty column among them), HVP and Hessian batches wider than
-// the pipeline's batch of 256 columns. Against the CPU shard to 1e-10, and two evaluations of one point
+// the pipeline's HVP batch (its width from the host policy's fixed budget). Against the CPU shard to 1e-10, and two evaluations of one point
 // bitwise identical (also after another point in between). Each check runs through the host policy
 // (host_ops.hpp, every build) and, in a CUDA build with a GPU visible, on the GPU (ScaleCuda*).
 #include <gtest/gtest.h>
@@ -187,7 +187,8 @@ void agrees_at_scale(Where where, const ShardConfig& cfg) {
   expect_close(evaluate(*pipeline_fitter(where, model, {0, 7001, 7001 + B / 3, B}), x, V), ref);
 }
 
-// HVP directions and Hessian columns wider than one batch (256): 301 parameters, 300 directions.
+// HVP directions and Hessian columns wider than one batch (249 columns in the host policy's 8 MiB;
+// 256 in the GPU estimate of shard_bytes): 301 parameters, 300 directions.
 void batches_cross_the_width(Where where, bool sparse) {
   ShardConfig cfg;
   cfg.sparse = sparse;
@@ -202,6 +203,65 @@ void batches_cross_the_width(Where where, bool sparse) {
   const Eigen::MatrixXd V = directions(model->parameters.size(), 300);
   const Evaluation ref = evaluate(*fixtures::single_cpu_fitter(model), x, V);
   expect_close(evaluate(*pipeline_fitter(where, model, {0, shape.bins}), x, V), ref);
+}
+
+// The HVP batch at the width of the Ops budget (here 100 columns: 301 parameters in 4 batches),
+// allocated at the first HVP and reused by later batches and calls; one synchronisation per call and
+// per further batch; a budget below one column is refused with a one-line error.
+TEST(ScaleHostBatches, AllocatedOnceAtTheBudgetWidth) {
+  ShardConfig cfg;
+  cfg.bb_mode = BBMode::full;
+  Shape shape;
+  shape.bins = 200;
+  shape.masked = 20;
+  shape.procs = 3;
+  shape.systs = 300;
+  auto model = testing::make_test_model(make_scale_input(shape, cfg), cfg);
+  const Eigen::VectorXd x = testing::test_point(*model);
+  const Eigen::MatrixXd V = directions(model->parameters.size(), 300);
+  const Evaluation ref = evaluate(*fixtures::single_cpu_fitter(model), x, V);
+  // One column: δΛ and ω (600 entries), δN, z, t (600 bin-processes), direction and result (600
+  // tensor columns), dr and the per-process sums (3 processes).
+  const uint64_t column = 8 * (2 * 600 + 3 * 600 + 2 * 600 + 2 * 3);
+  std::vector<std::unique_ptr<ShardEvaluator>> shards;
+  shards.push_back(testing::host_shard(model, 0, shape.bins, 0, 100 * column + column / 2));
+  auto fitter = fixtures::fitter_over(model, std::move(shards));
+  Eigen::VectorXd g;
+  Eigen::MatrixXd h;
+  fitter->value_grad_hess(x, g, h, true);
+  const int64_t after_first = testing::HostOps::allocations();
+  const Evaluation got = evaluate(*fitter, x, V);
+  EXPECT_EQ(testing::HostOps::allocations(), after_first) << "HVP batch buffers reallocated";
+  expect_close(got, ref);
+
+  // One synchronisation per call; HVP and Hessian batches beyond the first wait once each.
+  auto& syncs = testing::HostOps::synchronizations();
+  int64_t before = syncs;
+  fitter->value(x);
+  EXPECT_EQ(syncs - before, 1) << "value";
+  before = syncs;
+  fitter->value_grad(x, g);
+  EXPECT_EQ(syncs - before, 1) << "value_grad";
+  Eigen::MatrixXd hv;
+  before = syncs;
+  fitter->value_grad_hvp(x, V.leftCols(3), g, hv);
+  EXPECT_EQ(syncs - before, 1) << "value_grad_hvp, 3 directions";
+  before = syncs;
+  fitter->value_grad_hvp(x, V, g, hv);
+  EXPECT_EQ(syncs - before, 3) << "value_grad_hvp, 300 directions in batches of 100";
+  before = syncs;
+  fitter->value_grad_hess(x, g, h, true);
+  EXPECT_EQ(syncs - before, 4) << "value_grad_hess, 301 parameters in batches of 100";
+
+  std::vector<std::unique_ptr<ShardEvaluator>> small;
+  small.push_back(testing::host_shard(model, 0, shape.bins, 0, column - 1));
+  auto starved = fixtures::fitter_over(model, std::move(small));
+  try {
+    starved->value_grad_hess(x, g, h, true);
+    ADD_FAILURE() << "a batch budget below one column was accepted";
+  } catch (const ResourceError& e) {
+    EXPECT_NE(std::string(e.what()).find("one HVP batch column"), std::string::npos) << e.what();
+  }
 }
 
 // The same point twice on one fitter (another point in between) and once on a fresh one: bitwise equal.
