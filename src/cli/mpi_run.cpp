@@ -105,6 +105,9 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
     // The run's own fitter spans the ranks; a later fitter over another input (the saturated
     // projection tests' models) is built by make_fitter on rank 0 alone.
     const FitInputData* run_input = nullptr;
+    run_input_reader() = [&](const FitOptions& o) {
+      return mpi::read_coordinator_input(o.filename, session.size(), o.compute_saturated_projection_tests);
+    };
     run_fitter_factory() = [&](FitContext& ctx) -> std::unique_ptr<Fitter> {
       if (run_input && run_input != ctx.input.get()) return nullptr;
       if (run_input) throw Error("the MPI ranks' fitter can be built once per run");
@@ -114,6 +117,7 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
     };
     const int code = rabbit_fit_process_main(argc, argv);
     run_fitter_factory() = nullptr;  // it refers to this frame
+    run_input_reader() = nullptr;
     mpi::release_ranks(code);
     return code;
   }

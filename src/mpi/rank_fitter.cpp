@@ -159,6 +159,10 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
   refuse_unsupported(*model, size);
   const FitInputData& input = *model->input;
   const auto ranges = partition_bins(input, size);
+  // read_coordinator_input cut the same partition (its sparse costs read the complete rowptr).
+  if (input.logk_end >= 0 && input.logk_end != ranges[0].second)
+    throw Error(fmt::format("{}: rank 0 holds the logk of bins [0, {}), its range is [0, {})", input.filename,
+                            input.logk_end, ranges[0].second));
 
   detail::Request assign{detail::Op::assign, 0, 0, 0, {static_cast<double>(threads)}};
   for (const auto& [a, b] : ranges) {
@@ -190,11 +194,21 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
     layout.push_back(fmt::format("rank{}:[{},{})", r, ranges[r].first, ranges[r].second));
   log().info("Sharding {} bins over {} MPI ranks ({} thread(s) each): [{}]", input.nbins, size, threads,
              fmt::join(layout, ", "));
-  log().info(
-      "rank 0: the whole input, tensor {:.1f} MiB, peak memory {:.1f} MiB (coordinator: postfit yields "
-      "and output)",
-      mib(static_cast<double>(detail::tensor_bytes(input))),
-      mib(static_cast<double>(detail::peak_rss_bytes())));
+  if (input.logk_end >= 0) {
+    // The file's logk values: dense rows of every bin, or the end of the complete sparse rowptr.
+    const int64_t held = static_cast<int64_t>(input.sparse ? input.logk_sparse.values.size() : input.logk.size());
+    const int64_t in_file = input.sparse ? input.logk_sparse.rowptr.back()
+                                         : input.nbinsfull * input.nproc * input.logk_width();
+    log().info(
+        "rank 0: bins [0, {}), logk {} of the file's {} values (data, norm and MC statistics of all bins), "
+        "tensor {:.1f} MiB, peak memory {:.1f} MiB",
+        input.logk_end, held, in_file, mib(static_cast<double>(detail::tensor_bytes(input))),
+        mib(static_cast<double>(detail::peak_rss_bytes())));
+  } else {
+    log().info("rank 0: the whole input, tensor {:.1f} MiB, peak memory {:.1f} MiB",
+               mib(static_cast<double>(detail::tensor_bytes(input))),
+               mib(static_cast<double>(detail::peak_rss_bytes())));
+  }
   for (int r = 1; r < size; ++r)
     log().info("rank {}: bins [{}, {}), tensor {:.1f} MiB, peak memory {:.1f} MiB", r, ranges[r].first,
                ranges[r].second, mib(acks[r][1]), mib(acks[r][2]));
