@@ -42,7 +42,7 @@ void arm_regularizers(FitContext& ctx, const Eigen::VectorXd& x) {
 
 void read_input(FitContext& ctx) {
   const auto& o = ctx.options;
-  ctx.input = std::make_shared<FitInputData>(read_fit_input(o.filename));
+  ctx.input = std::make_shared<FitInputData>(run_input_reader() ? run_input_reader()(o) : read_fit_input(o.filename));
   // The front door, before the model or any shard is built (docs/user-guide.md "Rules across options").
   validate_run(o, *ctx.input, known_capabilities());
   for (const auto& ch : ctx.input->channels)
@@ -64,6 +64,11 @@ ModelOptions run_model_options(const FitOptions& o) {
 
 void build_run_model(FitContext& ctx) {
   ctx.model = build_model(ctx.input, run_model_options(ctx.options));
+}
+
+RunInputReader& run_input_reader() {
+  static RunInputReader reader;
+  return reader;
 }
 
 RunFitterFactory& run_fitter_factory() {

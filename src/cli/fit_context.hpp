@@ -66,6 +66,10 @@ void make_run_fitter(FitContext& ctx);
 /// cli/mpi_run.hpp); returning null declines and make_fitter builds the fitter.
 using RunFitterFactory = std::function<std::unique_ptr<Fitter>(FitContext&)>;
 RunFitterFactory& run_fitter_factory();
+/// A replacement of read_fit_input for this process's run input (the MPI coordinator reads the logk
+/// of its own bins only, cli/mpi_run.cpp); unset: the whole file.
+using RunInputReader = std::function<FitInputData(const FitOptions&)>;
+RunInputReader& run_input_reader();
 /// The reported parameters and groups (docs/output-format.md "Traditional impacts", "Global impacts") and the
 /// BB flags.
 void describe_layout(FitContext& ctx);

@@ -58,7 +58,7 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
 namespace {
 
 // What the ranks cannot share, refused in one line before any rank reads its bins.
-void refuse_options(const FitOptions& o, int ranks) {
+void refuse_options(const FitOptions& o, const FitInputData& input, int ranks) {
   const std::string under = fmt::format("under mpirun with {} ranks", ranks);
   if (o.n_devices > 1 || !o.devices.empty())
     throw OptionError(fmt::format(
@@ -70,6 +70,13 @@ void refuse_options(const FitOptions& o, int ranks) {
     throw OptionError(fmt::format(
         "--diagnostics with bin-by-bin statistics {}: the β-space EDM needs the full-length β Hessian; add "
         "--noBinByBinStat or run without mpirun (docs/mpi.md)",
+        under));
+  // The masked channels' BB constants belong to the last shard, a rank that holds no masked bins
+  // (docs/mpi.md "Postfit yields from the owning ranks").
+  if (o.full_nll && o.model.bin_by_bin_stat && input.nbinsmasked > 0)
+    throw OptionError(fmt::format(
+        "--fullNll with bin-by-bin statistics and masked channels {}: their BB constants are on no rank; "
+        "drop --fullNll or run without mpirun (docs/mpi.md)",
         under));
 }
 
@@ -98,15 +105,19 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
     // The run's own fitter spans the ranks; a later fitter over another input (the saturated
     // projection tests' models) is built by make_fitter on rank 0 alone.
     const FitInputData* run_input = nullptr;
+    run_input_reader() = [&](const FitOptions& o) {
+      return mpi::read_coordinator_input(o.filename, session.size(), o.compute_saturated_projection_tests);
+    };
     run_fitter_factory() = [&](FitContext& ctx) -> std::unique_ptr<Fitter> {
       if (run_input && run_input != ctx.input.get()) return nullptr;
       if (run_input) throw Error("the MPI ranks' fitter can be built once per run");
-      refuse_options(ctx.options, session.size());
+      refuse_options(ctx.options, *ctx.input, session.size());
       run_input = ctx.input.get();
       return mpi::make_rank_fitter(ctx.model, threads);
     };
     const int code = rabbit_fit_process_main(argc, argv);
     run_fitter_factory() = nullptr;  // it refers to this frame
+    run_input_reader() = nullptr;
     mpi::release_ranks(code);
     return code;
   }

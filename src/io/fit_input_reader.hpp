@@ -103,6 +103,9 @@ class FitInputReader {
   h5::Reader r_;
   FitInputData d_;
   std::optional<BinRange> range_;  // the requested observed bins; unset: everything
+  std::optional<int64_t> logk_bins_;  // FitInputReadOptions::logk_bins
+  /// The tensor rows whose logk is read: row_end_, or logk_bins_ when set.
+  int64_t logk_row_end() const;
   int64_t obs_begin_ = 0, obs_end_ = 0;
   int64_t row_begin_ = 0, row_end_ = 0;
   std::vector<ChannelInfo> meta_channels_;

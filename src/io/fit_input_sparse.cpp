@@ -114,7 +114,12 @@ void FitInputReader::read_sparse_tensors() {
     m0 = first_entry_of_row(r_, logk.indices, logk.nnz, k0);
     m1 = first_entry_of_row(r_, logk.indices, logk.nnz, k1);
   }
-  const int64_t held_norm = k1 - k0, held_logk = m1 - m0;
+  // FitInputReadOptions::logk_bins: the columns and values of the logk entries [m0, m_keep) only.
+  int64_t m_keep = m1;
+  if (logk_row_end() < row_end_)
+    m_keep = first_entry_of_row(r_, logk.indices, logk.nnz,
+                                first_entry_of_row(r_, norm.indices, norm.nnz, logk_row_end()));
+  const int64_t held_norm = k1 - k0, held_logk = m_keep - m0;
   // Flat indices relative to the first held bin (docs/input-reader.md "Ranged reads").
   const int64_t flat_offset = row_begin_ * d_.nproc;
   d_.norm_index.resize(static_cast<size_t>(held_norm));
@@ -132,12 +137,12 @@ void FitInputReader::read_sparse_tensors() {
   scan_indices(r_, logk.dense_shape, logk.indices, m0, m1, k0, k1,
                [&](int64_t m, int64_t row, int64_t col, int64_t) {
                  csr.rowptr[static_cast<size_t>(row - k0 + 1)]++;
-                 csr.cols[static_cast<size_t>(m - m0)] = static_cast<int32_t>(col);
+                 if (m < m_keep) csr.cols[static_cast<size_t>(m - m0)] = static_cast<int32_t>(col);
                });
   for (int64_t i = 0; i < held_norm; ++i) {
     csr.rowptr[static_cast<size_t>(i + 1)] += csr.rowptr[static_cast<size_t>(i)];
   }
-  csr.values = read_slab_checked(logk.values, 0, m0, m1);
+  csr.values = read_slab_checked(logk.values, 0, m0, m_keep);
 }
 
 }  // namespace rabbit::io

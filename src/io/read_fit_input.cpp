@@ -3,6 +3,7 @@
 // (metadata only), then shapes, then values. This unit holds the sequence, the shared checks, the
 // requested bin range (docs/input-reader.md "Ranged reads") and the notes on other objects; the
 // parts of the file are read by the units listed in fit_input_reader.hpp.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -36,8 +37,14 @@ std::string format_double(double v) {
 }
 
 FitInputReader::FitInputReader(const std::string& filename, const FitInputReadOptions& options)
-    : r_(filename), range_(options.bins) {
+    : r_(filename), range_(options.bins), logk_bins_(options.logk_bins) {
   d_.filename = filename;
+  if (range_ && logk_bins_)
+    throw InputError(filename + ": a ranged read holds the logk of its bins; logk_bins is for full reads");
+}
+
+int64_t FitInputReader::logk_row_end() const {
+  return logk_bins_ ? std::clamp<int64_t>(*logk_bins_, row_begin_, row_end_) : row_end_;
 }
 
 FitInputData FitInputReader::read() {
@@ -77,6 +84,10 @@ void FitInputReader::set_observed_range() {
   d_.ranged = range_.has_value();
   d_.bin_begin = obs_begin_;
   d_.bin_end = obs_end_;
+  if (logk_bins_ && (*logk_bins_ < 0 || *logk_bins_ > d_.nbins))
+    fail_file("logk bins [0, " + std::to_string(*logk_bins_) + ") are not a range of the observed bins [0, " +
+              std::to_string(d_.nbins) + ")");
+  d_.logk_end = logk_bins_ ? *logk_bins_ : -1;
 }
 
 void FitInputReader::require_dataset(const std::string& path) const {

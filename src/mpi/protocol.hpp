@@ -22,6 +22,15 @@ enum class Op : int64_t {
   value_grad_hess,   // flag: profile; payload: ξ
   profiled_beta,     // payload: ξ
   set_beta_centres,  // k: nbinsfull; payload: β⁰ of all BB entries (bin-major, 1 or nproc per bin)
+  // The yield model's requests (docs/mpi.md "Postfit yields from the owning ranks"): every server
+  // answers for the part of [first, last) it owns, in its own bin numbering, or with no values.
+  set_stored_beta,         // k: nbinsfull; payload: the stored β of all BB entries
+  expected_yields,         // flag: per process; payload: first, last, mode, ξ
+  yield_jacobian,          // payload: first, last, mode, ξ
+  process_yield_jacobian,  // payload: first, last, mode, ξ
+  beta_yield_partials,     // payload: first, last, mode, ξ
+  profiled_beta_jacobian,  // payload: first, last, 0, ξ
+  full_nll_constant,       // no payload
 };
 
 struct Request {

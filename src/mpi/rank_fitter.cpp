@@ -13,6 +13,7 @@
 #include "rabbit/model/param_model.hpp"
 #include "rabbit/mpi/ranks.hpp"
 #include "rank_link.hpp"
+#include "rank_yield_model.hpp"
 #include "remote_shard.hpp"
 #include "tensor_bytes.hpp"
 
@@ -22,12 +23,19 @@ namespace {
 
 using detail::RankLink;
 
-// Rank 0's own CPU shard without its yield model: that one covers only rank 0's bins for the NLL
-// constants, so Fitter::yield_model() builds a host yield model over all observed bins instead, as for
-// CUDA fits (docs/architecture.md "The seams"); rank 0 holds the whole input for the postfit anyway.
+// Rank 0's own CPU shard, whose yield model is the ranks' (docs/mpi.md "Postfit yields from the owning
+// ranks"): its own model covers rank 0's bins and the masked channels, the servers the rest.
 class CoordinatorShard : public ShardEvaluator {
  public:
-  explicit CoordinatorShard(std::unique_ptr<ShardEvaluator> inner) : inner_(std::move(inner)) {}
+  CoordinatorShard(std::unique_ptr<ShardEvaluator> inner, const FitInputData& input,
+                   std::vector<std::pair<int64_t, int64_t>> ranges)
+      : inner_(std::move(inner)) {
+    YieldModel* own = inner_->yield_model();
+    if (!own) throw Error("rank 0's CPU shard offers no yield model");
+    yields_ = std::make_unique<detail::RankYieldModel>(*own, std::move(ranges), input.nbins, input.nbinsfull,
+                                                       input.nproc);
+  }
+  YieldModel* yield_model() override { return yields_.get(); }
   int64_t bin_begin() const override { return inner_->bin_begin(); }
   int64_t bin_end() const override { return inner_->bin_end(); }
   std::string device() const override { return "rank0:" + inner_->device(); }
@@ -52,6 +60,7 @@ class CoordinatorShard : public ShardEvaluator {
 
  private:
   std::unique_ptr<ShardEvaluator> inner_;
+  std::unique_ptr<detail::RankYieldModel> yields_;
 };
 
 // Shard 0 is rank 0's own; shard r > 0 the proxy of rank r. One dispatch: record the request on the
@@ -150,6 +159,10 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
   refuse_unsupported(*model, size);
   const FitInputData& input = *model->input;
   const auto ranges = partition_bins(input, size);
+  // read_coordinator_input cut the same partition (its sparse costs read the complete rowptr).
+  if (input.logk_end >= 0 && input.logk_end != ranges[0].second)
+    throw Error(fmt::format("{}: rank 0 holds the logk of bins [0, {}), its range is [0, {})", input.filename,
+                            input.logk_end, ranges[0].second));
 
   detail::Request assign{detail::Op::assign, 0, 0, 0, {static_cast<double>(threads)}};
   for (const auto& [a, b] : ranges) {
@@ -181,11 +194,21 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
     layout.push_back(fmt::format("rank{}:[{},{})", r, ranges[r].first, ranges[r].second));
   log().info("Sharding {} bins over {} MPI ranks ({} thread(s) each): [{}]", input.nbins, size, threads,
              fmt::join(layout, ", "));
-  log().info(
-      "rank 0: the whole input, tensor {:.1f} MiB, peak memory {:.1f} MiB (coordinator: postfit yields "
-      "and output)",
-      mib(static_cast<double>(detail::tensor_bytes(input))),
-      mib(static_cast<double>(detail::peak_rss_bytes())));
+  if (input.logk_end >= 0) {
+    // The file's logk values: dense rows of every bin, or the end of the complete sparse rowptr.
+    const int64_t held = static_cast<int64_t>(input.sparse ? input.logk_sparse.values.size() : input.logk.size());
+    const int64_t in_file = input.sparse ? input.logk_sparse.rowptr.back()
+                                         : input.nbinsfull * input.nproc * input.logk_width();
+    log().info(
+        "rank 0: bins [0, {}), logk {} of the file's {} values (data, norm and MC statistics of all bins), "
+        "tensor {:.1f} MiB, peak memory {:.1f} MiB",
+        input.logk_end, held, in_file, mib(static_cast<double>(detail::tensor_bytes(input))),
+        mib(static_cast<double>(detail::peak_rss_bytes())));
+  } else {
+    log().info("rank 0: the whole input, tensor {:.1f} MiB, peak memory {:.1f} MiB",
+               mib(static_cast<double>(detail::tensor_bytes(input))),
+               mib(static_cast<double>(detail::peak_rss_bytes())));
+  }
   for (int r = 1; r < size; ++r)
     log().info("rank {}: bins [{}, {}), tensor {:.1f} MiB, peak memory {:.1f} MiB", r, ranges[r].first,
                ranges[r].second, mib(acks[r][1]), mib(acks[r][2]));
@@ -194,7 +217,7 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
   link->nbinsfull = input.nbinsfull;
   link->ranks = size;
   std::vector<std::unique_ptr<ShardEvaluator>> shards;
-  shards.push_back(std::make_unique<CoordinatorShard>(std::move(own)));
+  shards.push_back(std::make_unique<CoordinatorShard>(std::move(own), input, ranges));
   for (int r = 1; r < size; ++r)
     shards.push_back(std::make_unique<detail::RemoteShard>(link, r, ranges[r].first, ranges[r].second));
   auto fitter = std::make_unique<RankFitter>(std::move(model), std::move(shards), link);

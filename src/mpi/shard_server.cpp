@@ -10,6 +10,7 @@
 #include "rabbit/fit/shard_registry.hpp"
 #include "rabbit/mpi/ranks.hpp"
 #include "tensor_bytes.hpp"
+#include "yield_answers.hpp"
 
 namespace rabbit::mpi {
 
@@ -48,6 +49,11 @@ std::vector<double> answer(ShardEvaluator& shard, const Request& r, const Assign
     shard.set_beta_centres(
         Eigen::Map<const Eigen::VectorXd>(p + a.bin_begin * width, (a.bin_end - a.bin_begin) * width));
     return reply;
+  }
+  if (detail::is_yield_request(r.op)) {
+    YieldModel* yields = shard.yield_model();
+    if (!yields) throw Error("this rank's shard has no yield model");
+    return detail::answer_yields(*yields, r, a);
   }
   const int64_t n = r.n;
   if (static_cast<int64_t>(r.payload.size()) < n) throw Error("request shorter than its parameter vector");

@@ -77,6 +77,10 @@ struct FitInputReadOptions {
   /// Unset: everything. Set: the per-bin arrays hold only these observed bins (no masked bins);
   /// everything that is not per bin (names, constraints, channels, external terms) is complete.
   std::optional<BinRange> bins;
+  /// Set, with `bins` unset: everything is read except the logk of the observed bins from this one
+  /// on (dense rows, sparse values and columns; the sparse CSR rowptr stays complete), for rank 0 of
+  /// an MPI fit without masked channels (docs/mpi.md "Memory per rank").
+  std::optional<int64_t> logk_bins;
 };
 
 struct FitInputData {
@@ -121,6 +125,9 @@ struct FitInputData {
   std::vector<double> logk;
   /// Sparse only.
   SparseLogk logk_sparse;
+  /// -1: logk holds every held bin. Otherwise (FitInputReadOptions::logk_bins) only the bins
+  /// [0, logk_end): no evaluation may reach a bin from logk_end on.
+  int64_t logk_end = -1;
 
   // ---- Monte-Carlo statistics (docs/input-reader.md "Monte-Carlo statistics"), [nbinsfull * nproc] ----
   std::vector<double> sumw;

@@ -207,13 +207,27 @@ double CpuShardEvaluator::full_value(const VectorXd& xi) {
   return value(xi) + full_nll_constant();
 }
 
+namespace {
+
+// An input read with FitInputReadOptions::logk_bins (rank 0 of an MPI fit, docs/mpi.md "Memory per
+// rank") holds no logk from bin logk_end on: no shard or yield model may reach those bins.
+void check_logk_held(const FitInputData& in, int64_t bin_end) {
+  if (in.logk_end >= 0 && bin_end > in.logk_end)
+    throw Error(fmt::format("{}: the logk of bins [0, {}) was read, a CPU shard needs bins up to {}", in.filename,
+                            in.logk_end, bin_end));
+}
+
+}  // namespace
+
 std::unique_ptr<ShardEvaluator> make_cpu_shard(std::shared_ptr<const Model> model, int64_t bin_begin,
                                                int64_t bin_end, int threads) {
+  check_logk_held(*model->input, bin_end);
   return std::make_unique<CpuShardEvaluator>(std::move(model), bin_begin, bin_end, threads);
 }
 
 std::unique_ptr<YieldModel> make_host_yield_model(std::shared_ptr<const Model> model, int threads) {
   const int64_t nbins = model->input->nbins;
+  check_logk_held(*model->input, model->input->nbinsfull);
   return std::make_unique<CpuShardEvaluator>(std::move(model), 0, nbins, threads);
 }
 
