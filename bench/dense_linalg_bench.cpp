@@ -1,8 +1,8 @@
 // Eigen against OpenBLAS for the dense linear algebra of a fit (docs/benchmarks.md "Dense linear
 // algebra"): Cholesky (the trust-exact solver, the covariance), the inverse of a symmetric
 // positive-definite matrix (the postfit covariance, minimize/spd_inverse.hpp) and the rank-k
-// update of the dense Hessian, with DGEMM as the machine's reference rate. Runs are interleaved (Eigen, OpenBLAS, Eigen, ...) and
-// repeated; each line gives the best and the median time.
+// update of the dense Hessian, with DGEMM as the machine's reference rate. Runs are interleaved (Eigen,
+// OpenBLAS, Eigen, ...) and repeated; each line gives the best and the median time.
 //   dense_linalg_bench [reps=5] [threads=1,2] [n ...=200 1000 3000]
 // OpenBLAS is opened at run time from its explicit path (never the system's libblas/liblapack
 // alternative, which points at the reference implementation on purpose), with RTLD_DEEPBIND so
@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
          [&] {
            W.setZero(n, n);
            const char tr = 'T';
-           return seconds([&] { ob.gemm(&no, &tr, &n, &n, &n, &one, G.data(), &n, G.data(), &n, &zero, W.data(), &n); });
+           return seconds(
+               [&] { ob.gemm(&no, &tr, &n, &n, &n, &one, G.data(), &n, G.data(), &n, &zero, W.data(), &n); });
          }},
     };
     for (const int threads : thread_counts) {

@@ -72,8 +72,8 @@ void scan(FitContext& ctx, FitSession& session, result::Group group, VectorXd& x
   const auto n = static_cast<int64_t>(taus.size());
   // Variances equal to the values, as rabbit's add_1D_integer_hist stores them (docs/output-format.md).
   result::write_hist(group, "step_tau", {Axis::integer("step", 0, n)}, taus.data(), taus.data(), "step tau");
-  result::write_hist(group, "step_lcurve", {Axis::integer("step", 0, n)}, curvatures.data(), curvatures.data(),
-                     "step lcurve");
+  result::write_hist(group, "step_lcurve", {Axis::integer("step", 0, n)}, curvatures.data(),
+                     curvatures.data(), "step lcurve");
 }
 
 // rabbit's l_curve_optimize_tau: Newton steps on −κ(τ) with x re-minimised before each, until the

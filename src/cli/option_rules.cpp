@@ -238,12 +238,15 @@ void check_option_rules(const FitOptions& o) {
   if (!o.model.regularization.empty() && o.model.bin_by_bin_stat) {
     if (o.compute_hist_gaussian_impacts)
       throw OptionError(
-          "-r/--regularization with bin-by-bin statistics is not implemented with --computeHistGaussianImpacts; "
+          "-r/--regularization with bin-by-bin statistics is not implemented with "
+          "--computeHistGaussianImpacts; "
           "add --noBinByBinStat");
     if (m.likelihood == DataLikelihood::covariance &&
-        (o.compute_hist_errors || o.compute_hist_errors_per_process || o.compute_hist_cov || o.compute_hist_impacts))
+        (o.compute_hist_errors || o.compute_hist_errors_per_process || o.compute_hist_cov ||
+         o.compute_hist_impacts))
       throw OptionError(
-          "-r/--regularization with bin-by-bin statistics and --covarianceFit is not implemented with histogram "
+          "-r/--regularization with bin-by-bin statistics and --covarianceFit is not implemented with "
+          "histogram "
           "uncertainties (--computeHistErrors, --computeHistErrorsPerProcess, --computeHistCov, "
           "--computeHistImpacts); add --noBinByBinStat");
   }

@@ -1,6 +1,5 @@
 #include "result_layout_writer.hpp"
 
-
 #include <algorithm>
 #include <ctime>
 

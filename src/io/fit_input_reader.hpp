@@ -102,7 +102,7 @@ class FitInputReader {
 
   h5::Reader r_;
   FitInputData d_;
-  std::optional<BinRange> range_;  // the requested observed bins; unset: everything
+  std::optional<BinRange> range_;     // the requested observed bins; unset: everything
   std::optional<int64_t> logk_bins_;  // FitInputReadOptions::logk_bins
   /// The tensor rows whose logk is read: row_end_, or logk_bins_ when set.
   int64_t logk_row_end() const;

@@ -196,9 +196,10 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
              fmt::join(layout, ", "));
   if (input.logk_end >= 0) {
     // The file's logk values: dense rows of every bin, or the end of the complete sparse rowptr.
-    const int64_t held = static_cast<int64_t>(input.sparse ? input.logk_sparse.values.size() : input.logk.size());
-    const int64_t in_file = input.sparse ? input.logk_sparse.rowptr.back()
-                                         : input.nbinsfull * input.nproc * input.logk_width();
+    const int64_t held =
+        static_cast<int64_t>(input.sparse ? input.logk_sparse.values.size() : input.logk.size());
+    const int64_t in_file =
+        input.sparse ? input.logk_sparse.rowptr.back() : input.nbinsfull * input.nproc * input.logk_width();
     log().info(
         "rank 0: bins [0, {}), logk {} of the file's {} values (data, norm and MC statistics of all bins), "
         "tensor {:.1f} MiB, peak memory {:.1f} MiB",

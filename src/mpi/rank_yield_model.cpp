@@ -25,8 +25,8 @@ const double* values(const std::vector<double>& reply) {
 
 std::vector<RankYieldModel::Part> RankYieldModel::parts(int64_t first, int64_t last) const {
   if (first < 0 || last < first || last > nbinsfull_)
-    throw Error(fmt::format("yields across ranks: bin range [{}, {}) outside the {} bins", first, last,
-                            nbinsfull_));
+    throw Error(
+        fmt::format("yields across ranks: bin range [{}, {}) outside the {} bins", first, last, nbinsfull_));
   std::vector<Part> out;
   for (size_t r = 0; r < ranges_.size(); ++r) {
     const int64_t b = std::max(first, ranges_[r].first), e = std::min(last, ranges_[r].second);
@@ -40,8 +40,12 @@ std::vector<RankYieldModel::Part> RankYieldModel::parts(int64_t first, int64_t l
 
 Request RankYieldModel::ranged(Op op, const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
                                int64_t flag) {
-  Request r{op, xi.size(), 0, flag,
-            {static_cast<double>(first), static_cast<double>(last), static_cast<double>(static_cast<int>(mode))}};
+  Request r{
+      op,
+      xi.size(),
+      0,
+      flag,
+      {static_cast<double>(first), static_cast<double>(last), static_cast<double>(static_cast<int>(mode))}};
   r.payload.insert(r.payload.end(), xi.data(), xi.data() + xi.size());
   return r;
 }
@@ -63,27 +67,30 @@ std::vector<std::vector<double>> RankYieldModel::exchange(Request request, const
     const size_t want = expected(static_cast<int>(r));
     check_reply(static_cast<int>(r), replies[r], want);
     if (replies[r].size() != want + 1)
-      throw Error(fmt::format("rank {}: a reply of {} values where {} were expected", r, replies[r].size() - 1,
-                              want));
+      throw Error(fmt::format("rank {}: a reply of {} values where {} were expected", r,
+                              replies[r].size() - 1, want));
   }
   return replies;
 }
 
 void RankYieldModel::set_beta_centres(const Eigen::VectorXd& beta0) {
-  exchange({Op::set_beta_centres, beta0.size(), nbinsfull_, 0, as_doubles(beta0)},
-           [&] { own_.set_beta_centres(beta0); }, [](int) { return size_t{0}; });
+  exchange(
+      {Op::set_beta_centres, beta0.size(), nbinsfull_, 0, as_doubles(beta0)},
+      [&] { own_.set_beta_centres(beta0); }, [](int) { return size_t{0}; });
 }
 
 void RankYieldModel::set_stored_beta(const Eigen::VectorXd& beta) {
-  exchange({Op::set_stored_beta, beta.size(), nbinsfull_, 0, as_doubles(beta)},
-           [&] { own_.set_stored_beta(beta); }, [](int) { return size_t{0}; });
+  exchange(
+      {Op::set_stored_beta, beta.size(), nbinsfull_, 0, as_doubles(beta)},
+      [&] { own_.set_stored_beta(beta); }, [](int) { return size_t{0}; });
 }
 
 void RankYieldModel::set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) {
   std::vector<double> payload = as_doubles(nobs);
   payload.insert(payload.end(), varnobs.data(), varnobs.data() + varnobs.size());
-  exchange({Op::set_observed, nobs.size(), 0, varnobs.size() > 0 ? 1 : 0, std::move(payload)},
-           [&] { own_.set_observed(nobs, varnobs); }, [](int) { return size_t{0}; });
+  exchange(
+      {Op::set_observed, nobs.size(), 0, varnobs.size() > 0 ? 1 : 0, std::move(payload)},
+      [&] { own_.set_observed(nobs, varnobs); }, [](int) { return size_t{0}; });
 }
 
 void RankYieldModel::expected_yields(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
@@ -173,7 +180,8 @@ Eigen::MatrixXd RankYieldModel::beta_yield_partials(const Eigen::VectorXd& xi, i
                  [&](int64_t b, int64_t e) { return own_.beta_yield_partials(xi, b, e, mode); });
 }
 
-Eigen::MatrixXd RankYieldModel::profiled_beta_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last) {
+Eigen::MatrixXd RankYieldModel::profiled_beta_jacobian(const Eigen::VectorXd& xi, int64_t first,
+                                                       int64_t last) {
   if (last > nbins_)
     throw Error(fmt::format("profiled_beta_jacobian: bin range [{}, {}) outside the {} observed bins", first,
                             last, nbins_));
@@ -201,8 +209,9 @@ Eigen::VectorXd RankYieldModel::profiled_beta(const Eigen::VectorXd& xi) {
 // Summed in rank order, as Fitter sums its shards' partials.
 double RankYieldModel::value(const Eigen::VectorXd& xi) {
   double own = 0.0;
-  auto replies = exchange({Op::value, xi.size(), 0, 0, as_doubles(xi)}, [&] { own = own_.value(xi); },
-                          [](int) { return size_t{1}; });
+  auto replies = exchange(
+      {Op::value, xi.size(), 0, 0, as_doubles(xi)}, [&] { own = own_.value(xi); },
+      [](int) { return size_t{1}; });
   double sum = own;
   for (size_t rank = 1; rank < replies.size(); ++rank) sum += values(replies[rank])[0];
   return sum;
@@ -213,8 +222,9 @@ double RankYieldModel::value(const Eigen::VectorXd& xi) {
 // (src/cli/mpi_run.cpp), so there are none here.
 double RankYieldModel::full_nll_constant() const {
   double own = 0.0;
-  auto replies = exchange({Op::full_nll_constant, 0, 0, 0, {}}, [&] { own = own_.full_nll_constant(); },
-                          [](int) { return size_t{1}; });
+  auto replies = exchange(
+      {Op::full_nll_constant, 0, 0, 0, {}}, [&] { own = own_.full_nll_constant(); },
+      [](int) { return size_t{1}; });
   double sum = own;
   for (size_t rank = 1; rank < replies.size(); ++rank) sum += values(replies[rank])[0];
   return sum;

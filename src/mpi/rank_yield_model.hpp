@@ -54,8 +54,8 @@ class RankYieldModel : public YieldModel {
   // other ranks' in rank order, then the masked bins (rank 0's). Each part's first row in the result
   // is its offset from `first`.
   struct Part {
-    int rank;             // 0: rank 0's own shard
-    int64_t begin, end;   // bins of the full axis
+    int rank;            // 0: rank 0's own shard
+    int64_t begin, end;  // bins of the full axis
   };
   std::vector<Part> parts(int64_t first, int64_t last) const;
   /// Broadcasts `request`, runs `local` (rank 0's part) while the servers answer, gathers every

@@ -46,9 +46,10 @@ namespace rabbit::postfit {
 
 /// The Gaussian kind's data-stat and MC-stat parts per output (rabbit's gaussian_global_impacts_obs,
 /// docs/output-format.md "Gaussian global impacts on histogram bins"): squared, [ny] and, BB full mode,
-/// [ny × nproc]. A = ∂y/∂ν (nullptr: identity) or, `by_process`, ∂y/∂vec(N) of a process-selecting mapping; JC = J_y C as the histogram takes J_y (through β̂ when
-/// `profile`), x̂'s response from the profiled likelihood at x. Throws OptionError for the cases it does not
-/// cover (--covarianceFit with BB, beta variations).
+/// [ny × nproc]. A = ∂y/∂ν (nullptr: identity) or, `by_process`, ∂y/∂vec(N) of a process-selecting mapping;
+/// JC = J_y C as the histogram takes J_y (through β̂ when `profile`), x̂'s response from the profiled
+/// likelihood at x. Throws OptionError for the cases it does not cover (--covarianceFit with BB, beta
+/// variations).
 struct GaussianHistImpacts {
   Eigen::VectorXd stat_sq;
   Eigen::VectorXd bb_sq;

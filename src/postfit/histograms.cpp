@@ -108,7 +108,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   if (penalty_rows.size() && lik == DataLikelihood::covariance &&
       (req.errors || req.covariance || req.errors_per_process || any_impacts))
     throw OptionError(
-        "-r/--regularization with bin-by-bin statistics and --covarianceFit is not implemented with histogram "
+        "-r/--regularization with bin-by-bin statistics and --covarianceFit is not implemented with "
+        "histogram "
         "uncertainties; add --noBinByBinStat");
   auto penalty_row = [&](int64_t e) { return penalty_rows.size() ? penalty_rows(e) : 0.0; };
   // A curvature that divides: positive, or (rabbit's rule) any non-zero row sum that the penalty enters; its
@@ -139,7 +140,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   auto bb_full_entry_var = [&](int64_t b, int64_t p) -> double {
     const double u = bbr.dN(b, p);
     if (u == 0.0) return 0.0;
-    const double row = bbr.c(bbr.entry(b, p)) + dd(b) * u * bbr.dN.row(b).sum() + penalty_row(bbr.entry(b, p));
+    const double row =
+        bbr.c(bbr.entry(b, p)) + dd(b) * u * bbr.dN.row(b).sum() + penalty_row(bbr.entry(b, p));
     return divides(row, bbr.entry(b, p)) ? u * u / row : 0.0;
   };
   // Inclusive: u_b(e) = ∂ν_b/∂β_e. Returns the β covariance term for bins b, b'.
@@ -307,7 +309,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     out.impacts = JC * sc.asDiagonal();
   }
   if (req.gaussian_global_impacts) {
-    auto g = gaussian_hist_impacts(model, shard, fitter, identity ? nullptr : &A, by_process, x, JC, !req.prefit);
+    auto g =
+        gaussian_hist_impacts(model, shard, fitter, identity ? nullptr : &A, by_process, x, JC, !req.prefit);
     out.gaussian_stat_sq = std::move(g.stat_sq);
     out.gaussian_bb_sq = std::move(g.bb_sq);
     out.gaussian_bb_proc_sq = std::move(g.bb_proc_sq);

@@ -47,7 +47,8 @@ MatrixXd penalty_masked_beta_response(const Model& model, YieldModel& shard, con
   // normal-additive shift σ_b β_b does not.
   const bool multiplicative = model.bb_type != BBType::normal_additive;
   MatrixXd dN_dx;  // rows (b − nobs)·P + p
-  if (multiplicative) dN_dx = shard.process_yield_jacobian(xi, nobs, nbf, YieldModel::BetaMode::none) * d1.asDiagonal();
+  if (multiplicative)
+    dN_dx = shard.process_yield_jacobian(xi, nobs, nbf, YieldModel::BetaMode::none) * d1.asDiagonal();
   std::vector<VectorXd> columns;
   for (int64_t b = nobs; b < nbf; ++b) {
     if (g(b) == 0.0 && HM.row(b).isZero(0.0)) continue;  // a bin the penalty does not read
@@ -59,7 +60,8 @@ MatrixXd penalty_masked_beta_response(const Model& model, YieldModel& shard, con
       if (multiplicative && g(b) != 0.0) {
         VectorXd dU = VectorXd::Zero(JCo.cols());
         for (int64_t pp = 0; pp < P; ++pp)
-          if ((r.full ? pp == p : true) && r.dN(b, pp) != 0.0) dU += dN_dx.row((b - nobs) * P + pp).transpose();
+          if ((r.full ? pp == p : true) && r.dN(b, pp) != 0.0)
+            dU += dN_dx.row((b - nobs) * P + pp).transpose();
         col += g(b) * (JCo * dU);
       }
       const double var_beta0 = r.c(e) / (r.q(e) * r.q(e));

@@ -23,17 +23,19 @@ ObservableMapping regularizer_mapping(const FitInputData& input, const std::vect
     if (what.rfind("-m ", 0) == 0) what = what.substr(3);
     throw OptionError(fmt::format("-r/--regularization SVD {}", what));
   }
-  // The penalty's curvature in ν is Aᵀ ∇²_y A only for a constant A (docs/model.md "The regularisation term").
+  // The penalty's curvature in ν is Aᵀ ∇²_y A only for a constant A (docs/model.md "The regularisation
+  // term").
   static constexpr std::array<std::string_view, 3> linear = {"BaseMapping", "Select", "Project"};
   if (std::find(linear.begin(), linear.end(), mapping->name()) == linear.end())
-    throw OptionError(fmt::format(
-        "-r/--regularization SVD {}: mapping {} is not linear in the yields; supported: {}", given,
-        mapping->name(), fmt::join(linear, ", ")));
+    throw OptionError(
+        fmt::format("-r/--regularization SVD {}: mapping {} is not linear in the yields; supported: {}",
+                    given, mapping->name(), fmt::join(linear, ", ")));
   if (mapping->needs_processes() || !mapping->process_selection().empty())
-    throw OptionError(fmt::format(
-        "-r/--regularization SVD {}: a mapping that selects processes is not supported (the penalty reads the "
-        "yields summed over processes)",
-        given));
+    throw OptionError(
+        fmt::format("-r/--regularization SVD {}: a mapping that selects processes is not supported (the "
+                    "penalty reads the "
+                    "yields summed over processes)",
+                    given));
   const auto& channels = mapping->channels();
   if (channels.size() != 1)
     throw OptionError(fmt::format(

@@ -88,13 +88,15 @@ TEST(Regularization, ShardedCpuFitsAgreeWithOneDevice) {
     ASSERT_EQ(r2.exit_code, 0) << r2.output;
     ResultReader a((dir / "one.hdf5").string()), b((dir / "two.hdf5").string());
     EXPECT_NEAR(a.scalar("results/nllvalreduced"), b.scalar("results/nllvalreduced"), 1e-8) << reg;
-    for (const char* h : {"results/parms", "results/mappings/BaseMapping/channels/ch0_masked/hist_postfit_inclusive",
-                          "results/mappings/BaseMapping/channels/ch1/hist_postfit_inclusive"}) {
+    for (const char* h :
+         {"results/parms", "results/mappings/BaseMapping/channels/ch0_masked/hist_postfit_inclusive",
+          "results/mappings/BaseMapping/channels/ch1/hist_postfit_inclusive"}) {
       const auto x = a.hist(h), y = b.hist(h);
       ASSERT_EQ(x.values.size(), y.values.size()) << h;
       for (size_t i = 0; i < x.values.size(); ++i) {
         const double sigma = x.variances.empty() ? 1.0 : std::sqrt(x.variances[i]);
-        EXPECT_NEAR(x.values[i], y.values[i], 1e-5 * std::max(sigma, std::abs(x.values[i])) + 1e-12) << reg << h << i;
+        EXPECT_NEAR(x.values[i], y.values[i], 1e-5 * std::max(sigma, std::abs(x.values[i])) + 1e-12)
+            << reg << h << i;
         if (!x.variances.empty())
           EXPECT_NEAR(x.variances[i], y.variances[i], 1e-5 * x.variances[i] + 1e-12) << reg << h << i;
       }
@@ -111,14 +113,16 @@ TEST(Regularization, BadArgumentsAreOneLineNamingTheOption) {
   for (const auto& c : std::vector<Case>{
            {"-r TV Select ch0", "-r/--regularization: unknown regulariser 'TV'; supported: SVD"},
            {"-r SVD Normalize ch1 b",
-            "-r/--regularization SVD Normalize ch1 b: mapping Normalize is not linear in the yields; supported: "
+            "-r/--regularization SVD Normalize ch1 b: mapping Normalize is not linear in the yields; "
+            "supported: "
             "BaseMapping, Select, Project"},
            {"-r SVD Project ch1 c", "-r/--regularization SVD Project: unknown axis c of channel ch1"},
            {"-r SVD Select ch0",
             "-r/--regularization on an observed (non-masked) channel together with "
             "bin-by-bin statistics is not supported"},
            {"-r SVD Select ch0_masked --saveHists --computeHistGaussianImpacts",
-            "-r/--regularization with bin-by-bin statistics is not implemented with --computeHistGaussianImpacts"},
+            "-r/--regularization with bin-by-bin statistics is not implemented with "
+            "--computeHistGaussianImpacts"},
        }) {
     const auto r = run_rabbit_fit(example_tensor() + out + " " + c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;

@@ -231,8 +231,7 @@ TEST(ShardedCpu, RefusedFeaturesNameTheOptionBeforeTheFit) {
     FAIL() << "expected OptionError";
   } catch (const OptionError& e) {
     const std::string m = e.what();
-    for (const char* s :
-         {"--nDevices 2", "multi-device mode", "--covarianceFit", "Drop --nDevices"})
+    for (const char* s : {"--nDevices 2", "multi-device mode", "--covarianceFit", "Drop --nDevices"})
       EXPECT_NE(m.find(s), std::string::npos) << s << " missing from: " << m;
     // CPU shards evaluate -r (the first shard adds the penalty of all bins)
     EXPECT_EQ(m.find("--regularization"), std::string::npos) << m;

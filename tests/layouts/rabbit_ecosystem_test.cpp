@@ -233,7 +233,8 @@ void check_mapping_plots(const ResultReader& r, const Json& plots, const std::st
 // The reference case (a process-selecting Ratio with --computeHistImpacts) on whose mapping
 // rabbit_print_impacts.py --globalImpacts -m prints the impacts on every bin.
 const std::string kHistImpactsCase = "map_ratio_procs_ch0_ch1";
-const char* const kHistImpactsMapping = "[\"Ratio\", \"ch0\", \"ch1\", \"sig\", \"bkg\", \"None:None\", \"b:sum\"]";
+const char* const kHistImpactsMapping =
+    "[\"Ratio\", \"ch0\", \"ch1\", \"sig\", \"bkg\", \"None:None\", \"b:sum\"]";
 
 // rabbit_print_impacts.py --globalImpacts [-u] --scale 1e6 -m KEY: per bin of the mapping's one channel, in C
 // order, "Now at {...} with ...", a title, then "   label: value" per impact and "Total" (the bin's σ), each

@@ -1,17 +1,17 @@
 // The recursive SPD inverse (minimize/spd_inverse.hpp) against a reference inverse through Eigen's
 // LLT, at orders below, at and across the recursion's leaf order (odd splits included), and its
 // refusal of matrices that are not positive definite.
+#include "rabbit/minimize/spd_inverse.hpp"
+
 #include <gtest/gtest.h>
 
 #include <Eigen/Cholesky>
 #include <cmath>
 #include <limits>
 
-#include "rabbit/minimize/spd_inverse.hpp"
-
-using rabbit::spd_inverse;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
+using rabbit::spd_inverse;
 
 namespace {
 

@@ -89,7 +89,8 @@ void check_layout(bool sparse) {
   const std::regex own(R"(rank 0: bins \[0, (\d+)\), logk (\d+) of the file's (\d+) values)");
   ASSERT_TRUE(std::regex_search(ranks.output, m, own)) << "rank 0 read every bin's logk\n" << ranks.output;
   const long end = std::stol(m[1]), held = std::stol(m[2]), in_file = std::stol(m[3]);
-  EXPECT_NE(ranks.output.find("rank 1: bins [" + std::to_string(end) + ", "), std::string::npos) << ranks.output;
+  EXPECT_NE(ranks.output.find("rank 1: bins [" + std::to_string(end) + ", "), std::string::npos)
+      << ranks.output;
   EXPECT_GT(held, 0);
   EXPECT_LT(held, in_file);
   // Dense: every bin has the same logk rows, so rank 0 holds exactly its bins' share of the 60.

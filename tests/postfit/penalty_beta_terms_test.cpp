@@ -30,8 +30,8 @@ TEST(PenaltyBetaTerms, AgreeWithFiniteDifferences) {
       set_obs_and_masked_channels(*in);
       auto model = make_test_model(in, c);
       model->options.regularization_strength = 0.4;
-      model->regularizers =
-          make_regularizers(*in, {RegularizationSpec{"SVD", {"Select", "masked"}}}, postfit::regularizer_mapping);
+      model->regularizers = make_regularizers(*in, {RegularizationSpec{"SVD", {"Select", "masked"}}},
+                                              postfit::regularizer_mapping);
       std::vector<std::unique_ptr<ShardEvaluator>> shards;
       shards.push_back(make_cpu_shard(model, 0, in->nbins, 1));
       Fitter fitter(model, std::move(shards));
@@ -65,19 +65,21 @@ TEST(PenaltyBetaTerms, AgreeWithFiniteDifferences) {
       const double h = 1e-3;
       auto unit = [&](int64_t e) { return VectorXd(VectorXd::Unit(ne, e)); };
       MatrixXd D(nbf, ne);  // ∂ν/∂β (ν is linear in β: exact up to rounding)
-      for (int64_t e = 0; e < ne; ++e) D.col(e) = (nu_at(beta + h * unit(e)) - nu_at(beta - h * unit(e))) / (2 * h);
+      for (int64_t e = 0; e < ne; ++e)
+        D.col(e) = (nu_at(beta + h * unit(e)) - nu_at(beta - h * unit(e))) / (2 * h);
       VectorXd ones = VectorXd::Zero(ne);  // the masked channel's entries
       for (int64_t b = nobs; b < nbf; ++b)
         for (int64_t p = 0; p < (r.full ? P : 1); ++p) ones(r.entry(b, p)) = 1.0;
       const VectorXd rows_fd =
-          (D.transpose() * (penalty_grad(nu_at(beta + h * ones)) - penalty_grad(nu_at(beta - h * ones)))) / (2 * h);
+          (D.transpose() * (penalty_grad(nu_at(beta + h * ones)) - penalty_grad(nu_at(beta - h * ones)))) /
+          (2 * h);
       const VectorXd nu = nu_at(beta);
       const VectorXd rows = postfit::penalty_beta_row_sums(*model, nu, r);
       ASSERT_EQ(rows.size(), ne);
       EXPECT_GT(rows_fd.cwiseAbs().maxCoeff(), 1e-6);
-      EXPECT_LT((rows - rows_fd).cwiseAbs().maxCoeff(), 1e-7 * rows_fd.cwiseAbs().maxCoeff()) << rows.transpose()
-                                                                                             << "\n"
-                                                                                             << rows_fd.transpose();
+      EXPECT_LT((rows - rows_fd).cwiseAbs().maxCoeff(), 1e-7 * rows_fd.cwiseAbs().maxCoeff())
+          << rows.transpose() << "\n"
+          << rows_fd.transpose();
 
       const MatrixXd J = shard.yield_jacobian(xi, 0, nbf, Mode::stored);
       const MatrixXd R = postfit::penalty_masked_beta_response(*model, shard, xi, VectorXd::Ones(n), nu, J,
@@ -90,7 +92,8 @@ TEST(PenaltyBetaTerms, AgreeWithFiniteDifferences) {
           ASSERT_LT(k, R.cols());
           const VectorXd K_fd = (x_grad(beta + h * unit(e)) - x_grad(beta - h * unit(e))) / (2 * h);
           const double scale = std::sqrt(r.c(e) / (r.q(e) * r.q(e)));
-          EXPECT_LT((R.col(k) - scale * K_fd).cwiseAbs().maxCoeff(), 1e-7 * (scale * K_fd).cwiseAbs().maxCoeff())
+          EXPECT_LT((R.col(k) - scale * K_fd).cwiseAbs().maxCoeff(),
+                    1e-7 * (scale * K_fd).cwiseAbs().maxCoeff())
               << "entry " << e << "\n"
               << R.col(k).transpose() << "\n"
               << (scale * K_fd).transpose();

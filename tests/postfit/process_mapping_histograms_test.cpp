@@ -125,8 +125,8 @@ TEST(ProcessMappingHistograms, PoissonGammaFull) {
 }
 
 TEST(ProcessMappingHistograms, ChisqNormalMultiplicativeFull) {
-  check_process_path(
-      {"chisq normal-multiplicative full", DataLikelihood::chisq, BBType::normal_multiplicative, BBMode::full});
+  check_process_path({"chisq normal-multiplicative full", DataLikelihood::chisq,
+                      BBType::normal_multiplicative, BBMode::full});
 }
 
 TEST(ProcessMappingHistograms, PoissonNormalAdditiveLite) {
@@ -135,9 +135,8 @@ TEST(ProcessMappingHistograms, PoissonNormalAdditiveLite) {
 }
 
 TEST(ProcessMappingHistograms, CovarianceFitFull) {
-  check_process_path(
-      {"covariance normal-multiplicative full", DataLikelihood::covariance, BBType::normal_multiplicative,
-       BBMode::full});
+  check_process_path({"covariance normal-multiplicative full", DataLikelihood::covariance,
+                      BBType::normal_multiplicative, BBMode::full});
 }
 
 }  // namespace

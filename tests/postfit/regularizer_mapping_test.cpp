@@ -75,11 +75,13 @@ TEST(RegularizerMapping, LinearMappingsGiveTheirMatrixAndShape) {
 }
 
 TEST(RegularizerMapping, OneLineErrorsNameTheOption) {
-  EXPECT_EQ(error_of({"Normalize", "masked"}),
-            "-r/--regularization SVD Normalize masked: mapping Normalize is not linear in the yields; supported: "
-            "BaseMapping, Select, Project");
+  EXPECT_EQ(
+      error_of({"Normalize", "masked"}),
+      "-r/--regularization SVD Normalize masked: mapping Normalize is not linear in the yields; supported: "
+      "BaseMapping, Select, Project");
   EXPECT_EQ(error_of({"BaseMapping"}),
-            "-r/--regularization SVD BaseMapping: the mapping gives 2 channels; a regulariser takes one (use one -r "
+            "-r/--regularization SVD BaseMapping: the mapping gives 2 channels; a regulariser takes one (use "
+            "one -r "
             "per channel)");
   EXPECT_EQ(error_of({"Select"}), "-r/--regularization SVD Select: a channel name is required");
   EXPECT_EQ(error_of({"Select", "masked", "p"}),
@@ -89,7 +91,8 @@ TEST(RegularizerMapping, OneLineErrorsNameTheOption) {
     SvdRegularizer reg(postfit::regularizer_mapping(input(), {"Project", "obs"}));
     FAIL() << "no axes accepted";
   } catch (const OptionError& e) {
-    EXPECT_EQ(std::string(e.what()), "-r/--regularization SVD Project obs: the mapping has 0 axes; 1 to 3 are supported");
+    EXPECT_EQ(std::string(e.what()),
+              "-r/--regularization SVD Project obs: the mapping has 0 axes; 1 to 3 are supported");
   }
 }
 

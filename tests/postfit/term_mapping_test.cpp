@@ -229,7 +229,8 @@ TEST(RatioMappings, CompositeWithAProcessSelectionMapsThePerProcessYields) {
   EXPECT_TRUE(y.head(4).isApprox(make({"Select", "obs", "a:sum"})->apply(nu()), 1e-15));
   EXPECT_TRUE(y.segment(4, 4).isApprox(
       make({"Ratio", "obs", "other", "sig,bkg", "bkg_2", "a:1", "None:None"})->apply_processes(N), 1e-15));
-  EXPECT_TRUE(y.tail(4).isApprox(make({"Normratio", "other", "obs", "None:None", "a:sum"})->apply(nu()), 1e-15));
+  EXPECT_TRUE(
+      y.tail(4).isApprox(make({"Normratio", "other", "obs", "None:None", "a:sum"})->apply(nu()), 1e-15));
   expect_jacobians_match_differences(*m);
   std::vector<std::unique_ptr<postfit::Mapping>> inclusive;
   inclusive.push_back(make({"Select", "obs", "a:sum"}));

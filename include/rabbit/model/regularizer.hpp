@@ -88,8 +88,8 @@ class SvdRegularizer final : public Regularizer {
 
  private:
   ObservableMapping mapping_;  // 𝓜 and the output shape
-  Eigen::VectorXd inv_y0_;   // 1/y⁰, 0 where y⁰ = 0
-  Eigen::VectorXd d_fixed_;  // 1 where y⁰ = 0 (d is constant there), else 0
+  Eigen::VectorXd inv_y0_;     // 1/y⁰, 0 where y⁰ = 0
+  Eigen::VectorXd d_fixed_;    // 1 where y⁰ = 0 (d is constant there), else 0
   bool armed_ = false;
 };
 

@@ -213,8 +213,8 @@ namespace {
 // rank") holds no logk from bin logk_end on: no shard or yield model may reach those bins.
 void check_logk_held(const FitInputData& in, int64_t bin_end) {
   if (in.logk_end >= 0 && bin_end > in.logk_end)
-    throw Error(fmt::format("{}: the logk of bins [0, {}) was read, a CPU shard needs bins up to {}", in.filename,
-                            in.logk_end, bin_end));
+    throw Error(fmt::format("{}: the logk of bins [0, {}) was read, a CPU shard needs bins up to {}",
+                            in.filename, in.logk_end, bin_end));
 }
 
 }  // namespace

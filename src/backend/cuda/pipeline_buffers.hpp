@@ -38,8 +38,7 @@ class Buffer {
   }
   // Into the first n elements of a buffer allocated before: no reallocation.
   void copy_in(const T* host, size_t n, const char* what) {
-    if (n > size_)
-      throw Error(fmt::format("{}: {} elements into a buffer of {}", what, n, size_));
+    if (n > size_) throw Error(fmt::format("{}: {} elements into a buffer of {}", what, n, size_));
     if (n) ops_->to_device(ptr_, host, n * sizeof(T), what);
   }
   T* get() const { return ptr_; }

@@ -12,11 +12,11 @@
 // Ops must provide: select(); void* alloc(bytes, what); release(void*); to_device(dst, src, bytes,
 // what); to_host(dst, src, bytes, what) (both synchronous, for set-up and β); alloc_pinned(bytes, what),
 // release_pinned(p), to_device_async / to_host_async(dst, src, bytes, what) (page-locked host side,
-// ordered on the shard's stream) and synchronize(what) for the per-call copies; zero(ptr, bytes); check(what) after kernels;
-// free_memory(&total); batch_budget() (bytes the HVP batch may take, read once at the first HVP);
-// name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers
-// entry_yields, profile_bins, gradient_weights, delta_yields, apply_psi, hvp_weights, sum_over_bins,
-// csr_multiply, fill with the signatures of kernels.hpp minus the stream.
+// ordered on the shard's stream) and synchronize(what) for the per-call copies; zero(ptr, bytes); check(what)
+// after kernels; free_memory(&total); batch_budget() (bytes the HVP batch may take, read once at the first
+// HVP); name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers entry_yields, profile_bins,
+// gradient_weights, delta_yields, apply_psi, hvp_weights, sum_over_bins, csr_multiply, fill with the
+// signatures of kernels.hpp minus the stream.
 #include <fmt/format.h>
 
 #include <Eigen/Core>

@@ -1,9 +1,10 @@
 // The CUDA shard's pipeline at scale (docs/sharding-and-gpu.md "Scale and determinism tests"): 20,000
 // observed bins plus a masked channel, every BB mode, dense and sparse with thousands of non-zeros per
 // column (a full, a nearly empty and an empty column among them), HVP and Hessian batches wider than
-// the pipeline's HVP batch (its width from the host policy's fixed budget). Against the CPU shard to 1e-10, and two evaluations of one point
-// bitwise identical (also after another point in between). Each check runs through the host policy
-// (host_ops.hpp, every build) and, in a CUDA build with a GPU visible, on the GPU (ScaleCuda*).
+// the pipeline's HVP batch (its width from the host policy's fixed budget). Against the CPU shard to 1e-10,
+// and two evaluations of one point bitwise identical (also after another point in between). Each check runs
+// through the host policy (host_ops.hpp, every build) and, in a CUDA build with a GPU visible, on the GPU
+// (ScaleCuda*).
 #include <gtest/gtest.h>
 
 #include <cstring>
