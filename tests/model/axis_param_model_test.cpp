@@ -1,0 +1,168 @@
+// The Axis-type param models (docs/model.md "Axis-type param models"): rabbit's names and layout, rates by
+// hand, exact derivatives of the bin-range API against finite differences (also in a composite and over
+// bin ranges that cut the channel), --expectSignal, and one-line argument errors naming --paramModel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "rabbit/core/error.hpp"
+#include "rabbit/model/model_options.hpp"
+#include "rabbit/model/param_model.hpp"
+#include "support/isomt_input.hpp"
+#include "support/param_model_derivatives.hpp"
+
+namespace rabbit {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+/// isomt_input() with a 4-bin channel "pre" in front of "ch", so that "ch" starts at bin 4 (the
+/// models only read the channel layout; the templates of "pre" are not needed here).
+std::shared_ptr<FitInputData> two_channel_input() {
+  auto in = test::isomt_input();
+  ChannelInfo pre;
+  pre.name = "pre";
+  AxisInfo x;
+  x.kind = "regular";
+  x.name = "x";
+  x.size = 4;
+  x.edges = {0, 1, 2, 3, 4};
+  pre.axes = {x};
+  pre.start = 0;
+  pre.stop = 4;
+  for (auto& ch : in->channels) {
+    ch.start += 4;
+    ch.stop += 4;
+  }
+  in->channels.insert(in->channels.begin(), pre);
+  in->nbins += 4;
+  in->nbinsfull += 4;
+  return in;
+}
+
+std::shared_ptr<const ParamModel> model(const FitInputData& in, const std::string& name,
+                                        const std::vector<std::string>& args,
+                                        const std::vector<std::pair<std::string, double>>& expect = {}) {
+  return make_param_model(in, {ParamModelSpec{name, args}}, expect, false);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const OptionError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+/// Channel bin of "ch" at (mt, relIso, pt, eta), 0-based within the channel.
+int64_t bin(int64_t mt, int64_t iso, int64_t pt, int64_t eta) { return ((mt * 2 + iso) * 3 + pt) * 2 + eta; }
+
+VectorXd point(int64_t M) {
+  VectorXd pi(M);
+  for (int64_t i = 0; i < M; ++i) pi[i] = 0.8 + 0.3 * std::sin(1.3 * i + 0.4);
+  return pi;
+}
+
+TEST(AxisNormModel, NamesLayoutAndRates) {
+  auto in = two_channel_input();
+  auto m = model(*in, "AxisNormModel", {"ch", "nonprompt,ewk", "pt,eta"});
+  EXPECT_TRUE(param_model_depends_on_bin("AxisNormModel"));
+  EXPECT_FALSE(m->bin_independent());
+  EXPECT_TRUE(m->allow_negative_param());
+  EXPECT_FALSE(m->is_linear());
+  ASSERT_EQ(m->npoi(), 2 * 6);
+  EXPECT_EQ(m->npou(), 0);
+  const auto names = m->names();
+  EXPECT_EQ(names[0], "norm_nonprompt_pt0_eta0");
+  EXPECT_EQ(names[1], "norm_nonprompt_pt0_eta1");
+  EXPECT_EQ(names[5], "norm_nonprompt_pt2_eta1");
+  EXPECT_EQ(names[6], "norm_ewk_pt0_eta0");
+  EXPECT_EQ(m->default_values(), VectorXd::Ones(12));
+  const VectorXd pi = point(12);
+  MatrixXd r;
+  m->bin_rates(pi, 0, in->nbinsfull, r);
+  for (int64_t b = 0; b < 4; ++b) EXPECT_EQ(r.row(b), Eigen::RowVector3d::Ones()) << "channel pre";
+  for (int64_t mt = 0; mt < 3; ++mt)
+    for (int64_t iso = 0; iso < 2; ++iso)
+      for (int64_t pt = 0; pt < 3; ++pt)
+        for (int64_t eta = 0; eta < 2; ++eta) {
+          const int64_t row = 4 + bin(mt, iso, pt, eta), cell = pt * 2 + eta;
+          EXPECT_EQ(r(row, 0), 1.0);
+          EXPECT_DOUBLE_EQ(r(row, 1), pi[cell] * pi[cell]);
+          EXPECT_DOUBLE_EQ(r(row, 2), pi[6 + cell] * pi[6 + cell]);
+        }
+}
+
+TEST(AxisNormModel, AllProcessesAndAxesOutOfChannelOrderAsRabbit) {
+  auto in = two_channel_input();
+  // "all": every process in input order. The axes given as eta,pt: rabbit names the parameters in that
+  // order but places them row-major in the channel's order (pt, eta).
+  auto m = model(*in, "AxisNormModel", {"ch", "all", "eta,pt"});
+  ASSERT_EQ(m->npoi(), 3 * 6);
+  const auto names = m->names();
+  EXPECT_EQ(names[0], "norm_signal_eta0_pt0");
+  EXPECT_EQ(names[1], "norm_signal_eta0_pt1");
+  EXPECT_EQ(names[17], "norm_ewk_eta1_pt2");
+  const VectorXd pi = point(18);
+  MatrixXd r;
+  m->bin_rates(pi, 4 + bin(1, 0, 0, 1), 4 + bin(1, 0, 0, 1) + 1, r);
+  EXPECT_DOUBLE_EQ(r(0, 1), pi[6 + 1] * pi[6 + 1]);  // (pt 0, eta 1) is the 2nd cell in channel order
+}
+
+TEST(AxisNormModel, DerivativesMatchFiniteDifferences) {
+  auto in = two_channel_input();
+  auto m = model(*in, "AxisNormModel", {"ch", "nonprompt,ewk", "mt,eta"});
+  const VectorXd pi = point(m->nparams());
+  test::check_param_model_derivatives(*m, pi, 0, in->nbinsfull);
+  test::check_param_model_derivatives(*m, pi, 3, 17);  // cuts both channels
+  // composed with Mu (both pass their parameters through with --allowNegativeParam)
+  auto c = make_param_model(*in, {ParamModelSpec{"Mu", {}}, ParamModelSpec{"AxisNormModel", {"ch", "signal,nonprompt", "pt"}}},
+                            {}, true);
+  ASSERT_EQ(c->npoi(), 1 + 6);
+  EXPECT_EQ(c->names()[1], "norm_signal_pt0");
+  test::check_param_model_derivatives(*c, point(c->nparams()), 2, in->nbinsfull);
+}
+
+TEST(AxisNormModel, ExpectSignalSetsTheNorm) {
+  auto in = two_channel_input();
+  auto m = model(*in, "AxisNormModel", {"ch", "nonprompt", "pt"}, {{"norm_nonprompt_pt1", 4.0}});
+  EXPECT_EQ(m->default_values(), (VectorXd(3) << 1.0, 2.0, 1.0).finished());
+  EXPECT_EQ(error_of([&] { model(*in, "AxisNormModel", {"ch", "nonprompt", "pt"}, {{"sig", 2.0}}); }),
+            "--expectSignal: 'sig' is not a parameter of param model AxisNormModel (its parameters: "
+            "[norm_nonprompt_pt0, norm_nonprompt_pt1, norm_nonprompt_pt2])");
+  EXPECT_EQ(error_of([&] {
+              model(*in, "AxisNormModel", {"ch", "nonprompt", "pt"}, {{"norm_nonprompt_pt0", -1.0}});
+            }),
+            "--expectSignal norm_nonprompt_pt0 -1: an AxisNormModel norm cannot be negative");
+}
+
+TEST(AxisNormModel, BadArgumentsAreOneLineOptionErrors) {
+  auto in = two_channel_input();
+  auto err = [&](const std::vector<std::string>& args) {
+    return error_of([&] { model(*in, "AxisNormModel", args); });
+  };
+  EXPECT_EQ(err({"ch", "all"}),
+            "--paramModel AxisNormModel: expected exactly 3 arguments (CHANNEL PROCS AXES; PROCS 'all' or a "
+            "comma list, AXES a comma list), got 2");
+  EXPECT_EQ(err({"nope", "all", "pt"}), "--paramModel AxisNormModel: channel 'nope' not found; channels: [pre, ch]");
+  EXPECT_EQ(err({"ch", "ewk,qcd", "pt"}),
+            "--paramModel AxisNormModel: process 'qcd' not found; processes: [signal, nonprompt, ewk]");
+  EXPECT_EQ(err({"ch", "ewk,ewk", "pt"}), "--paramModel AxisNormModel: process 'ewk' is listed more than once");
+  EXPECT_EQ(err({"ch", "ewk", "pt,phi"}),
+            "--paramModel AxisNormModel: axis 'phi' not found in channel 'ch'; axes: [mt, relIso, pt, eta]");
+  EXPECT_EQ(err({"ch", "ewk", "pt,pt"}), "--paramModel AxisNormModel: axis 'pt' is listed more than once");
+  // Mu squares its POI without --allowNegativeParam, the Axis models never do: the composite refuses.
+  EXPECT_NE(error_of([&] {
+              make_param_model(*in, {ParamModelSpec{"Mu", {}}, ParamModelSpec{"AxisNormModel", {"ch", "ewk", "pt"}}},
+                               {}, false);
+            }).find("disagree on --allowNegativeParam"),
+            std::string::npos);
+  in->channels[1].flow = true;
+  EXPECT_EQ(err({"ch", "ewk", "pt"}),
+            "--paramModel AxisNormModel: channel 'ch' has flow bins, which the Axis models do not address");
+}
+
+}  // namespace
+}  // namespace rabbit
