@@ -120,6 +120,30 @@ std::vector<int64_t> cell_of_bins(const ChannelInfo& ch, std::vector<int64_t> ax
   return out;
 }
 
+/// Index along channel axis j of each channel bin.
+std::vector<int64_t> axis_index_of_bins(const ChannelInfo& ch, int64_t j) {
+  int64_t inner = 1;
+  for (size_t k = j + 1; k < ch.axes.size(); ++k) inner *= ch.axes[k].size;
+  std::vector<int64_t> out(ch.nbins());
+  for (int64_t b = 0; b < ch.nbins(); ++b) out[b] = (b / inner) % ch.axes[j].size;
+  return out;
+}
+
+/// x_m ∈ [0, 1] at the bin centres of the shape axis: (c_m − c_0)/(c_last − c_0), the span at least 1e-6.
+/// Rabbit computes it in float32 (np.asarray(centers, dtype=np.float32)), so we round as it does.
+std::vector<double> normalised_centres(const std::string& model, const ChannelInfo& ch, const AxisInfo& axis) {
+  if (static_cast<int64_t>(axis.edges.size()) != axis.size + 1)
+    fail(model, fmt::format("shape axis '{}' of channel '{}' has no bin edges (a {} axis)", axis.name, ch.name,
+                            axis.kind));
+  std::vector<float> c(axis.size);
+  for (int64_t m = 0; m < axis.size; ++m) c[m] = static_cast<float>(0.5 * (axis.edges[m] + axis.edges[m + 1]));
+  const float diff = c.back() - c.front();
+  const float span = static_cast<double>(diff) >= 1e-6 ? diff : static_cast<float>(1e-6);
+  std::vector<double> x(axis.size);
+  for (int64_t m = 0; m < axis.size; ++m) x[m] = static_cast<double>((c[m] - c.front()) / span);
+  return x;
+}
+
 /// What the rate of one (bin, selected process) is made of: its parameters (k of them, 1 or 2), its value,
 /// gradient and Hessian in those parameters.
 struct LocalRate {
@@ -224,7 +248,79 @@ class AxisNormModel final : public AxisParamModel {
   int64_t n_cell_;
 };
 
+/// AxisExpModel: r = exp(a + s·x) with the log-amplitude a of the bin's cell, the slope s of its slope
+/// cell and x the normalised centre of its shape-axis bin; ∂r/∂(a, s) = r (1, x), ∂²r = r [[1, x], [x, x²]].
+class AxisExpModel final : public AxisParamModel {
+ public:
+  AxisExpModel(const FitInputData& in, const Selection& sel, std::vector<std::string> names,
+               std::vector<int64_t> cell_of, int64_t n_cell, std::vector<int64_t> slope_of, int64_t n_slope,
+               std::vector<double> x_of)
+      : AxisParamModel("AxisExpModel", in, sel, names, Eigen::VectorXd::Zero(static_cast<int64_t>(names.size()))),
+        cell_of_(std::move(cell_of)),
+        slope_of_(std::move(slope_of)),
+        x_of_(std::move(x_of)),
+        n_cell_(n_cell),
+        n_slope_(n_slope) {}
+
+ protected:
+  LocalRate local(const Eigen::VectorXd& pi, size_t i, int64_t b) const override {
+    LocalRate l;
+    l.k = 2;
+    const int64_t base = static_cast<int64_t>(i) * (n_cell_ + n_slope_);
+    l.index[0] = base + cell_of_[b];
+    l.index[1] = base + n_cell_ + slope_of_[b];
+    const double x = x_of_[b];
+    l.value = std::exp(pi[l.index[0]] + pi[l.index[1]] * x);
+    l.grad[0] = l.value;
+    l.grad[1] = l.value * x;
+    l.hess[0][0] = l.value;
+    l.hess[0][1] = l.hess[1][0] = l.value * x;
+    l.hess[1][1] = l.value * x * x;
+    return l;
+  }
+
+ private:
+  std::vector<int64_t> cell_of_, slope_of_;
+  std::vector<double> x_of_;  // per channel bin
+  int64_t n_cell_, n_slope_;
+};
+
 }  // namespace
+
+std::shared_ptr<const ParamModel> make_axis_exp(const FitInputData& in, const ParamModelSpec& spec,
+                                                const std::vector<std::pair<std::string, double>>&, bool) {
+  // Rabbit's AxisExpModel does not read --expectSignal: it always starts flat at amplitude 1.
+  const std::string model = "AxisExpModel";
+  if (spec.args.size() != 4 && spec.args.size() != 5)
+    fail(model, fmt::format("expected 4 or 5 arguments (CHANNEL PROCS SHAPE_AXIS CELL_AXES [SLOPE_AXES]; "
+                            "PROCS 'all' or a comma list, the axes comma lists), got {}",
+                            spec.args.size()));
+  const Selection sel = select(model, in, spec.args[0], spec.args[1]);
+  const ChannelInfo& ch = in.channels[sel.channel];
+  if (spec.args[2].find(',') != std::string::npos)
+    fail(model, fmt::format("the shape axis is one axis, got '{}'", spec.args[2]));
+  const int64_t shape = axis_positions(model, ch, spec.args[2], "shape axis").front();
+  const auto cells = axis_positions(model, ch, spec.args[3], "cell axis");
+  if (std::find(cells.begin(), cells.end(), shape) != cells.end())
+    fail(model, fmt::format("axis '{}' is both the shape axis and a cell axis", ch.axes[shape].name));
+  const auto slopes = spec.args.size() == 5 ? axis_positions(model, ch, spec.args[4], "slope axis") : cells;
+  for (int64_t j : slopes)
+    if (std::find(cells.begin(), cells.end(), j) == cells.end())
+      fail(model, fmt::format("slope axis '{}' is not a cell axis ({}); slope axes are a subset of the cell axes",
+                              ch.axes[j].name, spec.args[3]));
+  const auto cell_names = cell_labels(ch, cells), slope_names = cell_labels(ch, slopes);
+  std::vector<std::string> names;
+  for (const auto& p : sel.proc_names) {
+    for (const auto& label : cell_names) names.push_back(fmt::format("lnAmpl_{}_{}", p, label));
+    for (const auto& label : slope_names) names.push_back(fmt::format("slope_{}_{}", p, label));
+  }
+  const auto x_m = normalised_centres(model, ch, ch.axes[shape]);
+  std::vector<double> x_of;
+  for (int64_t m : axis_index_of_bins(ch, shape)) x_of.push_back(x_m[m]);
+  return std::make_shared<AxisExpModel>(in, sel, names, cell_of_bins(ch, cells),
+                                        static_cast<int64_t>(cell_names.size()), cell_of_bins(ch, slopes),
+                                        static_cast<int64_t>(slope_names.size()), std::move(x_of));
+}
 
 std::shared_ptr<const ParamModel> make_axis_norm(const FitInputData& in, const ParamModelSpec& spec,
                                                  const std::vector<std::pair<std::string, double>>& expect_signal,

@@ -18,4 +18,9 @@ std::shared_ptr<const ParamModel> make_axis_norm(const FitInputData& input, cons
                                                  const std::vector<std::pair<std::string, double>>& expect_signal,
                                                  bool allow_negative);
 
+/// AxisExpModel CHANNEL PROCS SHAPE_AXIS CELL_AXES [SLOPE_AXES]: exp(lnAmpl + slope·x) along the shape axis.
+std::shared_ptr<const ParamModel> make_axis_exp(const FitInputData& input, const ParamModelSpec& spec,
+                                                const std::vector<std::pair<std::string, double>>& expect_signal,
+                                                bool allow_negative);
+
 }  // namespace rabbit

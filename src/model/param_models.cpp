@@ -452,6 +452,7 @@ constexpr ParamModelEntry kParamModels[] = {
     {"SmoothABCDIsoMT", true, make_smooth_abcd_isomt},
     {"SmoothExtendedABCDIsoMT", true, make_smooth_extended_abcd_isomt},
     {"AxisNormModel", true, make_axis_norm},
+    {"AxisExpModel", true, make_axis_exp},
 };
 
 }  // namespace
@@ -482,7 +483,7 @@ std::shared_ptr<const ParamModel> make_param_model(
                                     [&](const ParamModelEntry& e) { return spec.name == e.name; });
     if (entry == std::end(kParamModels))
       throw OptionError(
-          fmt::format("--paramModel: unknown param model '{}'; supported: {} (rabbit's AxisExpModel, "
+          fmt::format("--paramModel: unknown param model '{}'; supported: {} (rabbit's "
                       "AxisBernsteinModel, SaturatedProjectModel and user-defined models are not implemented)",
                       spec.name, fmt::join(supported_param_models(), ", ")));
     models.push_back(entry->make(input, spec, expect_signal, allow_negative_param));

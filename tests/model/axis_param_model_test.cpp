@@ -164,5 +164,81 @@ TEST(AxisNormModel, BadArgumentsAreOneLineOptionErrors) {
             "--paramModel AxisNormModel: channel 'ch' has flow bins, which the Axis models do not address");
 }
 
+TEST(AxisExpModel, NamesLayoutAndRates) {
+  auto in = two_channel_input();
+  // shape axis pt (centres 30, 40, 50: x = 0, 1/2, 1), amplitudes per (mt, eta), slopes per eta
+  auto m = model(*in, "AxisExpModel", {"ch", "nonprompt,ewk", "pt", "mt,eta", "eta"});
+  EXPECT_TRUE(param_model_depends_on_bin("AxisExpModel"));
+  EXPECT_FALSE(m->bin_independent());
+  EXPECT_TRUE(m->allow_negative_param());
+  ASSERT_EQ(m->npoi(), 2 * (6 + 2));
+  const auto names = m->names();
+  EXPECT_EQ(names[0], "lnAmpl_nonprompt_mt0_eta0");
+  EXPECT_EQ(names[5], "lnAmpl_nonprompt_mt2_eta1");
+  EXPECT_EQ(names[6], "slope_nonprompt_eta0");
+  EXPECT_EQ(names[7], "slope_nonprompt_eta1");
+  EXPECT_EQ(names[8], "lnAmpl_ewk_mt0_eta0");
+  EXPECT_EQ(names[15], "slope_ewk_eta1");
+  EXPECT_EQ(m->default_values(), VectorXd::Zero(16));
+  const VectorXd pi = point(16) - VectorXd::Constant(16, 0.8);
+  MatrixXd r;
+  m->bin_rates(pi, 0, in->nbinsfull, r);
+  for (int64_t b = 0; b < 4; ++b) EXPECT_EQ(r.row(b), Eigen::RowVector3d::Ones()) << "channel pre";
+  const double x[] = {0.0, 0.5, 1.0};
+  for (int64_t mt = 0; mt < 3; ++mt)
+    for (int64_t iso = 0; iso < 2; ++iso)
+      for (int64_t pt = 0; pt < 3; ++pt)
+        for (int64_t eta = 0; eta < 2; ++eta) {
+          const int64_t row = 4 + bin(mt, iso, pt, eta), cell = mt * 2 + eta;
+          EXPECT_EQ(r(row, 0), 1.0);
+          EXPECT_DOUBLE_EQ(r(row, 1), std::exp(pi[cell] + pi[6 + eta] * x[pt]));
+          EXPECT_DOUBLE_EQ(r(row, 2), std::exp(pi[8 + cell] + pi[14 + eta] * x[pt]));
+        }
+}
+
+TEST(AxisExpModel, CentresInFloat32AndDerivatives) {
+  auto in = two_channel_input();
+  // pt edges 25, 35.1, 45.3, 55: rabbit's float32 centres and division, not the double ones
+  in->channels[1].axes[2].edges = {25.0, 35.1, 45.3, 55.0};
+  auto m = model(*in, "AxisExpModel", {"ch", "all", "pt", "relIso,mt"});  // slopes per cell
+  ASSERT_EQ(m->npoi(), 3 * (6 + 6));
+  EXPECT_EQ(m->names()[6], "slope_signal_relIso0_mt0");
+  VectorXd pi = VectorXd::Zero(36);
+  pi[6] = 1.0;  // slope of the signal's cell (mt 0, relIso 0)
+  MatrixXd r;
+  m->bin_rates(pi, 4 + bin(0, 0, 1, 0), 4 + bin(0, 0, 1, 0) + 1, r);
+  const float c0 = static_cast<float>(0.5 * (25.0 + 35.1)), c1 = static_cast<float>(0.5 * (35.1 + 45.3)),
+              c2 = static_cast<float>(0.5 * (45.3 + 55.0));
+  const float x1 = (c1 - c0) / (c2 - c0);
+  EXPECT_EQ(r(0, 0), std::exp(static_cast<double>(x1)));
+  EXPECT_NE(static_cast<double>(x1), (0.5 * (35.1 + 45.3) - 0.5 * (25.0 + 35.1)) / (0.5 * (45.3 + 55.0) - 0.5 * (25.0 + 35.1)));
+  test::check_param_model_derivatives(*m, 0.5 * point(36), 0, in->nbinsfull);
+  test::check_param_model_derivatives(*m, 0.5 * point(36), 9, 23);
+}
+
+TEST(AxisExpModel, BadArgumentsAreOneLineOptionErrors) {
+  auto in = two_channel_input();
+  auto err = [&](const std::vector<std::string>& args) {
+    return error_of([&] { model(*in, "AxisExpModel", args); });
+  };
+  EXPECT_EQ(err({"ch", "all", "pt"}),
+            "--paramModel AxisExpModel: expected 4 or 5 arguments (CHANNEL PROCS SHAPE_AXIS CELL_AXES "
+            "[SLOPE_AXES]; PROCS 'all' or a comma list, the axes comma lists), got 3");
+  EXPECT_EQ(err({"ch", "ewk", "phi", "eta"}),
+            "--paramModel AxisExpModel: shape axis 'phi' not found in channel 'ch'; axes: [mt, relIso, pt, eta]");
+  EXPECT_EQ(err({"ch", "ewk", "pt,eta", "mt"}), "--paramModel AxisExpModel: the shape axis is one axis, got 'pt,eta'");
+  EXPECT_EQ(err({"ch", "ewk", "pt", "eta,pt"}),
+            "--paramModel AxisExpModel: axis 'pt' is both the shape axis and a cell axis");
+  EXPECT_EQ(err({"ch", "ewk", "pt", "eta", "mt"}),
+            "--paramModel AxisExpModel: slope axis 'mt' is not a cell axis (eta); slope axes are a subset of the "
+            "cell axes");
+  EXPECT_EQ(err({"ch", "qcd", "pt", "eta"}),
+            "--paramModel AxisExpModel: process 'qcd' not found; processes: [signal, nonprompt, ewk]");
+  in->channels[1].axes[2].edges.clear();
+  in->channels[1].axes[2].kind = "category_int";
+  EXPECT_EQ(err({"ch", "ewk", "pt", "eta"}),
+            "--paramModel AxisExpModel: shape axis 'pt' of channel 'ch' has no bin edges (a category_int axis)");
+}
+
 }  // namespace
 }  // namespace rabbit
