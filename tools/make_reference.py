@@ -216,6 +216,12 @@ CASES = {
         DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noChi2", "--allowNegativeParam"]
         + ["--paramModel", "Mu", "--paramModel", "AxisExpModel", "ch", "nonprompt", "pt", "eta"],
     ),
+    # AxisBernsteinModel: softplus endpoints c0, c1 along pt per eta cell for nonprompt, composed with Mu
+    "axis_bernstein": (
+        "isomt.hdf5",
+        DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noChi2", "--allowNegativeParam"]
+        + ["--paramModel", "Mu", "--paramModel", "AxisBernsteinModel", "ch", "nonprompt", "pt", "eta"],
+    ),
     # one Newton step from the defaults instead of the fit (on dense.hdf5 and normal.hdf5, also with
     # --chisqFit or --noBinByBinStat, the postfit Hessian at the point the step reaches is not
     # positive-definite: upstream and ours end with the same one-line error)

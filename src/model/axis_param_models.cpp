@@ -285,6 +285,71 @@ class AxisExpModel final : public AxisParamModel {
   int64_t n_cell_, n_slope_;
 };
 
+/// softplus(u) = log(1 + e^u), evaluated without overflow; its derivative is the logistic σ(u).
+double softplus(double u) { return u > 0.0 ? u + std::log1p(std::exp(-u)) : std::log1p(std::exp(u)); }
+double logistic(double u) { return 1.0 / (1.0 + std::exp(-u)); }
+
+/// AxisBernsteinModel: r = c0 (1 − x) + c1 x with c = softplus(u) of the raw parameters u0, u1 of the
+/// bin's cell (softplus keeps the endpoints positive); ∂r/∂u0 = σ(u0)(1 − x), ∂r/∂u1 = σ(u1) x and the
+/// Hessian is diagonal, σ'(u) = σ(u)(1 − σ(u)) times the same weights.
+class AxisBernsteinModel final : public AxisParamModel {
+ public:
+  AxisBernsteinModel(const FitInputData& in, const Selection& sel, std::vector<std::string> names,
+                     std::vector<int64_t> cell_of, int64_t n_cell, std::vector<double> x_of)
+      // rabbit's default u = softplus⁻¹(1) = log(e − 1): c0 = c1 = 1, a flat unit rate
+      : AxisParamModel("AxisBernsteinModel", in, sel, names,
+                       Eigen::VectorXd::Constant(static_cast<int64_t>(names.size()), std::log(std::exp(1.0) - 1.0))),
+        cell_of_(std::move(cell_of)),
+        x_of_(std::move(x_of)),
+        n_cell_(n_cell) {}
+
+ protected:
+  LocalRate local(const Eigen::VectorXd& pi, size_t i, int64_t b) const override {
+    LocalRate l;
+    l.k = 2;
+    l.index[0] = static_cast<int64_t>(i) * 2 * n_cell_ + cell_of_[b];
+    l.index[1] = l.index[0] + n_cell_;
+    const double x = x_of_[b], weight[2] = {1.0 - x, x};
+    l.value = 0.0;
+    for (int a = 0; a < 2; ++a) {
+      const double u = pi[l.index[a]], sigma = logistic(u);
+      l.value += softplus(u) * weight[a];
+      l.grad[a] = sigma * weight[a];
+      l.hess[a][a] = sigma * (1.0 - sigma) * weight[a];
+    }
+    return l;
+  }
+
+ private:
+  std::vector<int64_t> cell_of_;
+  std::vector<double> x_of_;  // per channel bin
+  int64_t n_cell_;
+};
+
+/// The shape axis (one name) and the cell axes of AxisExpModel and AxisBernsteinModel, checked alike.
+struct ShapeAndCells {
+  int64_t shape;
+  std::vector<int64_t> cells;
+};
+ShapeAndCells shape_and_cells(const std::string& model, const ChannelInfo& ch, const std::string& shape_arg,
+                              const std::string& cells_arg) {
+  if (shape_arg.find(',') != std::string::npos)
+    fail(model, fmt::format("the shape axis is one axis, got '{}'", shape_arg));
+  ShapeAndCells out{axis_positions(model, ch, shape_arg, "shape axis").front(),
+                    axis_positions(model, ch, cells_arg, "cell axis")};
+  if (std::find(out.cells.begin(), out.cells.end(), out.shape) != out.cells.end())
+    fail(model, fmt::format("axis '{}' is both the shape axis and a cell axis", ch.axes[out.shape].name));
+  return out;
+}
+
+/// x of each channel bin: the normalised centre of its shape-axis bin.
+std::vector<double> shape_x_of_bins(const std::string& model, const ChannelInfo& ch, int64_t shape) {
+  const auto x_m = normalised_centres(model, ch, ch.axes[shape]);
+  std::vector<double> x_of;
+  for (int64_t m : axis_index_of_bins(ch, shape)) x_of.push_back(x_m[m]);
+  return x_of;
+}
+
 }  // namespace
 
 std::shared_ptr<const ParamModel> make_axis_exp(const FitInputData& in, const ParamModelSpec& spec,
@@ -297,12 +362,7 @@ std::shared_ptr<const ParamModel> make_axis_exp(const FitInputData& in, const Pa
                             spec.args.size()));
   const Selection sel = select(model, in, spec.args[0], spec.args[1]);
   const ChannelInfo& ch = in.channels[sel.channel];
-  if (spec.args[2].find(',') != std::string::npos)
-    fail(model, fmt::format("the shape axis is one axis, got '{}'", spec.args[2]));
-  const int64_t shape = axis_positions(model, ch, spec.args[2], "shape axis").front();
-  const auto cells = axis_positions(model, ch, spec.args[3], "cell axis");
-  if (std::find(cells.begin(), cells.end(), shape) != cells.end())
-    fail(model, fmt::format("axis '{}' is both the shape axis and a cell axis", ch.axes[shape].name));
+  const auto [shape, cells] = shape_and_cells(model, ch, spec.args[2], spec.args[3]);
   const auto slopes = spec.args.size() == 5 ? axis_positions(model, ch, spec.args[4], "slope axis") : cells;
   for (int64_t j : slopes)
     if (std::find(cells.begin(), cells.end(), j) == cells.end())
@@ -319,7 +379,33 @@ std::shared_ptr<const ParamModel> make_axis_exp(const FitInputData& in, const Pa
   for (int64_t m : axis_index_of_bins(ch, shape)) x_of.push_back(x_m[m]);
   return std::make_shared<AxisExpModel>(in, sel, names, cell_of_bins(ch, cells),
                                         static_cast<int64_t>(cell_names.size()), cell_of_bins(ch, slopes),
-                                        static_cast<int64_t>(slope_names.size()), std::move(x_of));
+                                        static_cast<int64_t>(slope_names.size()),
+                                        shape_x_of_bins(model, ch, shape));
+}
+
+std::shared_ptr<const ParamModel> make_axis_bernstein(const FitInputData& in, const ParamModelSpec& spec,
+                                                      const std::vector<std::pair<std::string, double>>& expect_signal,
+                                                      bool) {
+  const std::string model = "AxisBernsteinModel";
+  if (spec.args.size() != 4)
+    fail(model, fmt::format("expected exactly 4 arguments (CHANNEL PROCS SHAPE_AXIS CELL_AXES; PROCS 'all' or a "
+                            "comma list, CELL_AXES a comma list), got {}",
+                            spec.args.size()));
+  // as rabbit: any --expectSignal is refused while this model is loaded (its endpoints have no such default)
+  if (!expect_signal.empty())
+    throw OptionError(fmt::format("--expectSignal {}: param model {} does not take --expectSignal (rabbit refuses "
+                                  "it too)",
+                                  expect_signal.front().first, model));
+  const Selection sel = select(model, in, spec.args[0], spec.args[1]);
+  const ChannelInfo& ch = in.channels[sel.channel];
+  const auto [shape, cells] = shape_and_cells(model, ch, spec.args[2], spec.args[3]);
+  const auto labels = cell_labels(ch, cells);
+  std::vector<std::string> names;
+  for (const auto& p : sel.proc_names)
+    for (const char* prefix : {"c0", "c1"})
+      for (const auto& label : labels) names.push_back(fmt::format("{}_{}_{}", prefix, p, label));
+  return std::make_shared<AxisBernsteinModel>(in, sel, names, cell_of_bins(ch, cells),
+                                              static_cast<int64_t>(labels.size()), shape_x_of_bins(model, ch, shape));
 }
 
 std::shared_ptr<const ParamModel> make_axis_norm(const FitInputData& in, const ParamModelSpec& spec,

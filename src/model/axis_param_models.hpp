@@ -22,5 +22,9 @@ std::shared_ptr<const ParamModel> make_axis_norm(const FitInputData& input, cons
 std::shared_ptr<const ParamModel> make_axis_exp(const FitInputData& input, const ParamModelSpec& spec,
                                                 const std::vector<std::pair<std::string, double>>& expect_signal,
                                                 bool allow_negative);
+/// AxisBernsteinModel CHANNEL PROCS SHAPE_AXIS CELL_AXES: c0 (1 − x) + c1 x, c = softplus of the parameters.
+std::shared_ptr<const ParamModel> make_axis_bernstein(
+    const FitInputData& input, const ParamModelSpec& spec,
+    const std::vector<std::pair<std::string, double>>& expect_signal, bool allow_negative);
 
 }  // namespace rabbit

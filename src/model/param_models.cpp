@@ -453,6 +453,7 @@ constexpr ParamModelEntry kParamModels[] = {
     {"SmoothExtendedABCDIsoMT", true, make_smooth_extended_abcd_isomt},
     {"AxisNormModel", true, make_axis_norm},
     {"AxisExpModel", true, make_axis_exp},
+    {"AxisBernsteinModel", true, make_axis_bernstein},
 };
 
 }  // namespace
@@ -484,7 +485,7 @@ std::shared_ptr<const ParamModel> make_param_model(
     if (entry == std::end(kParamModels))
       throw OptionError(
           fmt::format("--paramModel: unknown param model '{}'; supported: {} (rabbit's "
-                      "AxisBernsteinModel, SaturatedProjectModel and user-defined models are not implemented)",
+                      "SaturatedProjectModel and user-defined models are not implemented)",
                       spec.name, fmt::join(supported_param_models(), ", ")));
     models.push_back(entry->make(input, spec, expect_signal, allow_negative_param));
   }

@@ -240,5 +240,62 @@ TEST(AxisExpModel, BadArgumentsAreOneLineOptionErrors) {
             "--paramModel AxisExpModel: shape axis 'pt' of channel 'ch' has no bin edges (a category_int axis)");
 }
 
+double softplus(double u) { return std::log1p(std::exp(u)); }
+
+TEST(AxisBernsteinModel, NamesLayoutRatesAndDerivatives) {
+  auto in = two_channel_input();
+  auto m = model(*in, "AxisBernsteinModel", {"ch", "ewk,nonprompt", "pt", "eta"});
+  EXPECT_TRUE(param_model_depends_on_bin("AxisBernsteinModel"));
+  EXPECT_TRUE(m->allow_negative_param());
+  EXPECT_FALSE(m->is_linear());
+  ASSERT_EQ(m->npoi(), 2 * 2 * 2);
+  const auto names = m->names();
+  EXPECT_EQ(names[0], "c0_ewk_eta0");
+  EXPECT_EQ(names[1], "c0_ewk_eta1");
+  EXPECT_EQ(names[2], "c1_ewk_eta0");
+  EXPECT_EQ(names[7], "c1_nonprompt_eta1");
+  const double u1 = std::log(std::exp(1.0) - 1.0);
+  EXPECT_EQ(m->default_values(), VectorXd::Constant(8, u1));
+  MatrixXd r;
+  m->bin_rates(m->default_values(), 0, in->nbinsfull, r);
+  EXPECT_LT((r - MatrixXd::Ones(r.rows(), 3)).cwiseAbs().maxCoeff(), 1e-15);  // flat unit rate at the start
+  const VectorXd pi = point(8) - VectorXd::Constant(8, 1.0);
+  m->bin_rates(pi, 0, in->nbinsfull, r);
+  const double x[] = {0.0, 0.5, 1.0};
+  for (int64_t mt = 0; mt < 3; ++mt)
+    for (int64_t iso = 0; iso < 2; ++iso)
+      for (int64_t pt = 0; pt < 3; ++pt)
+        for (int64_t eta = 0; eta < 2; ++eta) {
+          const int64_t row = 4 + bin(mt, iso, pt, eta);
+          EXPECT_EQ(r(row, 0), 1.0);
+          EXPECT_NEAR(r(row, 2), softplus(pi[eta]) * (1 - x[pt]) + softplus(pi[2 + eta]) * x[pt], 1e-15);
+          EXPECT_NEAR(r(row, 1), softplus(pi[4 + eta]) * (1 - x[pt]) + softplus(pi[6 + eta]) * x[pt], 1e-15);
+        }
+  test::check_param_model_derivatives(*m, pi, 0, in->nbinsfull);
+  test::check_param_model_derivatives(*m, 3.0 * pi, 5, 20);
+  // a large parameter: softplus(u) = u + log1p(e^−u) without overflow
+  VectorXd big = pi;
+  big[0] = 800.0;
+  m->bin_rates(big, 4, 5, r);
+  EXPECT_DOUBLE_EQ(r(0, 2), 800.0);
+}
+
+TEST(AxisBernsteinModel, BadArgumentsAreOneLineOptionErrors) {
+  auto in = two_channel_input();
+  auto err = [&](const std::vector<std::string>& args) {
+    return error_of([&] { model(*in, "AxisBernsteinModel", args); });
+  };
+  EXPECT_EQ(err({"ch", "ewk", "pt", "eta", "mt"}),
+            "--paramModel AxisBernsteinModel: expected exactly 4 arguments (CHANNEL PROCS SHAPE_AXIS CELL_AXES; "
+            "PROCS 'all' or a comma list, CELL_AXES a comma list), got 5");
+  EXPECT_EQ(err({"ch", "ewk", "pt", "pt"}),
+            "--paramModel AxisBernsteinModel: axis 'pt' is both the shape axis and a cell axis");
+  EXPECT_EQ(err({"ch", "ewk", "pt", "eta,phi"}),
+            "--paramModel AxisBernsteinModel: cell axis 'phi' not found in channel 'ch'; axes: [mt, relIso, pt, eta]");
+  EXPECT_EQ(error_of([&] { model(*in, "AxisBernsteinModel", {"ch", "ewk", "pt", "eta"}, {{"c0_ewk_eta0", 2.0}}); }),
+            "--expectSignal c0_ewk_eta0: param model AxisBernsteinModel does not take --expectSignal (rabbit "
+            "refuses it too)");
+}
+
 }  // namespace
 }  // namespace rabbit

@@ -144,7 +144,7 @@ TEST(ParamModel, BadSpecsAreOptionErrors) {
   EXPECT_NE(
       unknown.find("unknown param model 'NoSuchModel'; supported: Ones, Mu, Mixture, ABCD, ExtendedABCD, "
                    "SmoothABCD, SmoothExtendedABCD, ABCDIsoMT, ExtendedABCDIsoMT, SmoothABCDIsoMT, "
-                   "SmoothExtendedABCDIsoMT, AxisNormModel, AxisExpModel"),
+                   "SmoothExtendedABCDIsoMT, AxisNormModel, AxisExpModel, AxisBernsteinModel"),
       std::string::npos)
       << unknown;
   EXPECT_NE(unknown.find("not implemented"), std::string::npos);
