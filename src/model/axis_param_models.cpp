@@ -41,7 +41,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 /// The channel, the selected processes and the axes of a cell, as the command line names them.
 struct Selection {
   int64_t channel = 0;
-  std::vector<int64_t> procs;             // process indices, in the order given ("all": input order)
+  std::vector<int64_t> procs;  // process indices, in the order given ("all": input order)
   std::vector<std::string> proc_names;
 };
 
@@ -131,12 +131,14 @@ std::vector<int64_t> axis_index_of_bins(const ChannelInfo& ch, int64_t j) {
 
 /// x_m ∈ [0, 1] at the bin centres of the shape axis: (c_m − c_0)/(c_last − c_0), the span at least 1e-6.
 /// Rabbit computes it in float32 (np.asarray(centers, dtype=np.float32)), so we round as it does.
-std::vector<double> normalised_centres(const std::string& model, const ChannelInfo& ch, const AxisInfo& axis) {
+std::vector<double> normalised_centres(const std::string& model, const ChannelInfo& ch,
+                                       const AxisInfo& axis) {
   if (static_cast<int64_t>(axis.edges.size()) != axis.size + 1)
-    fail(model, fmt::format("shape axis '{}' of channel '{}' has no bin edges (a {} axis)", axis.name, ch.name,
-                            axis.kind));
+    fail(model, fmt::format("shape axis '{}' of channel '{}' has no bin edges (a {} axis)", axis.name,
+                            ch.name, axis.kind));
   std::vector<float> c(axis.size);
-  for (int64_t m = 0; m < axis.size; ++m) c[m] = static_cast<float>(0.5 * (axis.edges[m] + axis.edges[m + 1]));
+  for (int64_t m = 0; m < axis.size; ++m)
+    c[m] = static_cast<float>(0.5 * (axis.edges[m] + axis.edges[m + 1]));
   const float diff = c.back() - c.front();
   const float span = static_cast<double>(diff) >= 1e-6 ? diff : static_cast<float>(1e-6);
   std::vector<double> x(axis.size);
@@ -156,8 +158,8 @@ struct LocalRate {
 
 class AxisParamModel : public BinDependentParamModel {
  public:
-  AxisParamModel(std::string name, const FitInputData& in, const Selection& sel, std::vector<std::string> names,
-                 Eigen::VectorXd defaults)
+  AxisParamModel(std::string name, const FitInputData& in, const Selection& sel,
+                 std::vector<std::string> names, Eigen::VectorXd defaults)
       : name_(std::move(name)),
         nproc_(in.nproc),
         start_(in.channels[sel.channel].start),
@@ -255,7 +257,8 @@ class AxisExpModel final : public AxisParamModel {
   AxisExpModel(const FitInputData& in, const Selection& sel, std::vector<std::string> names,
                std::vector<int64_t> cell_of, int64_t n_cell, std::vector<int64_t> slope_of, int64_t n_slope,
                std::vector<double> x_of)
-      : AxisParamModel("AxisExpModel", in, sel, names, Eigen::VectorXd::Zero(static_cast<int64_t>(names.size()))),
+      : AxisParamModel("AxisExpModel", in, sel, names,
+                       Eigen::VectorXd::Zero(static_cast<int64_t>(names.size()))),
         cell_of_(std::move(cell_of)),
         slope_of_(std::move(slope_of)),
         x_of_(std::move(x_of)),
@@ -286,8 +289,12 @@ class AxisExpModel final : public AxisParamModel {
 };
 
 /// softplus(u) = log(1 + e^u), evaluated without overflow; its derivative is the logistic σ(u).
-double softplus(double u) { return u > 0.0 ? u + std::log1p(std::exp(-u)) : std::log1p(std::exp(u)); }
-double logistic(double u) { return 1.0 / (1.0 + std::exp(-u)); }
+double softplus(double u) {
+  return u > 0.0 ? u + std::log1p(std::exp(-u)) : std::log1p(std::exp(u));
+}
+double logistic(double u) {
+  return 1.0 / (1.0 + std::exp(-u));
+}
 
 /// AxisBernsteinModel: r = c0 (1 − x) + c1 x with c = softplus(u) of the raw parameters u0, u1 of the
 /// bin's cell (softplus keeps the endpoints positive); ∂r/∂u0 = σ(u0)(1 − x), ∂r/∂u1 = σ(u1) x and the
@@ -297,8 +304,9 @@ class AxisBernsteinModel final : public AxisParamModel {
   AxisBernsteinModel(const FitInputData& in, const Selection& sel, std::vector<std::string> names,
                      std::vector<int64_t> cell_of, int64_t n_cell, std::vector<double> x_of)
       // rabbit's default u = softplus⁻¹(1) = log(e − 1): c0 = c1 = 1, a flat unit rate
-      : AxisParamModel("AxisBernsteinModel", in, sel, names,
-                       Eigen::VectorXd::Constant(static_cast<int64_t>(names.size()), std::log(std::exp(1.0) - 1.0))),
+      : AxisParamModel(
+            "AxisBernsteinModel", in, sel, names,
+            Eigen::VectorXd::Constant(static_cast<int64_t>(names.size()), std::log(std::exp(1.0) - 1.0))),
         cell_of_(std::move(cell_of)),
         x_of_(std::move(x_of)),
         n_cell_(n_cell) {}
@@ -366,8 +374,9 @@ std::shared_ptr<const ParamModel> make_axis_exp(const FitInputData& in, const Pa
   const auto slopes = spec.args.size() == 5 ? axis_positions(model, ch, spec.args[4], "slope axis") : cells;
   for (int64_t j : slopes)
     if (std::find(cells.begin(), cells.end(), j) == cells.end())
-      fail(model, fmt::format("slope axis '{}' is not a cell axis ({}); slope axes are a subset of the cell axes",
-                              ch.axes[j].name, spec.args[3]));
+      fail(model,
+           fmt::format("slope axis '{}' is not a cell axis ({}); slope axes are a subset of the cell axes",
+                       ch.axes[j].name, spec.args[3]));
   const auto cell_names = cell_labels(ch, cells), slope_names = cell_labels(ch, slopes);
   std::vector<std::string> names;
   for (const auto& p : sel.proc_names) {
@@ -377,25 +386,26 @@ std::shared_ptr<const ParamModel> make_axis_exp(const FitInputData& in, const Pa
   const auto x_m = normalised_centres(model, ch, ch.axes[shape]);
   std::vector<double> x_of;
   for (int64_t m : axis_index_of_bins(ch, shape)) x_of.push_back(x_m[m]);
-  return std::make_shared<AxisExpModel>(in, sel, names, cell_of_bins(ch, cells),
-                                        static_cast<int64_t>(cell_names.size()), cell_of_bins(ch, slopes),
-                                        static_cast<int64_t>(slope_names.size()),
-                                        shape_x_of_bins(model, ch, shape));
+  return std::make_shared<AxisExpModel>(
+      in, sel, names, cell_of_bins(ch, cells), static_cast<int64_t>(cell_names.size()),
+      cell_of_bins(ch, slopes), static_cast<int64_t>(slope_names.size()), shape_x_of_bins(model, ch, shape));
 }
 
-std::shared_ptr<const ParamModel> make_axis_bernstein(const FitInputData& in, const ParamModelSpec& spec,
-                                                      const std::vector<std::pair<std::string, double>>& expect_signal,
-                                                      bool) {
+std::shared_ptr<const ParamModel> make_axis_bernstein(
+    const FitInputData& in, const ParamModelSpec& spec,
+    const std::vector<std::pair<std::string, double>>& expect_signal, bool) {
   const std::string model = "AxisBernsteinModel";
   if (spec.args.size() != 4)
-    fail(model, fmt::format("expected exactly 4 arguments (CHANNEL PROCS SHAPE_AXIS CELL_AXES; PROCS 'all' or a "
-                            "comma list, CELL_AXES a comma list), got {}",
-                            spec.args.size()));
+    fail(model,
+         fmt::format("expected exactly 4 arguments (CHANNEL PROCS SHAPE_AXIS CELL_AXES; PROCS 'all' or a "
+                     "comma list, CELL_AXES a comma list), got {}",
+                     spec.args.size()));
   // as rabbit: any --expectSignal is refused while this model is loaded (its endpoints have no such default)
   if (!expect_signal.empty())
-    throw OptionError(fmt::format("--expectSignal {}: param model {} does not take --expectSignal (rabbit refuses "
-                                  "it too)",
-                                  expect_signal.front().first, model));
+    throw OptionError(
+        fmt::format("--expectSignal {}: param model {} does not take --expectSignal (rabbit refuses "
+                    "it too)",
+                    expect_signal.front().first, model));
   const Selection sel = select(model, in, spec.args[0], spec.args[1]);
   const ChannelInfo& ch = in.channels[sel.channel];
   const auto [shape, cells] = shape_and_cells(model, ch, spec.args[2], spec.args[3]);
@@ -405,12 +415,13 @@ std::shared_ptr<const ParamModel> make_axis_bernstein(const FitInputData& in, co
     for (const char* prefix : {"c0", "c1"})
       for (const auto& label : labels) names.push_back(fmt::format("{}_{}_{}", prefix, p, label));
   return std::make_shared<AxisBernsteinModel>(in, sel, names, cell_of_bins(ch, cells),
-                                              static_cast<int64_t>(labels.size()), shape_x_of_bins(model, ch, shape));
+                                              static_cast<int64_t>(labels.size()),
+                                              shape_x_of_bins(model, ch, shape));
 }
 
-std::shared_ptr<const ParamModel> make_axis_norm(const FitInputData& in, const ParamModelSpec& spec,
-                                                 const std::vector<std::pair<std::string, double>>& expect_signal,
-                                                 bool) {
+std::shared_ptr<const ParamModel> make_axis_norm(
+    const FitInputData& in, const ParamModelSpec& spec,
+    const std::vector<std::pair<std::string, double>>& expect_signal, bool) {
   const std::string model = "AxisNormModel";
   if (spec.args.size() != 3)
     fail(model, fmt::format("expected exactly 3 arguments (CHANNEL PROCS AXES; PROCS 'all' or a comma list, "
@@ -428,15 +439,17 @@ std::shared_ptr<const ParamModel> make_axis_norm(const FitInputData& in, const P
   for (const auto& [name, value] : expect_signal) {
     const auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end())
-      throw OptionError(fmt::format("--expectSignal: '{}' is not a parameter of param model {} (its "
-                                    "parameters: [{}])",
-                                    name, model, fmt::join(names, ", ")));
+      throw OptionError(
+          fmt::format("--expectSignal: '{}' is not a parameter of param model {} (its "
+                      "parameters: [{}])",
+                      name, model, fmt::join(names, ", ")));
     if (value < 0.0)
-      throw OptionError(fmt::format("--expectSignal {} {}: an {} norm cannot be negative", name, value, model));
+      throw OptionError(
+          fmt::format("--expectSignal {} {}: an {} norm cannot be negative", name, value, model));
     defaults[it - names.begin()] = std::sqrt(value);
   }
-  return std::make_shared<AxisNormModel>(in, sel, std::move(names), std::move(defaults), cell_of_bins(ch, axes),
-                                         static_cast<int64_t>(labels.size()));
+  return std::make_shared<AxisNormModel>(in, sel, std::move(names), std::move(defaults),
+                                         cell_of_bins(ch, axes), static_cast<int64_t>(labels.size()));
 }
 
 }  // namespace rabbit

@@ -57,7 +57,9 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 /// Channel bin of "ch" at (mt, relIso, pt, eta), 0-based within the channel.
-int64_t bin(int64_t mt, int64_t iso, int64_t pt, int64_t eta) { return ((mt * 2 + iso) * 3 + pt) * 2 + eta; }
+int64_t bin(int64_t mt, int64_t iso, int64_t pt, int64_t eta) {
+  return ((mt * 2 + iso) * 3 + pt) * 2 + eta;
+}
 
 VectorXd point(int64_t M) {
   VectorXd pi(M);
@@ -118,8 +120,9 @@ TEST(AxisNormModel, DerivativesMatchFiniteDifferences) {
   test::check_param_model_derivatives(*m, pi, 0, in->nbinsfull);
   test::check_param_model_derivatives(*m, pi, 3, 17);  // cuts both channels
   // composed with Mu (both pass their parameters through with --allowNegativeParam)
-  auto c = make_param_model(*in, {ParamModelSpec{"Mu", {}}, ParamModelSpec{"AxisNormModel", {"ch", "signal,nonprompt", "pt"}}},
-                            {}, true);
+  auto c = make_param_model(
+      *in, {ParamModelSpec{"Mu", {}}, ParamModelSpec{"AxisNormModel", {"ch", "signal,nonprompt", "pt"}}}, {},
+      true);
   ASSERT_EQ(c->npoi(), 1 + 6);
   EXPECT_EQ(c->names()[1], "norm_signal_pt0");
   test::check_param_model_derivatives(*c, point(c->nparams()), 2, in->nbinsfull);
@@ -129,7 +132,9 @@ TEST(AxisNormModel, ExpectSignalSetsTheNorm) {
   auto in = two_channel_input();
   auto m = model(*in, "AxisNormModel", {"ch", "nonprompt", "pt"}, {{"norm_nonprompt_pt1", 4.0}});
   EXPECT_EQ(m->default_values(), (VectorXd(3) << 1.0, 2.0, 1.0).finished());
-  EXPECT_EQ(error_of([&] { model(*in, "AxisNormModel", {"ch", "nonprompt", "pt"}, {{"sig", 2.0}}); }),
+  EXPECT_EQ(error_of([&] {
+              model(*in, "AxisNormModel", {"ch", "nonprompt", "pt"}, {{"sig", 2.0}});
+            }),
             "--expectSignal: 'sig' is not a parameter of param model AxisNormModel (its parameters: "
             "[norm_nonprompt_pt0, norm_nonprompt_pt1, norm_nonprompt_pt2])");
   EXPECT_EQ(error_of([&] {
@@ -146,17 +151,20 @@ TEST(AxisNormModel, BadArgumentsAreOneLineOptionErrors) {
   EXPECT_EQ(err({"ch", "all"}),
             "--paramModel AxisNormModel: expected exactly 3 arguments (CHANNEL PROCS AXES; PROCS 'all' or a "
             "comma list, AXES a comma list), got 2");
-  EXPECT_EQ(err({"nope", "all", "pt"}), "--paramModel AxisNormModel: channel 'nope' not found; channels: [pre, ch]");
+  EXPECT_EQ(err({"nope", "all", "pt"}),
+            "--paramModel AxisNormModel: channel 'nope' not found; channels: [pre, ch]");
   EXPECT_EQ(err({"ch", "ewk,qcd", "pt"}),
             "--paramModel AxisNormModel: process 'qcd' not found; processes: [signal, nonprompt, ewk]");
-  EXPECT_EQ(err({"ch", "ewk,ewk", "pt"}), "--paramModel AxisNormModel: process 'ewk' is listed more than once");
+  EXPECT_EQ(err({"ch", "ewk,ewk", "pt"}),
+            "--paramModel AxisNormModel: process 'ewk' is listed more than once");
   EXPECT_EQ(err({"ch", "ewk", "pt,phi"}),
             "--paramModel AxisNormModel: axis 'phi' not found in channel 'ch'; axes: [mt, relIso, pt, eta]");
   EXPECT_EQ(err({"ch", "ewk", "pt,pt"}), "--paramModel AxisNormModel: axis 'pt' is listed more than once");
   // Mu squares its POI without --allowNegativeParam, the Axis models never do: the composite refuses.
   EXPECT_NE(error_of([&] {
-              make_param_model(*in, {ParamModelSpec{"Mu", {}}, ParamModelSpec{"AxisNormModel", {"ch", "ewk", "pt"}}},
-                               {}, false);
+              make_param_model(
+                  *in, {ParamModelSpec{"Mu", {}}, ParamModelSpec{"AxisNormModel", {"ch", "ewk", "pt"}}}, {},
+                  false);
             }).find("disagree on --allowNegativeParam"),
             std::string::npos);
   in->channels[1].flow = true;
@@ -211,7 +219,8 @@ TEST(AxisExpModel, CentresInFloat32AndDerivatives) {
               c2 = static_cast<float>(0.5 * (45.3 + 55.0));
   const float x1 = (c1 - c0) / (c2 - c0);
   EXPECT_EQ(r(0, 0), std::exp(static_cast<double>(x1)));
-  EXPECT_NE(static_cast<double>(x1), (0.5 * (35.1 + 45.3) - 0.5 * (25.0 + 35.1)) / (0.5 * (45.3 + 55.0) - 0.5 * (25.0 + 35.1)));
+  EXPECT_NE(static_cast<double>(x1),
+            (0.5 * (35.1 + 45.3) - 0.5 * (25.0 + 35.1)) / (0.5 * (45.3 + 55.0) - 0.5 * (25.0 + 35.1)));
   test::check_param_model_derivatives(*m, 0.5 * point(36), 0, in->nbinsfull);
   test::check_param_model_derivatives(*m, 0.5 * point(36), 9, 23);
 }
@@ -224,23 +233,29 @@ TEST(AxisExpModel, BadArgumentsAreOneLineOptionErrors) {
   EXPECT_EQ(err({"ch", "all", "pt"}),
             "--paramModel AxisExpModel: expected 4 or 5 arguments (CHANNEL PROCS SHAPE_AXIS CELL_AXES "
             "[SLOPE_AXES]; PROCS 'all' or a comma list, the axes comma lists), got 3");
-  EXPECT_EQ(err({"ch", "ewk", "phi", "eta"}),
-            "--paramModel AxisExpModel: shape axis 'phi' not found in channel 'ch'; axes: [mt, relIso, pt, eta]");
-  EXPECT_EQ(err({"ch", "ewk", "pt,eta", "mt"}), "--paramModel AxisExpModel: the shape axis is one axis, got 'pt,eta'");
+  EXPECT_EQ(
+      err({"ch", "ewk", "phi", "eta"}),
+      "--paramModel AxisExpModel: shape axis 'phi' not found in channel 'ch'; axes: [mt, relIso, pt, eta]");
+  EXPECT_EQ(err({"ch", "ewk", "pt,eta", "mt"}),
+            "--paramModel AxisExpModel: the shape axis is one axis, got 'pt,eta'");
   EXPECT_EQ(err({"ch", "ewk", "pt", "eta,pt"}),
             "--paramModel AxisExpModel: axis 'pt' is both the shape axis and a cell axis");
-  EXPECT_EQ(err({"ch", "ewk", "pt", "eta", "mt"}),
-            "--paramModel AxisExpModel: slope axis 'mt' is not a cell axis (eta); slope axes are a subset of the "
-            "cell axes");
+  EXPECT_EQ(
+      err({"ch", "ewk", "pt", "eta", "mt"}),
+      "--paramModel AxisExpModel: slope axis 'mt' is not a cell axis (eta); slope axes are a subset of the "
+      "cell axes");
   EXPECT_EQ(err({"ch", "qcd", "pt", "eta"}),
             "--paramModel AxisExpModel: process 'qcd' not found; processes: [signal, nonprompt, ewk]");
   in->channels[1].axes[2].edges.clear();
   in->channels[1].axes[2].kind = "category_int";
-  EXPECT_EQ(err({"ch", "ewk", "pt", "eta"}),
-            "--paramModel AxisExpModel: shape axis 'pt' of channel 'ch' has no bin edges (a category_int axis)");
+  EXPECT_EQ(
+      err({"ch", "ewk", "pt", "eta"}),
+      "--paramModel AxisExpModel: shape axis 'pt' of channel 'ch' has no bin edges (a category_int axis)");
 }
 
-double softplus(double u) { return std::log1p(std::exp(u)); }
+double softplus(double u) {
+  return std::log1p(std::exp(u));
+}
 
 TEST(AxisBernsteinModel, NamesLayoutRatesAndDerivatives) {
   auto in = two_channel_input();
@@ -285,14 +300,18 @@ TEST(AxisBernsteinModel, BadArgumentsAreOneLineOptionErrors) {
   auto err = [&](const std::vector<std::string>& args) {
     return error_of([&] { model(*in, "AxisBernsteinModel", args); });
   };
-  EXPECT_EQ(err({"ch", "ewk", "pt", "eta", "mt"}),
-            "--paramModel AxisBernsteinModel: expected exactly 4 arguments (CHANNEL PROCS SHAPE_AXIS CELL_AXES; "
-            "PROCS 'all' or a comma list, CELL_AXES a comma list), got 5");
+  EXPECT_EQ(
+      err({"ch", "ewk", "pt", "eta", "mt"}),
+      "--paramModel AxisBernsteinModel: expected exactly 4 arguments (CHANNEL PROCS SHAPE_AXIS CELL_AXES; "
+      "PROCS 'all' or a comma list, CELL_AXES a comma list), got 5");
   EXPECT_EQ(err({"ch", "ewk", "pt", "pt"}),
             "--paramModel AxisBernsteinModel: axis 'pt' is both the shape axis and a cell axis");
   EXPECT_EQ(err({"ch", "ewk", "pt", "eta,phi"}),
-            "--paramModel AxisBernsteinModel: cell axis 'phi' not found in channel 'ch'; axes: [mt, relIso, pt, eta]");
-  EXPECT_EQ(error_of([&] { model(*in, "AxisBernsteinModel", {"ch", "ewk", "pt", "eta"}, {{"c0_ewk_eta0", 2.0}}); }),
+            "--paramModel AxisBernsteinModel: cell axis 'phi' not found in channel 'ch'; axes: [mt, relIso, "
+            "pt, eta]");
+  EXPECT_EQ(error_of([&] {
+              model(*in, "AxisBernsteinModel", {"ch", "ewk", "pt", "eta"}, {{"c0_ewk_eta0", 2.0}});
+            }),
             "--expectSignal c0_ewk_eta0: param model AxisBernsteinModel does not take --expectSignal (rabbit "
             "refuses it too)");
 }
