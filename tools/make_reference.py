@@ -216,6 +216,25 @@ CASES = {
         DATA + ["--doImpacts", "--globalImpacts", "--noChi2", "--paramModel", "Mu"]
         + ["--paramModel", "SmoothExtendedABCDIsoMT", "nonprompt", "ch"],
     ),
+    # AxisNormModel (docs/model.md "Axis-type param models") composed with Mu on isomt.hdf5: a norm x^2 per
+    # (pt, eta) cell for nonprompt (both models pass their parameters through: --allowNegativeParam)
+    "axis_norm": (
+        "isomt.hdf5",
+        DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noChi2", "--allowNegativeParam"]
+        + ["--paramModel", "Mu", "--paramModel", "AxisNormModel", "ch", "nonprompt", "pt,eta"],
+    ),
+    # AxisExpModel: exp(lnAmpl + slope x) along pt per eta cell for nonprompt, composed with Mu
+    "axis_exp": (
+        "isomt.hdf5",
+        DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noChi2", "--allowNegativeParam"]
+        + ["--paramModel", "Mu", "--paramModel", "AxisExpModel", "ch", "nonprompt", "pt", "eta"],
+    ),
+    # AxisBernsteinModel: softplus endpoints c0, c1 along pt per eta cell for nonprompt, composed with Mu
+    "axis_bernstein": (
+        "isomt.hdf5",
+        DATA + ["--doImpacts", "--saveHists", "--computeHistErrors", "--noChi2", "--allowNegativeParam"]
+        + ["--paramModel", "Mu", "--paramModel", "AxisBernsteinModel", "ch", "nonprompt", "pt", "eta"],
+    ),
     # one Newton step from the defaults instead of the fit (on dense.hdf5 and normal.hdf5, also with
     # --chisqFit or --noBinByBinStat, the postfit Hessian at the point the step reaches is not
     # positive-definite: upstream and ours end with the same one-line error)

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "abcd_param_models.hpp"
+#include "axis_param_models.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/model_options.hpp"
@@ -450,6 +451,9 @@ constexpr ParamModelEntry kParamModels[] = {
     {"ExtendedABCDIsoMT", true, make_extended_abcd_isomt},
     {"SmoothABCDIsoMT", true, make_smooth_abcd_isomt},
     {"SmoothExtendedABCDIsoMT", true, make_smooth_extended_abcd_isomt},
+    {"AxisNormModel", true, make_axis_norm},
+    {"AxisExpModel", true, make_axis_exp},
+    {"AxisBernsteinModel", true, make_axis_bernstein},
 };
 
 }  // namespace
@@ -480,8 +484,8 @@ std::shared_ptr<const ParamModel> make_param_model(
                                     [&](const ParamModelEntry& e) { return spec.name == e.name; });
     if (entry == std::end(kParamModels))
       throw OptionError(
-          fmt::format("--paramModel: unknown param model '{}'; supported: {} (rabbit's AxisNorm, AxisExp, "
-                      "AxisBernstein, SaturatedProjectModel and user-defined models are not implemented)",
+          fmt::format("--paramModel: unknown param model '{}'; supported: {} (rabbit's "
+                      "SaturatedProjectModel and user-defined models are not implemented)",
                       spec.name, fmt::join(supported_param_models(), ", ")));
     models.push_back(entry->make(input, spec, expect_signal, allow_negative_param));
   }

@@ -136,7 +136,8 @@ TEST(ParamModelBinRange, SupportedModelsComeFromTheRegistry) {
   EXPECT_EQ(supported_param_models(),
             (std::vector<std::string>{"Ones", "Mu", "Mixture", "ABCD", "ExtendedABCD", "SmoothABCD",
                                       "SmoothExtendedABCD", "ABCDIsoMT", "ExtendedABCDIsoMT",
-                                      "SmoothABCDIsoMT", "SmoothExtendedABCDIsoMT"}));
+                                      "SmoothABCDIsoMT", "SmoothExtendedABCDIsoMT", "AxisNormModel",
+                                      "AxisExpModel", "AxisBernsteinModel"}));
 }
 
 }  // namespace

@@ -139,12 +139,12 @@ TEST(ParamModel, ExpectSignalValidatedByEverySubModel) {
 TEST(ParamModel, BadSpecsAreOptionErrors) {
   auto in = test::small_input();
   const std::string unknown = error_of([&] {
-    make_param_model(*in, {ParamModelSpec{"AxisNormModel", {}}}, {}, false);
+    make_param_model(*in, {ParamModelSpec{"NoSuchModel", {}}}, {}, false);
   });
   EXPECT_NE(
-      unknown.find("unknown param model 'AxisNormModel'; supported: Ones, Mu, Mixture, ABCD, ExtendedABCD, "
+      unknown.find("unknown param model 'NoSuchModel'; supported: Ones, Mu, Mixture, ABCD, ExtendedABCD, "
                    "SmoothABCD, SmoothExtendedABCD, ABCDIsoMT, ExtendedABCDIsoMT, SmoothABCDIsoMT, "
-                   "SmoothExtendedABCDIsoMT"),
+                   "SmoothExtendedABCDIsoMT, AxisNormModel, AxisExpModel, AxisBernsteinModel"),
       std::string::npos)
       << unknown;
   EXPECT_NE(unknown.find("not implemented"), std::string::npos);
