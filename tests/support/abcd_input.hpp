@@ -12,6 +12,29 @@
 
 namespace rabbit::test {
 
+/// Stores norm [rows × P] and logk [rows × P × W] in `in`: as they are, or (sparse) in rabbit's sparse
+/// layout with the entries of zero norm and the zero logk values left out.
+inline void store_norm_logk(FitInputData& in, const std::vector<double>& norm,
+                            const std::vector<double>& logk, int64_t W, bool sparse) {
+  if (!sparse) {
+    in.norm = norm;
+    in.logk = logk;
+    return;
+  }
+  in.logk_sparse.rowptr.push_back(0);
+  for (int64_t i = 0; i < static_cast<int64_t>(norm.size()); ++i) {
+    if (norm[i] == 0.0) continue;
+    in.norm.push_back(norm[i]);
+    in.norm_index.push_back(i);
+    for (int64_t w = 0; w < W; ++w) {
+      if (logk[i * W + w] == 0.0) continue;
+      in.logk_sparse.cols.push_back(static_cast<int32_t>(w));
+      in.logk_sparse.values.push_back(logk[i * W + w]);
+    }
+    in.logk_sparse.rowptr.push_back(static_cast<int64_t>(in.logk_sparse.cols.size()));
+  }
+}
+
 /// sparse: the same input with sparse tensors (the zero signal entries of A and B left out).
 inline std::shared_ptr<FitInputData> abcd_input(bool sparse = false) {
   auto in = std::make_shared<FitInputData>();
@@ -76,23 +99,7 @@ inline std::shared_ptr<FitInputData> abcd_input(bool sparse = false) {
     for (int64_t p = 0; p < P; ++p) tot += norm[b * P + p];
     in->data_obs[b] = std::round(tot * pull[b]);
   }
-  if (!sparse) {
-    in->norm = norm;
-    in->logk = logk;
-  } else {
-    in->logk_sparse.rowptr.push_back(0);
-    for (int64_t i = 0; i < Bf * P; ++i) {
-      if (norm[i] == 0.0) continue;
-      in->norm.push_back(norm[i]);
-      in->norm_index.push_back(i);
-      for (int64_t w = 0; w < W; ++w) {
-        if (logk[i * W + w] == 0.0) continue;
-        in->logk_sparse.cols.push_back(static_cast<int32_t>(w));
-        in->logk_sparse.values.push_back(logk[i * W + w]);
-      }
-      in->logk_sparse.rowptr.push_back(static_cast<int64_t>(in->logk_sparse.cols.size()));
-    }
-  }
+  store_norm_logk(*in, norm, logk, W, sparse);
   in->has_meta = true;
   return in;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "abcd_input.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 
 namespace rabbit::test {
@@ -71,23 +72,7 @@ inline std::shared_ptr<FitInputData> isomt_input(bool sparse = false) {
     for (int64_t p = 0; p < P; ++p) tot += norm[b * P + p];
     in->data_obs[b] = std::round(tot * (1.0 + 0.1 * std::sin(1.7 * b)));
   }
-  if (!sparse) {
-    in->norm = norm;
-    in->logk = logk;
-  } else {
-    in->logk_sparse.rowptr.push_back(0);
-    for (int64_t i = 0; i < B * P; ++i) {
-      if (norm[i] == 0.0) continue;
-      in->norm.push_back(norm[i]);
-      in->norm_index.push_back(i);
-      for (int64_t w = 0; w < W; ++w) {
-        if (logk[i * W + w] == 0.0) continue;
-        in->logk_sparse.cols.push_back(static_cast<int32_t>(w));
-        in->logk_sparse.values.push_back(logk[i * W + w]);
-      }
-      in->logk_sparse.rowptr.push_back(static_cast<int64_t>(in->logk_sparse.cols.size()));
-    }
-  }
+  store_norm_logk(*in, norm, logk, W, sparse);
   in->has_meta = true;
   return in;
 }
