@@ -319,14 +319,10 @@ int rabbit_limit_main(int argc, const char* const* argv) {
                  "  --modes {gaussian,likelihood} [...]  approximations (default both)\n";
     return 0;
   } catch (const Error& e) {
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::cerr << "rabbit_limit: error: " << msg << std::endl;
+    print_error_line("rabbit_limit", e.what());
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::cerr << "rabbit_limit: error: " << msg << std::endl;
+    print_error_line("rabbit_limit", e.what());
     return 1;
   }
 }

@@ -332,17 +332,13 @@ int rabbit_fit_process_main(int argc, const char* const* argv) {
     std::cout << h.text;
     return 0;
   } catch (const Error& e) {
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::cerr << "rabbit_fit: error: " << msg << std::endl;
+    print_error_line("rabbit_fit", e.what());
     return static_cast<int>(e.code());
   } catch (const std::bad_alloc&) {
-    std::cerr << "rabbit_fit: error: " << memory::out_of_memory_message() << std::endl;
+    print_error_line("rabbit_fit", memory::out_of_memory_message());
     return static_cast<int>(ExitCode::resource);
   } catch (const std::exception& e) {
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::cerr << "rabbit_fit: error: " << msg << std::endl;
+    print_error_line("rabbit_fit", e.what());
     return 1;
   }
 }
