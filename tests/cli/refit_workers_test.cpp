@@ -26,12 +26,12 @@ const std::string kRefits =
     " --freezeParameters slope_background --nonProfiledImpacts --asymImpacts --globalAsymImpacts --nThreads "
     "3";
 
-struct Run {
+struct FitRun {
   fs::path file;
   std::string output;
 };
 
-Run fit(const std::string& args, const std::string& name) {
+FitRun fit(const std::string& args, const std::string& name) {
   const fs::path dir = scratch_dir(name);
   auto r = run_rabbit_fit_captured(example_tensor() + " " + args + kRefits + " -o " + dir.string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -67,14 +67,14 @@ void expect_identical(const fs::path& a, const fs::path& b, size_t groups_expect
 }  // namespace
 
 TEST(RefitWorkers, ParallelRefitsGiveTheSequentialResults) {
-  const Run seq = fit("-t 0 --unblind --refitWorkers 1", "refit_workers_seq");
-  const Run par = fit("-t 0 --unblind --refitWorkers 3", "refit_workers_par");
+  const FitRun seq = fit("-t 0 --unblind --refitWorkers 1", "refit_workers_seq");
+  const FitRun par = fit("-t 0 --unblind --refitWorkers 3", "refit_workers_par");
   expect_identical(seq.file, par.file, 1);
   EXPECT_NE(par.output.find("asym impacts: "), std::string::npos) << par.output;
   EXPECT_NE(par.output.find("3 at a time with 1 thread(s) each (--refitWorkers)"), std::string::npos)
       << par.output;
   for (const char* what : {"nonprofiled impacts", "asym impacts", "global asym impacts"}) {
-    for (const Run* r : {&seq, &par}) {
+    for (const FitRun* r : {&seq, &par}) {
       const auto at = r->output.find(std::string(what) + ": ");
       ASSERT_NE(at, std::string::npos) << what << "\n" << r->output;
       EXPECT_NE(r->output.find(" refits, elapsed ", at), std::string::npos) << what << "\n" << r->output;
@@ -87,8 +87,8 @@ TEST(RefitWorkers, ParallelRefitsGiveTheSequentialResults) {
 // refits must start from that toy's state, not the model's defaults.
 TEST(RefitWorkers, ParallelRefitsOfToysGiveTheSequentialResults) {
   const std::string toys = "-t -1 2 --toysSystRandomize frequentist --seed 7";
-  const Run seq = fit(toys + " --refitWorkers 1", "refit_workers_toys_seq");
-  const Run par = fit(toys + " --refitWorkers 2", "refit_workers_toys_par");
+  const FitRun seq = fit(toys + " --refitWorkers 1", "refit_workers_toys_seq");
+  const FitRun par = fit(toys + " --refitWorkers 2", "refit_workers_toys_par");
   expect_identical(seq.file, par.file, 3);
 }
 
