@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "rabbit/io/fit_input_data.hpp"
@@ -25,6 +26,11 @@ struct EntryLayout {
   std::vector<int64_t> bin_ptr;     // entries of bin b: [bin_ptr[b], bin_ptr[b+1]), all B_f bins
   std::vector<int32_t> entry_proc;  // process of entry e
   std::vector<int64_t> entry_flat;  // b*P + p of entry e
+  /// An input without the logk of the observed bins [logk_end, nbins) (FitInputData::logk_end, MPI
+  /// rank 0): the masked bins' rows follow bin logk_end − 1's, so from entry `gap_entry` on a row is
+  /// found `gap` earlier (dense: doubles; sparse: values and cols). No gap: gap_entry past the end.
+  int64_t gap_entry = std::numeric_limits<int64_t>::max();
+  int64_t gap = 0;
 
   /// The layout of `in`; InputError naming the file when hnorm_sparse is not sorted by bin.
   static EntryLayout build(const FitInputData& in);
@@ -41,7 +47,10 @@ struct EntryLayout {
     return m;
   }
 
-  const double* dense_row(int64_t e) const { return in->logk.data() + e * W; }
+  /// Where row e's values begin: dense, in `logk`; sparse, in `logk_sparse.values`/`cols`, relative to
+  /// rowptr[e] (minus this shift).
+  int64_t held_shift(int64_t e) const { return e >= gap_entry ? gap : 0; }
+  const double* dense_row(int64_t e) const { return in->logk.data() + (e * W - held_shift(e)); }
 
   /// logk row e · m (m of length W).
   double row_dot(int64_t e, const double* m) const {
@@ -51,7 +60,8 @@ struct EntryLayout {
       for (int64_t c = 0; c < W; ++c) acc += row[c] * m[c];
     } else {
       const auto& L = in->logk_sparse;
-      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) acc += L.values[i] * m[L.cols[i]];
+      const int64_t d = held_shift(e);
+      for (int64_t i = L.rowptr[e] - d; i < L.rowptr[e + 1] - d; ++i) acc += L.values[i] * m[L.cols[i]];
     }
     return acc;
   }
@@ -63,7 +73,8 @@ struct EntryLayout {
       for (int64_t c = 0; c < W; ++c) y[c] += w * row[c];
     } else {
       const auto& L = in->logk_sparse;
-      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) y[L.cols[i]] += w * L.values[i];
+      const int64_t d = held_shift(e);
+      for (int64_t i = L.rowptr[e] - d; i < L.rowptr[e + 1] - d; ++i) y[L.cols[i]] += w * L.values[i];
     }
   }
   /// E_e = ∂Λ_e/∂θ (length S) added with weight w into out; hp = h'(θ).
@@ -78,7 +89,8 @@ struct EntryLayout {
       }
     } else {
       const auto& L = in->logk_sparse;
-      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) {
+      const int64_t d = held_shift(e);
+      for (int64_t i = L.rowptr[e] - d; i < L.rowptr[e + 1] - d; ++i) {
         const int64_t c = L.cols[i];
         if (c < S)
           out[c] += w * L.values[i];
