@@ -324,6 +324,20 @@ MAPPING_CASES = {
     ),
     # two mappings without --compositeMapping (upstream saves BaseMapping only when no -m is given)
     "map_two_mappings": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Project", "ch1", "a", "-m", "Select", "ch0"]),
+    # Histograms without --computeHistErrors: upstream stores the propagated variances (weighted
+    # storage) whenever it propagates them anyway, for --computeHistCov (the covariance's diagonal)
+    # as for --computeHistImpacts, and plain double storage otherwise (per-process histograms too).
+    "map_hist_cov_no_errors": (
+        "dense.hdf5",
+        DATA
+        + ["--saveHists", "--saveHistsPerProcess", "--computeHistCov", "--binByBinStatMode", "full"]
+        + ["-m", "BaseMapping", "-m", "Project", "ch1", "a", "-m", "Ratio", "ch0", "ch1", "None:None", "b:sum"],
+    ),
+    "map_hist_impacts_no_errors": (
+        "dense.hdf5",
+        DATA + ["--saveHists", "--computeHistImpacts", "-m", "BaseMapping", "-m", "Normalize", "ch0", "x"],
+    ),
+    "hists_no_errors": ("dense.hdf5", DATA + ["--saveHists", "--saveHistsPerProcess", "-m", "Project", "ch1", "a"]),
     # AngularCoefficients and LamTung on angular.hdf5 (pt x helicity, ch0 observed, ch_gen masked)
     "map_angular_coefficients": (
         "angular.hdf5",
@@ -359,6 +373,9 @@ def to_json(obj):
         variances = obj.variances()
         return {
             "axes": axes,
+            # "Double" or "Weight": boost-histogram reads a Double storage's variances back as its values,
+            # so only the storage tells whether rabbit stored variances.
+            "storage": obj.storage_type.__name__,
             "values": np.asarray(obj.values(), dtype=float).tolist(),
             "variances": None if variances is None else np.asarray(variances, dtype=float).tolist(),
         }
