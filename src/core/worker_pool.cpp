@@ -90,9 +90,13 @@ void WorkerPool::work(int index) {
   }
 }
 
-void WorkerPool::run(int threads, const std::function<void(int)>& fn) { dispatch(threads, false, fn); }
+void WorkerPool::run(int threads, const std::function<void(int)>& fn) {
+  dispatch(threads, false, fn);
+}
 
-void WorkerPool::share(int threads, const std::function<void(int)>& fn) { dispatch(threads, true, fn); }
+void WorkerPool::share(int threads, const std::function<void(int)>& fn) {
+  dispatch(threads, true, fn);
+}
 
 void WorkerPool::dispatch(int threads, bool shared, const std::function<void(int)>& fn) {
   const int T = std::clamp(threads, 1, threads_);
