@@ -218,7 +218,8 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
         "rank 0: bins [0, {}), logk {} of the file's {} values (its bins'{}{}; data, norm and MC statistics "
         "of all bins), tensor {:.1f} MiB, peak memory {:.1f} MiB",
         ranges[0].second, held, in_file, sources, masked,
-        mib(static_cast<double>(detail::tensor_bytes(input))), mib(static_cast<double>(detail::peak_rss_bytes())));
+        mib(static_cast<double>(detail::tensor_bytes(input))),
+        mib(static_cast<double>(detail::peak_rss_bytes())));
   } else {
     log().info("rank 0: the whole input, tensor {:.1f} MiB, peak memory {:.1f} MiB",
                mib(static_cast<double>(detail::tensor_bytes(input))),
