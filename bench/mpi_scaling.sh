@@ -8,7 +8,8 @@
 # and every rank's peak memory. At the end, the efficiency T(1) / (N · T(N)) over the best runs.
 # usage: bench/mpi_scaling.sh BUILD_DIR [--bins B] [--procs P] [--systs S] [--ranks N1,N2,...]
 #        [--repeat R] [--iters K]
-# More ranks than cores are oversubscribed (mpiexec --oversubscribe). Needs a build with MPI and
+# More ranks than cores are oversubscribed (mpiexec --oversubscribe); MPIEXEC_ARGS adds to mpiexec's
+# options (e.g. "--bind-to none": Open MPI binds each of up to 2 ranks to one core by default). Needs a build with MPI and
 # -DRABBIT_BUILD_BENCH=ON (make_bench_tensor, mpi_loss_grad_bench); as root the
 # OMPI_ALLOW_RUN_AS_ROOT variables are set here.
 set -euo pipefail
@@ -55,7 +56,7 @@ loss_grad() {  # N: loss+grad on N ranks (1: a plain process)
     /usr/bin/time -f "peak %M kB" "$build/mpi_loss_grad_bench" "$tensor" --iters "$iters" >"$log" 2>&1
     extra=$(grep -oE 'peak [0-9]+ kB' "$log" | awk '{printf "rank 0 %.0f MiB", $2 / 1024}')
   else
-    mpiexec --oversubscribe -n "$n" "$build/mpi_loss_grad_bench" "$tensor" --iters "$iters" >"$log" 2>&1
+    mpiexec --oversubscribe ${MPIEXEC_ARGS:-} -n "$n" "$build/mpi_loss_grad_bench" "$tensor" --iters "$iters" >"$log" 2>&1
     extra=$(mpi_summary "$log")
   fi
   t=$(grep -oE '[0-9.]+ ms per loss\+grad' "$log" | cut -d' ' -f1)
@@ -71,7 +72,7 @@ fit() {  # N: one fit on N ranks (1: a plain process)
     /usr/bin/time -f "peak %M kB" "$build/rabbit_fit" "$tensor" -t 0 -o "$work" >"$log" 2>&1
     extra=$(grep -oE 'peak [0-9]+ kB' "$log" | awk '{printf "-; rank 0 %.0f MiB", $2 / 1024}')
   else
-    mpiexec --oversubscribe -n "$n" "$build/rabbit_fit" "$tensor" -t 0 -o "$work" >"$log" 2>&1
+    mpiexec --oversubscribe ${MPIEXEC_ARGS:-} -n "$n" "$build/rabbit_fit" "$tensor" -t 0 -o "$work" >"$log" 2>&1
     extra=$(mpi_summary "$log")
   fi
   t1=$(date +%s.%N)
