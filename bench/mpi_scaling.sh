@@ -38,11 +38,17 @@ times="$work/times"  # KIND N SECONDS, one line per run
 
 load() { cut -d' ' -f1 /proc/loadavg; }
 
-# rank 0's exchange share and every rank's peak memory, from a run's log
+# rank 0's exchange share, the part of it that the slowest rank's excess over rank 0's shard does not
+# explain (the messages themselves, and rank 0 waiting while the others were not evaluating either),
+# and every rank's peak memory, from a run's log
 mpi_summary() {
-  local log=$1 share mem
+  local log=$1 share busiest mem
+  busiest=$(grep -oE 'rank [1-9][0-9]*: peak memory .* [0-9.]+ s answering' "$log" |
+    awk '{ if ($(NF-2) > m) m = $(NF-2) } END { print m + 0 }')
   share=$(grep -oE 'rank 0: [0-9.]+ s in its shard, [0-9.]+ s sending' "$log" |
-    awk '{printf "shard %s s, exchange %s s (%.0f%%)", $3, $8, 100 * $8 / ($3 + $8)}')
+    awk -v b="$busiest" '{ w = b - $3; if (w < 0) w = 0; m = $8 - w; if (m < 0) m = 0
+      printf "shard %s s, exchange %s s (%.0f%%; slowest other rank busy %.3f s, leaving %.3f s = %.0f%% unexplained by imbalance)",
+             $3, $8, 100 * $8 / ($3 + $8), b, m, 100 * m / ($3 + $8)}')
   mem=$(grep -oE 'rank [0-9]+: peak memory [0-9.]+ MiB over the run, tensor [0-9.]+ MiB' "$log" |
     sed -E 's/rank ([0-9]+): peak memory ([0-9.]+) MiB over the run, tensor ([0-9.]+) MiB/rank \1 \2 MiB (tensor \3)/' |
     paste -sd, -)

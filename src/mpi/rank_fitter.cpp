@@ -246,16 +246,20 @@ void release_ranks(int exit_code) {
   detail::Request release{detail::Op::release, exit_code, 0, 0, {}};
   detail::broadcast(release);
   detail::released() = true;
-  // Every rank answers with its peak resident memory over the whole run (VmHWM) and its tensor's
-  // bytes (docs/mpi.md "Memory per rank"); logged after a successful run.
+  // Every rank answers with its peak resident memory over the whole run (VmHWM), its tensor's bytes
+  // (docs/mpi.md "Memory per rank") and its seconds answering requests ("Measurements"); logged after
+  // a successful run.
   auto answers = detail::gather({});
   answers[0] = {static_cast<double>(detail::peak_rss_bytes()),
                 static_cast<double>(coordinator_tensor_bytes())};
   if (exit_code != 0) return;
-  for (size_t r = 0; r < answers.size(); ++r)
-    if (answers[r].size() == 2)
-      log().info("rank {}: peak memory {:.1f} MiB over the run, tensor {:.1f} MiB", r, mib(answers[r][0]),
-                 mib(answers[r][1]));
+  for (size_t r = 0; r < answers.size(); ++r) {
+    if (answers[r].size() < 2) continue;
+    const std::string busy =
+        answers[r].size() > 2 ? fmt::format(", {:.3f} s answering requests", answers[r][2]) : "";
+    log().info("rank {}: peak memory {:.1f} MiB over the run, tensor {:.1f} MiB{}", r, mib(answers[r][0]),
+               mib(answers[r][1]), busy);
+  }
 }
 
 }  // namespace rabbit::mpi
