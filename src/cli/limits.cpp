@@ -19,6 +19,7 @@
 #include "fit_context.hpp"
 #include "fit_session.hpp"
 #include "limit_options.hpp"
+#include "mpi_run.hpp"
 #include "rabbit/cli/options.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
@@ -287,15 +288,24 @@ void LimitRun::execute() {
   log().info("{} seconds total time", seconds_since(t_start));
 }
 
-}  // namespace
+// rabbit_limit's command line without its own options, parsed by rabbit_fit's parser.
+FitOptions limit_fit_options(int argc, const char* const* argv, LimitOptions& lo) {
+  const std::vector<std::string> rest = take_limit_options(argc, argv, lo);
+  std::vector<const char*> args;
+  for (const auto& s : rest) args.push_back(s.c_str());
+  return parse_fit_options(static_cast<int>(args.size()), args.data());
+}
 
-int rabbit_limit_main(int argc, const char* const* argv) {
+// What a shard server of rabbit_limit reads the file and builds the model from (docs/mpi.md).
+FitOptions limit_server_options(int argc, const char* const* argv) {
+  LimitOptions lo;
+  return limit_fit_options(argc, argv, lo);
+}
+
+int rabbit_limit_process_main(int argc, const char* const* argv) {
   try {
     LimitOptions lo;
-    const std::vector<std::string> rest = take_limit_options(argc, argv, lo);
-    std::vector<const char*> args;
-    for (const auto& s : rest) args.push_back(s.c_str());
-    FitOptions options = parse_fit_options(static_cast<int>(args.size()), args.data());
+    FitOptions options = limit_fit_options(argc, argv, lo);
     const std::vector<std::string> limit_warnings = check_limit_options(options, lo);
     set_verbosity(options.verbose);
     for (const auto& w : options.warnings) log().warn("{}", w);
@@ -317,6 +327,15 @@ int rabbit_limit_main(int argc, const char* const* argv) {
     print_error_line("rabbit_limit", e.what());
     return 1;
   }
+}
+
+}  // namespace
+
+int rabbit_limit_main(int argc, const char* const* argv) {
+  // Under mpirun/srun the ranks share each fit of the limit sequence, as rabbit_fit's (docs/mpi.md).
+  if (launched_by_mpi_launcher())
+    return ranks_main({"rabbit_limit", rabbit_limit_process_main, limit_server_options}, argc, argv);
+  return rabbit_limit_process_main(argc, argv);
 }
 
 }  // namespace rabbit::cli

@@ -41,13 +41,13 @@ int launcher_size() {
 }  // namespace
 
 // Without MPI every rank would run the whole fit and write the same result file.
-int rabbit_fit_ranks_main(int argc, const char* const* argv) {
+int ranks_main(const RanksProgram& program, int argc, const char* const* argv) {
   const int size = launcher_size();
-  if (size <= 1) return rabbit_fit_process_main(argc, argv);
+  if (size <= 1) return program.process_main(argc, argv);
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (!rank) rank = std::getenv("PMI_RANK");
   if (!rank || std::string(rank) == "0")
-    print_error_line("rabbit_fit", "started by an MPI launcher with " + std::to_string(size) +
+    print_error_line(program.name, "started by an MPI launcher with " + std::to_string(size) +
                                        " ranks, but this build has no MPI (configure with "
                                        "-DRABBIT_MPI=ON; docs/mpi.md)");
   return static_cast<int>(ExitCode::option);
@@ -82,18 +82,18 @@ void refuse_options(const FitOptions& o, const FitInputData& input, int ranks) {
 
 }  // namespace
 
-int rabbit_fit_ranks_main(int argc, const char* const* argv) {
+int ranks_main(const RanksProgram& program, int argc, const char* const* argv) {
   int mpi_argc = argc;
   char** mpi_argv = const_cast<char**>(argv);
   std::unique_ptr<mpi::Session> started;
   try {
     started = std::make_unique<mpi::Session>(&mpi_argc, &mpi_argv);
   } catch (const Error& e) {
-    print_error_line("rabbit_fit", e.what());
+    print_error_line(program.name, e.what());
     return static_cast<int>(e.code());
   }
   const mpi::Session& session = *started;
-  if (session.size() == 1) return rabbit_fit_process_main(argc, argv);
+  if (session.size() == 1) return program.process_main(argc, argv);
   // The node's cores are split among its ranks, as --nDevices splits them among shards; a rank that
   // the launcher bound to fewer cores (Open MPI binds to one core by default) uses those.
   int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / session.ranks_on_node());
@@ -115,7 +115,7 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
       run_input = ctx.input.get();
       return mpi::make_rank_fitter(ctx.model, threads);
     };
-    const int code = rabbit_fit_process_main(argc, argv);
+    const int code = program.process_main(argc, argv);
     run_fitter_factory() = nullptr;  // it refers to this frame
     run_input_reader() = nullptr;
     mpi::release_ranks(code);
@@ -132,16 +132,20 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
     const mpi::Assignment assignment = mpi::await_assignment();
     if (assignment.released) return assignment.exit_code;
     return mpi::serve_shard_range(assignment, [&](const mpi::Assignment& a) {
-      const FitOptions o = parse_fit_options(argc, argv);
+      const FitOptions o = program.fit_options(argc, argv);
       return mpi::read_shard_range(o.filename, run_model_options(o), a);
     });
   } catch (const std::exception& e) {
     // Only what breaks the exchange itself lands here: rank 0 cannot be told, so this rank says it.
-    print_error_line("rabbit_fit", "rank " + std::to_string(session.rank()) + ": " + e.what());
+    print_error_line(program.name, "rank " + std::to_string(session.rank()) + ": " + e.what());
     mpi::abort_ranks(static_cast<int>(ExitCode::failure));
   }
 }
 
 #endif
+
+int rabbit_fit_ranks_main(int argc, const char* const* argv) {
+  return ranks_main({"rabbit_fit", rabbit_fit_process_main, parse_fit_options}, argc, argv);
+}
 
 }  // namespace rabbit::cli

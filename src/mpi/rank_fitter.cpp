@@ -166,7 +166,8 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
   const FitInputData& input = *model->input;
   const auto ranges = partition_bins(input, size);
   // read_coordinator_input cut the same partition (its sparse costs read the complete rowptr).
-  if (input.logk_end >= 0 && input.logk_end != ranges[0].second)
+  // (Beyond its range where hbetavariations source bins lie there: read_coordinator_input.)
+  if (input.logk_end >= 0 && input.logk_end < ranges[0].second)
     throw Error(fmt::format("{}: rank 0 holds the logk of bins [0, {}), its range is [0, {})", input.filename,
                             input.logk_end, ranges[0].second));
 
@@ -207,12 +208,17 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
         static_cast<int64_t>(input.sparse ? input.logk_sparse.values.size() : input.logk.size());
     const int64_t in_file =
         input.sparse ? input.logk_sparse.rowptr.back() : input.nbinsfull * input.nproc * input.logk_width();
+    const std::string sources =
+        input.logk_end > ranges[0].second
+            ? fmt::format(", the hbetavariations source bins [{}, {})", ranges[0].second, input.logk_end)
+            : "";
     const std::string masked =
         input.nbinsmasked > 0 ? fmt::format(" and the {} masked bins'", input.nbinsmasked) : "";
     log().info(
-        "rank 0: bins [0, {}), logk {} of the file's {} values (its bins'{}; data, norm and MC statistics of "
-        "all bins), tensor {:.1f} MiB, peak memory {:.1f} MiB",
-        input.logk_end, held, in_file, masked, mib(static_cast<double>(detail::tensor_bytes(input))),
+        "rank 0: bins [0, {}), logk {} of the file's {} values (its bins'{}{}; data, norm and MC statistics "
+        "of all bins), tensor {:.1f} MiB, peak memory {:.1f} MiB",
+        ranges[0].second, held, in_file, sources, masked,
+        mib(static_cast<double>(detail::tensor_bytes(input))),
         mib(static_cast<double>(detail::peak_rss_bytes())));
   } else {
     log().info("rank 0: the whole input, tensor {:.1f} MiB, peak memory {:.1f} MiB",
@@ -240,16 +246,20 @@ void release_ranks(int exit_code) {
   detail::Request release{detail::Op::release, exit_code, 0, 0, {}};
   detail::broadcast(release);
   detail::released() = true;
-  // Every rank answers with its peak resident memory over the whole run (VmHWM) and its tensor's
-  // bytes (docs/mpi.md "Memory per rank"); logged after a successful run.
+  // Every rank answers with its peak resident memory over the whole run (VmHWM), its tensor's bytes
+  // (docs/mpi.md "Memory per rank") and its seconds answering requests ("Measurements"); logged after
+  // a successful run.
   auto answers = detail::gather({});
   answers[0] = {static_cast<double>(detail::peak_rss_bytes()),
                 static_cast<double>(coordinator_tensor_bytes())};
   if (exit_code != 0) return;
-  for (size_t r = 0; r < answers.size(); ++r)
-    if (answers[r].size() == 2)
-      log().info("rank {}: peak memory {:.1f} MiB over the run, tensor {:.1f} MiB", r, mib(answers[r][0]),
-                 mib(answers[r][1]));
+  for (size_t r = 0; r < answers.size(); ++r) {
+    if (answers[r].size() < 2) continue;
+    const std::string busy =
+        answers[r].size() > 2 ? fmt::format(", {:.3f} s answering requests", answers[r][2]) : "";
+    log().info("rank {}: peak memory {:.1f} MiB over the run, tensor {:.1f} MiB{}", r, mib(answers[r][0]),
+               mib(answers[r][1]), busy);
+  }
 }
 
 }  // namespace rabbit::mpi

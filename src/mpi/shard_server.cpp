@@ -2,6 +2,7 @@
 // model and a CPU shard over it, and answer the coordinator's requests until released.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <new>
 
 #include "protocol.hpp"
@@ -106,10 +107,13 @@ std::vector<double> guarded(Fn&& fn) {
   }
 }
 
-// Every rank's answer to the release: its peak memory over the whole run and the bytes of its tensor,
-// which rank 0 logs (docs/mpi.md "Memory per rank").
-void answer_release(int64_t tensor_bytes) {
-  detail::gather({static_cast<double>(detail::peak_rss_bytes()), static_cast<double>(tensor_bytes)});
+// Every rank's answer to the release: its peak memory over the whole run, the bytes of its tensor and
+// the seconds it spent answering requests, which rank 0 logs (docs/mpi.md "Memory per rank",
+// "Measurements": rank 0's exchange less the slowest rank's excess over its own shard is the time the
+// messages took).
+void answer_release(int64_t tensor_bytes, double busy_seconds) {
+  detail::gather(
+      {static_cast<double>(detail::peak_rss_bytes()), static_cast<double>(tensor_bytes), busy_seconds});
 }
 
 }  // namespace
@@ -119,7 +123,7 @@ Assignment await_assignment() {
   detail::broadcast(r);
   Assignment a;
   if (r.op == Op::release) {
-    answer_release(0);
+    answer_release(0, 0.0);
     a.released = true;
     a.exit_code = static_cast<int>(r.n);
     return a;
@@ -143,17 +147,21 @@ int serve_shard_range(const Assignment& assignment,
     ack.push_back(static_cast<double>(detail::peak_rss_bytes()));
     return ack;
   }));
+  double busy = 0.0;
   for (;;) {
     Request r;
     detail::broadcast(r);
     if (r.op == Op::release) {
-      answer_release(local.model ? detail::tensor_bytes(*local.model->input) : 0);
+      answer_release(local.model ? detail::tensor_bytes(*local.model->input) : 0, busy);
       return static_cast<int>(r.n);
     }
-    detail::gather(guarded([&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<double> reply = guarded([&] {
       if (!local.shard) throw Error("this rank holds no shard");
       return answer(*local.shard, r, assignment);
-    }));
+    });
+    busy += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    detail::gather(reply);
   }
 }
 

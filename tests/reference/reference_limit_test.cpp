@@ -13,6 +13,7 @@
 #include "rabbit/io/json.hpp"
 #include "rabbit/postfit/result_file.hpp"
 #include "support/command.hpp"
+#include "support/limit_comparison.hpp"
 #include "support/test_paths.hpp"
 
 namespace fs = std::filesystem;
@@ -34,21 +35,6 @@ std::vector<std::string> limit_case_names() {
   return out;
 }
 
-void flatten(const Json& j, std::vector<double>& out) {
-  if (j.is_array()) {
-    for (const auto& v : j.array()) flatten(v, out);
-  } else {
-    out.push_back(j.number());
-  }
-}
-
-// docs/validation.md "Asymptotic limits": every limit to 1e-6 relative (floor 1e-9), the project's
-// parameter tolerance; the roots behind them (scipy's root / trust-constr upstream, bisection and our
-// contour search here) are solved far tighter than that.
-double allowed_deviation(double expected) {
-  return std::max(1e-6 * std::abs(expected), 1e-9);
-}
-
 class ReferenceLimit : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ReferenceLimit, AgreesWithUpstreamRabbitLimit) {
@@ -63,38 +49,8 @@ TEST_P(ReferenceLimit, AgreesWithUpstreamRabbitLimit) {
   const auto r = rabbit::test::run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
 
-  const rabbit::result::ResultReader file((out / "limits.hdf5").string());
-  int compared = 0;
-  for (const auto& [group, hists] : ref.at("results").object()) {
-    const std::string key = group == "data_obs" ? "results" : "results_" + group;
-    for (const auto& [hist_name, h] : hists.object()) {
-      if (hist_name.find("asymptoticLimits") == std::string::npos) continue;
-      ASSERT_TRUE(file.exists(key + "/" + hist_name)) << name << ": " << key << "/" << hist_name;
-      const auto ours = file.hist(key + "/" + hist_name);
-      std::vector<double> expected;
-      flatten(h.at("values"), expected);
-      ASSERT_EQ(ours.values.size(), expected.size()) << name << " " << hist_name;
-      const auto& axes = h.at("axes").array();
-      ASSERT_EQ(ours.axis_names.size(), axes.size()) << name << " " << hist_name;
-      for (size_t a = 0; a < axes.size(); ++a) {
-        EXPECT_EQ(ours.axis_names[a], axes[a].at("name").string()) << name << " " << hist_name;
-        EXPECT_EQ(ours.axis_labels[a], axes[a].at("labels").strings()) << name << " " << hist_name;
-      }
-      // Toys come from TensorFlow's random stream upstream and from ours here: their groups are
-      // compared by layout, and a limit is finite exactly where upstream's is (docs/validation.md
-      // "Asymptotic limits"); RabbitLimitToys checks them for determinism.
-      const bool toy = group.rfind("toy", 0) == 0;
-      for (size_t i = 0; i < expected.size(); ++i) {
-        const std::string where = name + " " + key + "/" + hist_name + " entry " + std::to_string(i);
-        if (std::isnan(expected[i]) || toy) {
-          EXPECT_EQ(std::isfinite(ours.values[i]), std::isfinite(expected[i])) << where;
-        } else {
-          EXPECT_NEAR(ours.values[i], expected[i], allowed_deviation(expected[i])) << where;
-          ++compared;
-        }
-      }
-    }
-  }
+  const int compared =
+      rabbit::test::compare_limit_result(name, ref.at("results"), (out / "limits.hdf5").string());
   EXPECT_GT(compared, 0) << name;
 }
 

@@ -47,10 +47,11 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
 
 /// Rank 0: the run's input (docs/mpi.md "Memory per rank"). Everything but the logk of the observed
 /// bins the other ranks hold: the names, data, norm and MC statistics of all bins (the output and the
-/// toys need them), the logk of rank 0's range [0, b1) of the partition make_rank_fitter will cut.
-/// The whole input (logged with the reason) when the input has masked channels or hbetavariations
-/// (their yields are computed on rank 0 from every bin's tensor) or `whole_input` (the saturated
-/// projection tests fit a model built from the whole tensor).
+/// toys need them), the logk of rank 0's range [0, b1) of the partition make_rank_fitter will cut and
+/// of the masked bins (their yields are computed on rank 0); with hbetavariations, the logk of the
+/// bins [0, max(b1, s)), s one past the last source bin (the masked yields follow their β, logged).
+/// The whole input (logged with the reason) with `whole_input` (the saturated projection tests fit a
+/// model built from the whole tensor).
 FitInputData read_coordinator_input(const std::string& filename, int ranks, bool whole_input);
 
 /// Rank 0: releases the shard servers (they return `exit_code` from serve_shard_ranges). Called once,

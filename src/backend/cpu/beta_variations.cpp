@@ -41,6 +41,12 @@ void build_beta_variation_sources(ShardState& s) {
         }
     for (int64_t j = 0; j < s.nbins_; ++j)
       if (source[j]) s.betavar_sources_.push_back(j);
+    // An input without the logk of the bins from logk_end on (MPI rank 0, docs/mpi.md "Memory per rank")
+    // must hold the source bins' rows, or their β would be computed from other rows.
+    if (in.logk_end >= 0 && !s.betavar_sources_.empty() && s.betavar_sources_.back() >= in.logk_end)
+      throw Error(fmt::format(
+          "{}: the logk of bins [0, {}) was read, the hbetavariations source bin {} needs its own",
+          in.filename, in.logk_end, s.betavar_sources_.back()));
   }
 }
 
