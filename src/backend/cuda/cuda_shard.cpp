@@ -8,10 +8,12 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
 #include "cuda_check.hpp"
+#include "fused_kernels.hpp"
 #include "kernels.hpp"
 #include "rabbit/core/error.hpp"
 #include "shard_pipeline.hpp"
@@ -173,7 +175,30 @@ class CudaOps {
     launched("fill");
   }
 
+  // The fused loss+grad pass (docs/sharding-and-gpu.md "Fused loss+grad pass"): its tiles are sized
+  // from the L2 size and the blocks the device holds at once (at most two per multiprocessor: more
+  // would shrink the tiles without adding bandwidth).
+  uint64_t l2_cache_bytes() const { return static_cast<uint64_t>(attribute(cudaDevAttrL2CacheSize)); }
+  int fused_max_blocks() const {
+    const int per_sm = std::min(2, ck::fused_blocks_per_multiprocessor());
+    return per_sm * attribute(cudaDevAttrMultiProcessorCount);
+  }
+  void fused_loss_grad(const pipeline::FusedPass& a) {
+    ck::fused_loss_grad(a, stream_);
+    launched("fused_loss_grad");
+  }
+  void reduce_partials(const double* partial, int blocks, int64_t width, double* y) {
+    ck::reduce_partials(partial, blocks, width, y, stream_);
+    launched("reduce_partials");
+  }
+
  private:
+  int attribute(cudaDeviceAttr a) const {
+    int v = 0;
+    check_cuda(cudaDeviceGetAttribute(&v, a, ordinal_), ordinal_, "querying the device");
+    return v;
+  }
+
   int ordinal_;
   bool sync_each_ = sync_after_each_kernel();
   cudaStream_t stream_ = nullptr;

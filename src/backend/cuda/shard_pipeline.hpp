@@ -5,9 +5,12 @@
 // element bodies (pipeline_elements.hpp) in loops — so the pipeline is tested without a GPU.
 //
 // Per evaluation: Λ = K2·m, per-entry yields, one profile per bin (bin_math.hpp), K2ᵀ(φ∘N) for the θ
-// gradient and per-process sums over bins for the param-model part. An HVP batch of k directions runs
-// the same passes with k columns (K2·[u; h'∘u] and K2ᵀ ω); the dense Hessian is the HVP of identity
-// blocks, symmetrised. Only parameter-sized vectors cross between host and device per call.
+// gradient and per-process sums over bins for the param-model part; over a dense tensor loss+grad is
+// one fused pass that reads K2 once (fused_elements.hpp), and the state of the last derivative call
+// is kept for HVPs at the same point (docs/sharding-and-gpu.md "Per-point cache").
+// An HVP batch of k directions runs the same passes with k columns (K2·[u; h'∘u] and K2ᵀ ω); the dense
+// Hessian is the HVP of identity blocks, symmetrised. Only parameter-sized vectors cross between host and
+// device per call.
 //
 // Ops must provide: select(); void* alloc(bytes, what); release(void*); to_device(dst, src, bytes,
 // what); to_host(dst, src, bytes, what) (both synchronous, for set-up and β); alloc_pinned(bytes, what),
@@ -16,7 +19,8 @@
 // after kernels; free_memory(&total); batch_budget() (bytes the HVP batch may take, read once at the first
 // HVP); name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers entry_yields, profile_bins,
 // gradient_weights, delta_yields, apply_psi, hvp_weights, sum_over_bins, csr_multiply, fill with the
-// signatures of kernels.hpp minus the stream.
+// signatures of kernels.hpp minus the stream; l2_cache_bytes(), fused_max_blocks(), fused_loss_grad(pass)
+// and reduce_partials(partial, blocks, W, y) for the fused pass (fused_kernels.hpp minus the stream).
 #include <fmt/format.h>
 
 #include <Eigen/Core>
@@ -29,6 +33,7 @@
 #include "pipeline_buffers.hpp"
 #include "rabbit/backend/cuda/bin_math.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
+#include "rabbit/backend/cuda/fused_elements.hpp"
 #include "rabbit/backend/cuda/pipeline_elements.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/likelihood/interpolation.hpp"
@@ -38,25 +43,12 @@
 #include "rabbit/model/regularizer.hpp"
 #include "rabbit/model/shard_evaluator.hpp"
 #include "shard_memory.hpp"
+#include "shard_slice.hpp"
 
 namespace rabbit::pipeline {
 
 namespace bm = bin_math;
 using likelihood::BBKind;
-
-struct HostShardData {
-  int64_t nbins = 0, nentries = 0;
-  std::vector<int32_t> bin, proc;
-  std::vector<double> norm;
-  // dense K2 [E × W] row-major, or sparse CSR / CSC
-  std::vector<double> dense_logk;
-  std::vector<int64_t> rowptr, colptr;
-  std::vector<int32_t> cols, rows;
-  std::vector<double> vals, tvals;
-  // BB statistics
-  std::vector<double> kstat, beta0, sigma2;
-  std::vector<unsigned char> masked, zero_var;
-};
 
 template <class Ops>
 class ShardPipeline : public ShardEvaluator {
@@ -103,7 +95,7 @@ class ShardPipeline : public ShardEvaluator {
       for (int p = 0; p < nproc_; ++p) rho_[p] = r[p];
     }
 
-    HostShardData h = slice(in, bb);
+    HostShardData h = slice_shard(in, bb, begin, end, full());
     nbins_ = h.nbins;
     nentries_ = h.nentries;
     masked_host_ = h.masked;
@@ -155,6 +147,11 @@ class ShardPipeline : public ShardEvaluator {
     if (cfg_.bb != BBKind::none) beta_.allocate(full() ? nbp : nbins_, "allocating beta");
     y_.allocate(width_, "allocating the gradient");
     small_.allocate(std::max<int64_t>(1, nproc_), "allocating the gradient");
+    if (!sparse_) {
+      tiles_ = plan_fused_tiles(nbins_, nproc_, width_, ops_->l2_cache_bytes(), ops_->fused_max_blocks());
+      if (tiles_.fused())
+        partial_.allocate(tiles_.blocks * static_cast<size_t>(width_), "allocating the gradient");
+    }
     set_observed(in.data_obs, in.data_var.value_or(Eigen::VectorXd()));
   }
 
@@ -174,6 +171,7 @@ class ShardPipeline : public ShardEvaluator {
 
   void set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) override {
     ops_->select();
+    point_valid_ = false;
     std::vector<double> n(nbins_), v(nbins_), ln(nbins_);
     for (int64_t b = 0; b < nbins_; ++b) {
       n[b] = nobs[begin_ + b];
@@ -206,6 +204,7 @@ class ShardPipeline : public ShardEvaluator {
               "--backend cpu",
               begin_ + static_cast<int64_t>(i) / nproc_, static_cast<int64_t>(i) % nproc_, slice[i]));
     ops_->select();
+    point_valid_ = false;
     beta0_.upload(slice, "copying beta0");
   }
 
@@ -222,56 +221,54 @@ class ShardPipeline : public ShardEvaluator {
 
   double value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad) override {
     ops_->select();
-    forward(xi, true);
-    enqueue_value();
-    enqueue_gradient();
-    ops_->synchronize("evaluating the gradient");
-    read_gradient(grad);
-    return result_.get()[0];
+    if (enqueue_point(xi, true)) {
+      ops_->synchronize("evaluating the gradient");
+      keep_point(xi, true);
+    }
+    grad = grad_;
+    return f_;
   }
 
   double value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
                         Eigen::MatrixXd& HV) override {
     ops_->select();
     const int64_t width = V.cols() > 0 ? batch_width() : 1;
-    forward(xi, true);
-    enqueue_value();
-    enqueue_gradient();
+    const bool pending = enqueue_point(xi, true);
     HV.resize(npar_, V.cols());
     for (int64_t c = 0; c == 0 || c < V.cols(); c += width) {
       const int64_t k = std::min<int64_t>(width, V.cols() - c);
       if (k > 0) enqueue_hvp(V.middleCols(c, k));
-      ops_->synchronize("evaluating the HVP");
-      if (c == 0) read_gradient(grad);
+      if (k > 0 || pending) ops_->synchronize("evaluating the HVP");
+      if (c == 0 && pending) keep_point(xi, true);
       if (k <= 0) break;
       Eigen::MatrixXd out;
       read_hvp(V.middleCols(c, k), out);
       HV.middleCols(c, k) = out;
     }
-    return result_.get()[0];
+    grad = grad_;
+    return f_;
   }
 
   double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
                          bool profile) override {
     ops_->select();
     const int64_t width = batch_width();
-    forward(xi, profile);
-    enqueue_value();
-    enqueue_gradient();
+    const bool pending = enqueue_point(xi, profile);
     hess.resize(npar_, npar_);
     for (int64_t c = 0; c == 0 || c < npar_; c += width) {
       const int64_t k = std::min<int64_t>(width, npar_ - c);
       Eigen::MatrixXd unit = Eigen::MatrixXd::Zero(npar_, std::max<int64_t>(k, 0)), out;
       for (int64_t j = 0; j < k; ++j) unit(c + j, j) = 1.0;
       if (k > 0) enqueue_hvp(unit);
-      ops_->synchronize("evaluating the Hessian");
-      if (c == 0) read_gradient(grad);
+      if (k > 0 || pending) ops_->synchronize("evaluating the Hessian");
+      if (c == 0 && pending) keep_point(xi, profile);
       if (k <= 0) break;
       read_hvp(unit, out);
       hess.middleCols(c, k) = out;
     }
     hess = (0.5 * (hess + hess.transpose())).eval();
-    return result_.get()[0];
+    grad = grad_;
+    return f_;
   }
 
   Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override {
@@ -322,64 +319,6 @@ class ShardPipeline : public ShardEvaluator {
     if (n) ops_->to_host(host, dev, n * sizeof(double), what);
   }
 
-  HostShardData slice(const FitInputData& in, const BBStatistics& bb) const {
-    HostShardData h;
-    const int64_t P = nproc_, W = width_;
-    h.nbins = end_ - begin_;
-    if (!sparse_) {
-      h.nentries = h.nbins * P;
-      h.bin.resize(h.nentries);
-      h.proc.resize(h.nentries);
-      for (int64_t e = 0; e < h.nentries; ++e) {
-        h.bin[e] = static_cast<int32_t>(e / P);
-        h.proc[e] = static_cast<int32_t>(e % P);
-      }
-      h.norm.assign(in.norm.begin() + begin_ * P, in.norm.begin() + end_ * P);
-      h.dense_logk.assign(in.logk.begin() + begin_ * P * W, in.logk.begin() + end_ * P * W);
-    } else {
-      const auto lo = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), begin_ * P);
-      const auto hi = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), end_ * P);
-      const int64_t i0 = lo - in.norm_index.begin(), i1 = hi - in.norm_index.begin();
-      h.nentries = i1 - i0;
-      h.norm.assign(in.norm.begin() + i0, in.norm.begin() + i1);
-      h.bin.resize(h.nentries);
-      h.proc.resize(h.nentries);
-      for (int64_t e = 0; e < h.nentries; ++e) {
-        h.bin[e] = static_cast<int32_t>(in.norm_index[i0 + e] / P - begin_);
-        h.proc[e] = static_cast<int32_t>(in.norm_index[i0 + e] % P);
-      }
-      const auto& L = in.logk_sparse;
-      const int64_t a0 = L.rowptr[i0], a1 = L.rowptr[i1];
-      h.rowptr.resize(h.nentries + 1);
-      for (int64_t e = 0; e <= h.nentries; ++e) h.rowptr[e] = L.rowptr[i0 + e] - a0;
-      h.cols.assign(L.cols.begin() + a0, L.cols.begin() + a1);
-      h.vals.assign(L.values.begin() + a0, L.values.begin() + a1);
-      // The transpose (CSC) for K2ᵀ products without atomics.
-      h.colptr.assign(W + 1, 0);
-      for (int32_t c : h.cols) ++h.colptr[c + 1];
-      for (int64_t c = 0; c < W; ++c) h.colptr[c + 1] += h.colptr[c];
-      h.rows.resize(h.cols.size());
-      h.tvals.resize(h.cols.size());
-      std::vector<int64_t> next(h.colptr.begin(), h.colptr.end() - 1);
-      for (int64_t e = 0; e < h.nentries; ++e)
-        for (int64_t a = h.rowptr[e]; a < h.rowptr[e + 1]; ++a) {
-          const int64_t pos = next[h.cols[a]]++;
-          h.rows[pos] = static_cast<int32_t>(e);
-          h.tvals[pos] = h.vals[a];
-        }
-    }
-    if (!bb.on()) return h;
-    // This shard's slice of the model's BB statistics (docs/likelihood.md "Per-entry BB statistics").
-    const int64_t first = full() ? begin_ * P : begin_, count = full() ? h.nbins * P : h.nbins;
-    h.kstat.assign(bb.kstat().data() + first, bb.kstat().data() + first + count);
-    h.sigma2.assign(bb.sigma2().data() + first, bb.sigma2().data() + first + count);
-    h.masked.assign(bb.mask().begin() + first, bb.mask().begin() + first + count);
-    h.beta0.assign(count, bb.default_centre());
-    if (!full() && !bb.legacy_per_bin())
-      h.zero_var.assign(bb.zero_var().begin() + begin_ * P, bb.zero_var().begin() + end_ * P);
-    return h;
-  }
-
   EntryArrays entries() const { return {nentries_, bin_.get(), proc_.get(), norm_.get()}; }
 
   BinArrays bins() const {
@@ -415,8 +354,74 @@ class ShardPipeline : public ShardEvaluator {
     ops_->check("a tensor product");
   }
 
-  // Yields, BB profile, per-bin values, φ and Ψ at ξ.
-  void forward(const Eigen::VectorXd& xi, bool profile) {
+  // Per-point cache (docs/sharding-and-gpu.md "Per-point cache"; the CPU shard's rules,
+  // src/backend/cpu/point_cache.hpp): a derivative call at the ξ (bitwise equal) and profile flag of the
+  // last derivative call, with no forward pass, observed data or BB centres set in between, reuses its
+  // device state (yields, φ, Ψ) and its loss and gradient; only the HVP directions read the tensor.
+  // Enqueues loss+grad and returns true (keep_point after the synchronisation), or false on a hit.
+  bool enqueue_point(const Eigen::VectorXd& xi, bool profile) {
+    if (point_valid_ && point_profile_ == profile && point_xi_.size() == xi.size() && point_xi_ == xi)
+      return false;
+    if (tiles_.fused()) {
+      enqueue_fused(xi, profile);
+    } else {
+      forward(xi, profile);
+      enqueue_value();
+      enqueue_gradient();
+    }
+    return true;
+  }
+
+  void keep_point(const Eigen::VectorXd& xi, bool profile) {
+    read_gradient(grad_);
+    f_ = result_.get()[0];
+    point_xi_ = xi;
+    point_profile_ = profile;
+    point_valid_ = true;
+  }
+
+  // Loss+grad over the dense tensor in one read (docs/sharding-and-gpu.md "Fused loss+grad pass"):
+  // the fused kernel leaves the same device state as forward() + enqueue_gradient(), the gradient as
+  // per-block partials summed in block order.
+  void enqueue_fused(const Eigen::VectorXd& xi, bool profile) {
+    upload_point(xi);
+    FusedPass a;
+    a.tiles = tiles_;
+    a.cfg = cfg_;
+    a.cfg.profile = profile;
+    a.entries = entries();
+    a.bins = bins();
+    a.log_normal = log_normal_;
+    a.width = width_;
+    a.K2 = logk_.get();
+    a.m = m_vec_.get();
+    a.rates = rates_d_.get();
+    a.rho = rho_d_.get();
+    a.lambda = lambda_.get();
+    a.q = q_.get();
+    a.N = N_.get();
+    a.Nbp = Nbp_.get();
+    a.beta = beta_.get();
+    a.phi = phi_.get();
+    a.u1 = u1_.get();
+    a.u2 = u2_.get();
+    a.d = d_.get();
+    a.schur = m_.get();
+    a.value = binval_.get();
+    a.gw = gw_.get();
+    a.pw = pw_.get();
+    a.partial = partial_.get();
+    ops_->fused_loss_grad(a);
+    ops_->reduce_partials(partial_.get(), tiles_.blocks, width_, y_.get());
+    ops_->check("the fused loss+grad pass");
+    enqueue_value();
+    enqueue_gradient_sums();
+  }
+
+  // The host part of a point (h(θ), rates, their Jacobian) and m and the rates copied to the device;
+  // the device state of the last point is overwritten from here on.
+  void upload_point(const Eigen::VectorXd& xi) {
+    point_valid_ = false;
     if (xi.size() != npar_)
       throw Error(fmt::format("CUDA shard: parameter vector has length {}, expected {}", xi.size(), npar_));
     pi_ = xi.head(nparams_);
@@ -436,6 +441,11 @@ class ShardPipeline : public ShardEvaluator {
     std::copy(rates_.data(), rates_.data() + nproc_, m + width_);
     ops_->to_device_async(m_vec_.get(), m, width_ * sizeof(double), "copying the parameters");
     ops_->to_device_async(rates_d_.get(), m + width_, nproc_ * sizeof(double), "copying the parameters");
+  }
+
+  // Yields, BB profile, per-bin values, φ and Ψ at ξ (two-pass path: Λ by a tensor product).
+  void forward(const Eigen::VectorXd& xi, bool profile) {
+    upload_point(xi);
     k2_multiply(false, m_vec_.get(), lambda_.get(), 1);
     if (sparse_) Nbp_.zero();
     ops_->entry_yields(entries(), log_normal_, lambda_.get(), rates_d_.get(), rho_d_.get(), q_.get(),
@@ -464,6 +474,12 @@ class ShardPipeline : public ShardEvaluator {
     ops_->gradient_weights(entries(), log_normal_, phi_.get(), q_.get(), N_.get(), rho_d_.get(), gw_.get(),
                            pw_.get(), nproc_);
     k2_multiply(true, gw_.get(), y_.get(), 1);
+    enqueue_gradient_sums();
+  }
+
+  // The per-process sums of pw, then y and those sums copied back.
+  void enqueue_gradient_sums() {
+    if (nbins_ == 0) return;
     ops_->sum_over_bins(pw_.get(), nbins_, nproc_, 0, 1, small_.get());
     ops_->check("the gradient kernels");
     ops_->to_host_async(result_.get() + 1, y_.get(), width_ * sizeof(double), "reading the gradient");
@@ -553,6 +569,7 @@ class ShardPipeline : public ShardEvaluator {
   bool log_normal_ = true, symmetric_ = false, sparse_ = false;
   bm::BinConfig cfg_;
   int64_t batch_ = 0;  // HVP batch width, set with its buffers at the first HVP (batch_width())
+  FusedTiles tiles_;   // the fused loss+grad tiling (dense; none: the two-pass path)
   std::vector<double> rho_;
   std::vector<unsigned char> masked_host_;
 
@@ -560,6 +577,10 @@ class ShardPipeline : public ShardEvaluator {
   Eigen::VectorXd pi_, theta_, rates_, h_, h1_, h2_, wproc_;
   Eigen::MatrixXd jac_;
   std::vector<double> y_host_;
+  // the per-point cache: the key and the loss and gradient of the last derivative call
+  bool point_valid_ = false, point_profile_ = true;
+  Eigen::VectorXd point_xi_, grad_;
+  double f_ = 0.0;
 
   Ops* o() { return ops_.get(); }
   Buf<int32_t> bin_{o()}, proc_{o()}, cols_{o()}, rows_{o()};
@@ -571,7 +592,7 @@ class ShardPipeline : public ShardEvaluator {
   Buf<double> lambda_{o()}, q_{o()}, N_{o()}, gw_{o()}, Nbp_{o()}, phi_{o()}, u1_{o()}, u2_{o()}, d_{o()},
       pw_{o()}, m_{o()}, binval_{o()}, beta_{o()}, y_{o()}, small_{o()};
   Buf<double> cols_d_{o()}, dr_d_{o()}, dlambda_{o()}, omega_{o()}, dN_{o()}, z_{o()}, t_{o()}, O_{o()},
-      tproc_{o()}, value_d_{o()};
+      tproc_{o()}, value_d_{o()}, partial_{o()};
   Pinned<Ops> stage_{o()}, result_{o()};
 };
 

@@ -108,6 +108,41 @@ struct HostOps {
   }
   void fill(double* x, int64_t n, double value) { std::fill(x, x + n, value); }
 
+  // The fused loss+grad pass (fused_elements.hpp) with the kernel's loops in order: blocks one after
+  // the other, each over its tiles; Λ from 32 lane partials summed in the warp's butterfly order. The
+  // emulated L2 (64 KiB) and block count (5) cut the test models into several tiles with an uneven
+  // last one; tests set other values.
+  uint64_t l2_bytes = uint64_t(64) << 10;
+  int max_blocks = 5;
+  uint64_t l2_cache_bytes() const { return l2_bytes; }
+  int fused_max_blocks() const { return max_blocks; }
+  void fused_loss_grad(const pipeline::FusedPass& a) {
+    const int P = a.bins.nproc;
+    for (int g = 0; g < a.tiles.blocks; ++g) {
+      std::fill(a.partial + int64_t(g) * a.width, a.partial + int64_t(g + 1) * a.width, 0.0);
+      for (int64_t tile = g; tile < a.tiles.tiles; tile += a.tiles.blocks) {
+        int64_t bin0, bin1, row0, row1;
+        pipeline::fused_tile(a, tile, bin0, bin1, row0, row1);
+        for (int64_t r = row0; r < row1; ++r) {
+          double lanes[pipeline::kFusedLanes];
+          for (int l = 0; l < pipeline::kFusedLanes; ++l)
+            lanes[l] = pipeline::fused_lambda_lane(a, r, l, pipeline::kFusedLanes);
+          a.lambda[r] = pipeline::fused_butterfly_sum(lanes);
+        }
+        for (int64_t i = row0; i < row1; ++i)
+          pipeline::entry_yields(i, a.entries, a.log_normal, a.lambda, a.rates, a.rho, a.q, a.N, a.Nbp, P);
+        for (int64_t b = bin0; b < bin1; ++b)
+          pipeline::profile_bin_at(b, a.cfg, a.bins, a.Nbp, a.beta, a.phi, a.u1, a.u2, a.d, a.schur, a.value);
+        for (int64_t i = row0; i < row1; ++i)
+          pipeline::gradient_weights(i, a.entries, a.log_normal, a.phi, a.q, a.N, a.rho, a.gw, a.pw, P);
+        for (int64_t c = 0; c < a.width; ++c) pipeline::fused_gradient_column(a, g, row0, row1, c);
+      }
+    }
+  }
+  void reduce_partials(const double* partial, int blocks, int64_t width, double* y) {
+    for (int64_t c = 0; c < width; ++c) pipeline::fused_reduce_column(c, partial, blocks, width, y);
+  }
+
   // The emulated "current device" of this thread and the frees made while another was current (a
   // multi-GPU bug: cudaFree needs the owning device selected).
   static int& current_device() {
