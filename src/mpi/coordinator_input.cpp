@@ -11,7 +11,8 @@
 
 namespace rabbit::mpi {
 
-FitInputData read_coordinator_input(const std::string& filename, int ranks, bool whole_input) {
+FitInputData read_coordinator_input(const std::string& filename, int ranks, bool whole_input,
+                                    int shards_per_rank) {
   int64_t own_end = 0;
   {
     // Everything but the observed bins' logk: enough for the partition (the sparse costs read the CSR
@@ -26,7 +27,8 @@ FitInputData read_coordinator_input(const std::string& filename, int ranks, bool
       log().info("rank 0 reads the whole input: {}", why);
       return read_fit_input(filename);
     }
-    own_end = partition_bins(outline, ranks).front().second;
+    // Rank 0's pieces: the first shards_per_rank of the partition make_rank_fitter cuts.
+    own_end = partition_bins(outline, ranks * shards_per_rank)[shards_per_rank - 1].second;
   }
   return read_fit_input(filename, FitInputReadOptions{.logk_bins = own_end});
 }
