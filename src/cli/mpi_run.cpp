@@ -15,7 +15,7 @@
 #include "rabbit/cli/options.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
-#include "rabbit/fit/make_fitter.hpp"
+#include "rabbit/fit/make_fitter.hpp"  // parse_backend
 #if RABBIT_MPI_BUILT
 #include "rabbit/mpi/ranks.hpp"
 #endif
@@ -59,25 +59,19 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
 namespace {
 
 // A rank's own --backend and --devices, with its place among the ranks sharing its node's GPUs.
-mpi::LocalDeviceOptions local_device_options(const FitOptions& o, const mpi::Session* session = nullptr,
-                                             int threads = 1) {
+mpi::LocalDeviceOptions local_device_options(const FitOptions& o, const mpi::Session& session, int threads = 1) {
   mpi::LocalDeviceOptions d;
   d.backend = parse_backend(o.backend);
   for (int64_t i : o.devices) d.devices.push_back(static_cast<int>(i));
   d.threads = threads;
-  if (session) {
-    d.gpu_peer = session->gpu_peer();
-    d.gpu_peers = session->gpu_peers();
-  }
+  d.gpu_peer = session.gpu_peer();
+  d.gpu_peers = session.gpu_peers();
   return d;
 }
 
 // What the ranks cannot share, refused in one line before any rank reads its bins.
 void refuse_options(const FitOptions& o, const FitInputData& input, int ranks) {
   const std::string under = fmt::format("under mpirun with {} ranks", ranks);
-  // As without mpirun, and before any rank reads its bins (docs/mpi.md "GPUs per rank").
-  const mpi::LocalDeviceOptions devices = local_device_options(o);
-  refuse_cuda_without_build(devices.backend, devices.devices);
   if (o.diagnostics && o.model.bin_by_bin_stat)
     throw OptionError(fmt::format(
         "--diagnostics with bin-by-bin statistics {}: the β-space EDM needs the full-length β Hessian; add "
@@ -126,8 +120,10 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
       if (run_input) throw Error("the MPI ranks' fitter can be built once per run");
       refuse_options(ctx.options, *ctx.input, session.size());
       run_input = ctx.input.get();
-      return mpi::make_rank_fitter(ctx.model, local_device_options(ctx.options, &session, threads),
-                                   static_cast<int>(ctx.options.n_devices));
+      auto fitter = mpi::make_rank_fitter(ctx.model, local_device_options(ctx.options, session, threads),
+                                          static_cast<int>(ctx.options.n_devices));
+      fitter->set_hvp_batch(ctx.options.hvp_batch);  // as make_run_fitter does for make_fitter's
+      return fitter;
     };
     const int code = rabbit_fit_process_main(argc, argv);
     run_fitter_factory() = nullptr;  // it refers to this frame
@@ -147,7 +143,7 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
     if (assignment.released) return assignment.exit_code;
     return mpi::serve_shard_range(assignment, [&](const mpi::Assignment& a) {
       const FitOptions o = parse_fit_options(argc, argv);
-      return mpi::read_shard_range(o.filename, run_model_options(o), a, local_device_options(o, &session));
+      return mpi::read_shard_range(o.filename, run_model_options(o), a, local_device_options(o, session));
     });
   } catch (const std::exception& e) {
     // Only what breaks the exchange itself lands here: rank 0 cannot be told, so this rank says it.

@@ -155,6 +155,76 @@ TEST(MpiFit, WhatCannotSpanRanksIsRefusedInOneLine) {
 #endif
 }
 
+// --nDevices N per rank (docs/mpi.md "Local shards of a rank"): the partition of --nDevices 2·N, rank r
+// holding pieces 2r and 2r+1, every piece's partials summed on rank 0 in piece order, so 2 ranks of 2
+// shards are bit for bit 4 shards of one process: the fit, impacts, global impacts and the postfit
+// histograms and their errors (the yields through the ranks' yield model, the masked channel's on
+// rank 0), on the example (dense) and the sparse reference tensor with full BB and masked channels.
+TEST(MpiFit, TwoRanksOfTwoShardsGiveTheResultOfFourShards) {
+  SKIP_WITHOUT_MPI();
+#if RABBIT_MPI_BUILT
+  const auto dir = rabbit::test::scratch_dir("mpi_local_shards");
+  const std::string post = " -t 0 --unblind --doImpacts --globalImpacts --saveHists --saveHistsPerProcess "
+                           "--computeHistErrors -o " + shell_quote(dir.string());
+  struct Case {
+    std::string name, args, layout;
+  };
+  const Case cases[] = {
+      {"example", shell_quote(rabbit::test::example_tensor()) + post, "[rank0:[0,15)+[15,30), rank1:[30,45)+[45,60)]"},
+      {"sparse", tensor("sparse_blosc2.hdf5") + post + " --binByBinStatMode full",
+       "[rank0:[0,12)+[12,28), rank1:[28,43)+[43,60)]"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const CommandResult four =
+        rabbit::test::run_command(rabbit_fit() + " " + c.args + " -p " + c.name + "_shards --nDevices 4");
+    ASSERT_EQ(four.exit_code, 0) << four.output;
+    const CommandResult two =
+        rabbit::test::run_command(mpiexec(2) + rabbit_fit() + " " + c.args + " -p " + c.name + "_ranks --nDevices 2");
+    ASSERT_EQ(two.exit_code, 0) << two.output;
+    EXPECT_NE(two.output.find("Sharding 60 bins over 2 MPI ranks, 2 local shards each"), std::string::npos)
+        << two.output;
+    EXPECT_NE(two.output.find(c.layout), std::string::npos) << two.output;
+    expect_identical(dir / ("fitresults_" + c.name + "_shards.hdf5"), dir / ("fitresults_" + c.name + "_ranks.hdf5"));
+  }
+#endif
+}
+
+TEST(MpiFit, ABadDevicesOnOneRankEndsAllRanksInOneLine) {
+  SKIP_WITHOUT_MPI();
+#if RABBIT_MPI_BUILT
+  // mpiexec's MPMD form: rank 1 alone asks for GPU 7 (in a build without CUDA: for any GPU); it fails
+  // building its local shards, rank 0 prints the one line naming rank 1 and --devices, no result.
+  const auto dir = rabbit::test::scratch_dir("mpi_bad_devices");
+  const std::string common = " " + shell_quote(rabbit::test::example_tensor()) + " -t 0 --nDevices 2 -o " +
+                             shell_quote(dir.string()) + " --outname out.hdf5";
+  const std::string cmd =
+      mpiexec(1) + rabbit_fit() + common + " : -n 1 " + rabbit_fit() + common + " --devices 0 7";
+  const CommandResult r = rabbit::test::run_command(cmd);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count_lines_with(r.output, "rabbit_fit: error:"), 1) << r.output;
+  EXPECT_EQ(count_lines_with(r.output, "rabbit_fit: error: rank 1: --devices 0,7"), 1) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out.hdf5"));
+#endif
+}
+
+TEST(MpiFit, BackendCudaWithoutCudaFailsAsWithoutMpirun) {
+  SKIP_WITHOUT_MPI();
+#if RABBIT_MPI_BUILT
+  const auto dir = rabbit::test::scratch_dir("mpi_backend_cuda");
+  const std::string args = " " + shell_quote(rabbit::test::example_tensor()) + " -t 0 --backend cuda -o " +
+                           shell_quote(dir.string());
+  const CommandResult one = rabbit::test::run_command(rabbit_fit() + args);
+  const std::string line = "rabbit_fit: error: --backend cuda: this build has no CUDA backend";
+  if (one.output.find(line) == std::string::npos) GTEST_SKIP() << "this build has CUDA";
+  const CommandResult two = rabbit::test::run_command(mpiexec(2) + rabbit_fit() + args + " --nDevices 2");
+  EXPECT_EQ(two.exit_code, one.exit_code) << two.output;
+  EXPECT_EQ(count_lines_with(two.output, "rabbit_fit: error:"), 1) << two.output;
+  EXPECT_EQ(count_lines_with(two.output, line + " (configure with -DRABBIT_CUDA=ON)"), 1) << two.output;
+  EXPECT_FALSE(fs::exists(dir / "fitresults.hdf5"));
+#endif
+}
+
 }  // namespace
 
 namespace {
