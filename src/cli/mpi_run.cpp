@@ -70,19 +70,12 @@ mpi::LocalDeviceOptions local_device_options(const FitOptions& o, const mpi::Ses
 }
 
 // What the ranks cannot share, refused in one line before any rank reads its bins.
-void refuse_options(const FitOptions& o, const FitInputData& input, int ranks) {
+void refuse_options(const FitOptions& o, int ranks) {
   const std::string under = fmt::format("under mpirun with {} ranks", ranks);
   if (o.diagnostics && o.model.bin_by_bin_stat)
     throw OptionError(fmt::format(
         "--diagnostics with bin-by-bin statistics {}: the β-space EDM needs the full-length β Hessian; add "
         "--noBinByBinStat or run without mpirun (docs/mpi.md)",
-        under));
-  // The masked channels' BB constants belong to the last shard, a rank that holds no masked bins
-  // (docs/mpi.md "Postfit yields from the owning ranks").
-  if (o.full_nll && o.model.bin_by_bin_stat && input.nbinsmasked > 0)
-    throw OptionError(fmt::format(
-        "--fullNll with bin-by-bin statistics and masked channels {}: their BB constants are on no rank; "
-        "drop --fullNll or run without mpirun (docs/mpi.md)",
         under));
 }
 
@@ -118,7 +111,7 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
     run_fitter_factory() = [&](FitContext& ctx) -> std::unique_ptr<Fitter> {
       if (run_input && run_input != ctx.input.get()) return nullptr;
       if (run_input) throw Error("the MPI ranks' fitter can be built once per run");
-      refuse_options(ctx.options, *ctx.input, session.size());
+      refuse_options(ctx.options, session.size());
       run_input = ctx.input.get();
       auto fitter = mpi::make_rank_fitter(ctx.model, local_device_options(ctx.options, session, threads),
                                           static_cast<int>(ctx.options.n_devices));

@@ -10,6 +10,7 @@
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/fit/make_fitter.hpp"
+#include "rabbit/fit/shard_registry.hpp"
 #include "rabbit/model/param_model.hpp"
 #include "rabbit/mpi/ranks.hpp"
 #include "rank_link.hpp"
@@ -56,18 +57,52 @@ class LocalShardRef : public ShardEvaluator {
   ShardEvaluator& inner_;
 };
 
+// The ranks' yield model plus the masked channels' BB constants of --fullNll, which a single process
+// counts with its last shard and which no rank's shard holds here: rank 0 computes them with an empty
+// CPU shard [nbins, nbins), whose constants are exactly the masked entries' (docs/mpi.md "Postfit
+// yields from the owning ranks").
+class RankYieldsWithMaskedConstants : public detail::RankYieldModel {
+ public:
+  RankYieldsWithMaskedConstants(YieldModel& own, std::vector<std::pair<int64_t, int64_t>> ranges,
+                                const FitInputData& input, YieldModel& masked)
+      : RankYieldModel(own, std::move(ranges), input.nbins, input.nbinsfull, input.nproc), masked_(masked) {}
+  double full_nll_constant() const override {
+    return RankYieldModel::full_nll_constant() + masked_.full_nll_constant();
+  }
+  void set_beta_centres(const Eigen::VectorXd& beta0) override {
+    RankYieldModel::set_beta_centres(beta0);
+    masked_.set_beta_centres(beta0);
+  }
+
+ private:
+  YieldModel& masked_;
+};
+
 // Rank 0's first local shard, whose yield model is the ranks' (docs/mpi.md "Postfit yields from the
 // owning ranks"): rank 0's yield shard covers rank 0's bins and the masked channels, the servers the
-// rest. A yield shard of its own (several local shards, or a GPU shard) follows the data and centres.
+// rest. A yield shard of its own (several local shards, or a GPU shard) and the shard of the masked
+// BB constants follow the data and centres.
 class CoordinatorShard : public LocalShardRef {
  public:
-  CoordinatorShard(std::shared_ptr<LocalShards> local, const FitInputData& input,
+  CoordinatorShard(std::shared_ptr<LocalShards> local, std::shared_ptr<const Model> model,
                    std::vector<std::pair<int64_t, int64_t>> ranges)
       : LocalShardRef(std::move(local), 0) {
+    const FitInputData& input = *model->input;
     YieldModel* own = local_->yields_shard().yield_model();
     if (!own) throw Error("rank 0's CPU shard offers no yield model");
-    yields_ = std::make_unique<detail::RankYieldModel>(*own, std::move(ranges), input.nbins, input.nbinsfull,
-                                                       input.nproc);
+    if (input.nbinsmasked > 0 && own->has_bb()) {
+      ShardSpec spec;
+      spec.model = model;
+      spec.bin_begin = spec.bin_end = input.nbins;
+      spec.threads = 1;
+      masked_ = shard_kind("cpu").create(spec);
+      if (!masked_->yield_model()) throw Error("the CPU shard of the masked BB constants offers no yield model");
+      yields_ = std::make_unique<RankYieldsWithMaskedConstants>(*own, std::move(ranges), input,
+                                                                *masked_->yield_model());
+    } else {
+      yields_ = std::make_unique<detail::RankYieldModel>(*own, std::move(ranges), input.nbins, input.nbinsfull,
+                                                         input.nproc);
+    }
   }
   YieldModel* yield_model() override { return yields_.get(); }
   void set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) override {
@@ -77,9 +112,11 @@ class CoordinatorShard : public LocalShardRef {
   void set_beta_centres(const Eigen::VectorXd& beta0) override {
     inner_.set_beta_centres(beta0);
     if (local_->yield_shard) local_->yield_shard->set_beta_centres(beta0);
+    if (masked_) masked_->set_beta_centres(beta0);
   }
 
  private:
+  std::unique_ptr<ShardEvaluator> masked_;  // an empty shard [nbins, nbins): the masked BB constants
   std::unique_ptr<detail::RankYieldModel> yields_;
 };
 
@@ -263,7 +300,7 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, const Loc
   link->ranks = size;
   link->shards_per_rank = per_rank;
   std::vector<std::unique_ptr<ShardEvaluator>> shards;
-  shards.push_back(std::make_unique<CoordinatorShard>(own, input, ranges));
+  shards.push_back(std::make_unique<CoordinatorShard>(own, model, ranges));
   for (int j = 1; j < per_rank; ++j) shards.push_back(std::make_unique<LocalShardRef>(own, j));
   for (int r = 1; r < size; ++r)
     for (int j = 0; j < per_rank; ++j) {

@@ -111,6 +111,12 @@ std::vector<double> answer(LocalShards& local, const Request& r, const Assignmen
     for_every_shard(local, [&](ShardEvaluator& shard) { shard.set_beta_centres(beta0); });
     return reply;
   }
+  // The yield model's NLL of all the rank's bins (RankYieldModel::value), one value per rank.
+  if (r.op == Op::value && r.flag) {
+    if (static_cast<int64_t>(r.payload.size()) != r.n) throw Error("a yield NLL request of the wrong length");
+    reply.push_back(local.yields_shard().value(Eigen::Map<const Eigen::VectorXd>(p, r.n)));
+    return reply;
+  }
   if (detail::is_yield_request(r.op)) {
     YieldModel* yields = local.yields_shard().yield_model();
     if (!yields) throw Error("this rank's shard has no yield model");

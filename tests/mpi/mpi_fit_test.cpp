@@ -190,6 +190,32 @@ TEST(MpiFit, TwoRanksOfTwoShardsGiveTheResultOfFourShards) {
 #endif
 }
 
+// --fullNll with BB and masked channels: the masked entries' BB constants, which a single process adds
+// with its last shard, come from rank 0 (docs/mpi.md "Postfit yields from the owning ranks"). nllvalfull
+// sums the constants per rank rather than per shard: to 1e-9 absolute (≈2e-12 relative here), the rest
+// bit for bit.
+TEST(MpiFit, FullNllWithBinByBinStatAndMaskedChannels) {
+  SKIP_WITHOUT_MPI();
+#if RABBIT_MPI_BUILT
+  const auto dir = rabbit::test::scratch_dir("mpi_full_nll");
+  const std::string args = shell_quote(rabbit::test::example_tensor()) +
+                           " -t 0 --unblind --fullNll --saveHists -o " + shell_quote(dir.string());
+  const CommandResult four = rabbit::test::run_command(rabbit_fit() + " " + args + " -p shards --nDevices 4");
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  const CommandResult two =
+      rabbit::test::run_command(mpiexec(2) + rabbit_fit() + " " + args + " -p ranks --nDevices 2");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  const std::string compare = shell_quote((rabbit::test::binary_dir() / "rabbit_compare").string()) + " " +
+                              shell_quote((dir / "fitresults_shards.hdf5").string()) + " " +
+                              shell_quote((dir / "fitresults_ranks.hdf5").string());
+  const CommandResult rest = rabbit::test::run_command(compare + " --tol-scale 0 --quantities '^(?!nllvalfull$).*'");
+  EXPECT_EQ(rest.exit_code, 0) << rest.output;
+  const CommandResult full = rabbit::test::run_command(compare + " --quantities nllvalfull --tol-nll 1e-9");
+  EXPECT_EQ(full.exit_code, 0) << full.output;
+  EXPECT_NE(full.output.find("nllvalfull"), std::string::npos) << full.output;
+#endif
+}
+
 TEST(MpiFit, ABadDevicesOnOneRankEndsAllRanksInOneLine) {
   SKIP_WITHOUT_MPI();
 #if RABBIT_MPI_BUILT
