@@ -1,6 +1,5 @@
 #include "mpi_run.hpp"
 
-#include <fmt/format.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -59,7 +58,8 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
 namespace {
 
 // A rank's own --backend and --devices, with its place among the ranks sharing its node's GPUs.
-mpi::LocalDeviceOptions local_device_options(const FitOptions& o, const mpi::Session& session, int threads = 1) {
+mpi::LocalDeviceOptions local_device_options(const FitOptions& o, const mpi::Session& session,
+                                             int threads = 1) {
   mpi::LocalDeviceOptions d;
   d.backend = parse_backend(o.backend);
   for (int64_t i : o.devices) d.devices.push_back(static_cast<int>(i));
@@ -67,16 +67,6 @@ mpi::LocalDeviceOptions local_device_options(const FitOptions& o, const mpi::Ses
   d.gpu_peer = session.gpu_peer();
   d.gpu_peers = session.gpu_peers();
   return d;
-}
-
-// What the ranks cannot share, refused in one line before any rank reads its bins.
-void refuse_options(const FitOptions& o, int ranks) {
-  const std::string under = fmt::format("under mpirun with {} ranks", ranks);
-  if (o.diagnostics && o.model.bin_by_bin_stat)
-    throw OptionError(fmt::format(
-        "--diagnostics with bin-by-bin statistics {}: the β-space EDM needs the full-length β Hessian; add "
-        "--noBinByBinStat or run without mpirun (docs/mpi.md)",
-        under));
 }
 
 }  // namespace
@@ -111,7 +101,6 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
     run_fitter_factory() = [&](FitContext& ctx) -> std::unique_ptr<Fitter> {
       if (run_input && run_input != ctx.input.get()) return nullptr;
       if (run_input) throw Error("the MPI ranks' fitter can be built once per run");
-      refuse_options(ctx.options, session.size());
       run_input = ctx.input.get();
       auto fitter = mpi::make_rank_fitter(ctx.model, local_device_options(ctx.options, session, threads),
                                           static_cast<int>(ctx.options.n_devices));

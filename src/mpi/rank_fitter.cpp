@@ -96,12 +96,13 @@ class CoordinatorShard : public LocalShardRef {
       spec.bin_begin = spec.bin_end = input.nbins;
       spec.threads = 1;
       masked_ = shard_kind("cpu").create(spec);
-      if (!masked_->yield_model()) throw Error("the CPU shard of the masked BB constants offers no yield model");
+      if (!masked_->yield_model())
+        throw Error("the CPU shard of the masked BB constants offers no yield model");
       yields_ = std::make_unique<RankYieldsWithMaskedConstants>(*own, std::move(ranges), input,
                                                                 *masked_->yield_model());
     } else {
-      yields_ = std::make_unique<detail::RankYieldModel>(*own, std::move(ranges), input.nbins, input.nbinsfull,
-                                                         input.nproc);
+      yields_ = std::make_unique<detail::RankYieldModel>(*own, std::move(ranges), input.nbins,
+                                                         input.nbinsfull, input.nproc);
     }
   }
   YieldModel* yield_model() override { return yields_.get(); }
@@ -237,8 +238,8 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, const Loc
     throw Error(fmt::format("{}: rank 0 holds the logk of bins [0, {}), its range is [0, {})", input.filename,
                             input.logk_end, ranges[0].second));
 
-  detail::Request assign{detail::Op::assign, 0, 0, 0,
-                         {static_cast<double>(threads), static_cast<double>(per_rank)}};
+  detail::Request assign{
+      detail::Op::assign, 0, 0, 0, {static_cast<double>(threads), static_cast<double>(per_rank)}};
   for (const auto& [a, b] : pieces) {
     assign.payload.push_back(static_cast<double>(a));
     assign.payload.push_back(static_cast<double>(b));
@@ -263,15 +264,18 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, const Loc
   for (int r = 0; r < size; ++r) {
     std::vector<std::string> own_pieces;
     for (int j = 0; j < per_rank; ++j)
-      own_pieces.push_back(fmt::format("[{},{})", pieces[r * per_rank + j].first, pieces[r * per_rank + j].second));
+      own_pieces.push_back(
+          fmt::format("[{},{})", pieces[r * per_rank + j].first, pieces[r * per_rank + j].second));
     layout.push_back(fmt::format("rank{}:{}", r, fmt::join(own_pieces, "+")));
   }
   if (per_rank == 1)
     log().info("Sharding {} bins over {} MPI ranks ({} thread(s) each): [{}]", input.nbins, size, threads,
                fmt::join(layout, ", "));
   else
-    log().info("Sharding {} bins over {} MPI ranks, {} local shards each ({} on rank 0; {} thread(s) per rank): [{}]",
-               input.nbins, size, per_rank, own->shards.front()->device(), threads, fmt::join(layout, ", "));
+    log().info(
+        "Sharding {} bins over {} MPI ranks, {} local shards each ({} on rank 0; {} thread(s) per rank): "
+        "[{}]",
+        input.nbins, size, per_rank, own->shards.front()->device(), threads, fmt::join(layout, ", "));
   coordinator_tensor_bytes() = detail::tensor_bytes(input);
   if (input.logk_end >= 0) {
     // The file's logk values: dense rows of every bin, or the end of the complete sparse rowptr.

@@ -56,11 +56,12 @@ TEST(RankDevices, ExplicitDevicesAreTheRanksOwnPositions) {
 }
 
 TEST(RankDevices, ErrorsAreOneLine) {
-  const std::string shared =
-      message_of<ResourceError>([] { rank_gpu_positions(request(1, 3, 2, 1)); });
+  const std::string shared = message_of<ResourceError>([] { rank_gpu_positions(request(1, 3, 2, 1)); });
   EXPECT_NE(shared.find("3 ranks on this node see the same 2 GPU(s) and ask for 1 each"), std::string::npos)
       << shared;
-  const std::string range = message_of<ResourceError>([] { rank_gpu_positions(request(0, 1, 2, 2, {0, 5})); });
+  const std::string range = message_of<ResourceError>([] {
+    rank_gpu_positions(request(0, 1, 2, 2, {0, 5}));
+  });
   EXPECT_EQ(range, "--devices 0,5: index 5 out of range: 2 GPU(s) visible to this rank");
   const std::string none = message_of<ResourceError>([] { rank_gpu_positions(request(0, 1, 0, 1)); });
   EXPECT_EQ(none, "--backend cuda: no GPU is visible to this rank (docs/mpi.md)");

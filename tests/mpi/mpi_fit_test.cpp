@@ -164,13 +164,16 @@ TEST(MpiFit, TwoRanksOfTwoShardsGiveTheResultOfFourShards) {
   SKIP_WITHOUT_MPI();
 #if RABBIT_MPI_BUILT
   const auto dir = rabbit::test::scratch_dir("mpi_local_shards");
-  const std::string post = " -t 0 --unblind --doImpacts --globalImpacts --saveHists --saveHistsPerProcess "
-                           "--computeHistErrors -o " + shell_quote(dir.string());
+  const std::string post =
+      " -t 0 --unblind --doImpacts --globalImpacts --saveHists --saveHistsPerProcess "
+      "--computeHistErrors -o " +
+      shell_quote(dir.string());
   struct Case {
     std::string name, args, layout;
   };
   const Case cases[] = {
-      {"example", shell_quote(rabbit::test::example_tensor()) + post, "[rank0:[0,15)+[15,30), rank1:[30,45)+[45,60)]"},
+      {"example", shell_quote(rabbit::test::example_tensor()) + post,
+       "[rank0:[0,15)+[15,30), rank1:[30,45)+[45,60)]"},
       {"sparse", tensor("sparse_blosc2.hdf5") + post + " --binByBinStatMode full",
        "[rank0:[0,12)+[12,28), rank1:[28,43)+[43,60)]"},
   };
@@ -179,13 +182,14 @@ TEST(MpiFit, TwoRanksOfTwoShardsGiveTheResultOfFourShards) {
     const CommandResult four =
         rabbit::test::run_command(rabbit_fit() + " " + c.args + " -p " + c.name + "_shards --nDevices 4");
     ASSERT_EQ(four.exit_code, 0) << four.output;
-    const CommandResult two =
-        rabbit::test::run_command(mpiexec(2) + rabbit_fit() + " " + c.args + " -p " + c.name + "_ranks --nDevices 2");
+    const CommandResult two = rabbit::test::run_command(mpiexec(2) + rabbit_fit() + " " + c.args + " -p " +
+                                                        c.name + "_ranks --nDevices 2");
     ASSERT_EQ(two.exit_code, 0) << two.output;
     EXPECT_NE(two.output.find("Sharding 60 bins over 2 MPI ranks, 2 local shards each"), std::string::npos)
         << two.output;
     EXPECT_NE(two.output.find(c.layout), std::string::npos) << two.output;
-    expect_identical(dir / ("fitresults_" + c.name + "_shards.hdf5"), dir / ("fitresults_" + c.name + "_ranks.hdf5"));
+    expect_identical(dir / ("fitresults_" + c.name + "_shards.hdf5"),
+                     dir / ("fitresults_" + c.name + "_ranks.hdf5"));
   }
 #endif
 }
@@ -208,11 +212,39 @@ TEST(MpiFit, FullNllWithBinByBinStatAndMaskedChannels) {
   const std::string compare = shell_quote((rabbit::test::binary_dir() / "rabbit_compare").string()) + " " +
                               shell_quote((dir / "fitresults_shards.hdf5").string()) + " " +
                               shell_quote((dir / "fitresults_ranks.hdf5").string());
-  const CommandResult rest = rabbit::test::run_command(compare + " --tol-scale 0 --quantities '^(?!nllvalfull$).*'");
+  const CommandResult rest =
+      rabbit::test::run_command(compare + " --tol-scale 0 --quantities '^(?!nllvalfull$).*'");
   EXPECT_EQ(rest.exit_code, 0) << rest.output;
   const CommandResult full = rabbit::test::run_command(compare + " --quantities nllvalfull --tol-nll 1e-9");
   EXPECT_EQ(full.exit_code, 0) << full.output;
   EXPECT_NE(full.output.find("nllvalfull"), std::string::npos) << full.output;
+#endif
+}
+
+// --diagnostics with BB: as in a single-device fit, the β-space EDM is not computed (the β profile is
+// analytic, docs/mpi.md "What runs across ranks"): the run across ranks is the run without
+// --diagnostics, bit for bit, plus the log line, and agrees with the single-device run.
+TEST(MpiFit, DiagnosticsWithBinByBinStat) {
+  SKIP_WITHOUT_MPI();
+#if RABBIT_MPI_BUILT
+  const auto dir = rabbit::test::scratch_dir("mpi_diagnostics");
+  const std::string args = shell_quote(rabbit::test::example_tensor()) + " -t 0 --unblind --saveHists -o " +
+                           shell_quote(dir.string());
+  const CommandResult with =
+      rabbit::test::run_command(mpiexec(2) + rabbit_fit() + " " + args + " --diagnostics -p with");
+  ASSERT_EQ(with.exit_code, 0) << with.output;
+  EXPECT_NE(with.output.find("edmvalbeta: not computed"), std::string::npos) << with.output;
+  const CommandResult without =
+      rabbit::test::run_command(mpiexec(2) + rabbit_fit() + " " + args + " -p without");
+  ASSERT_EQ(without.exit_code, 0) << without.output;
+  expect_identical(dir / "fitresults_without.hdf5", dir / "fitresults_with.hdf5");
+  const CommandResult one = rabbit::test::run_command(rabbit_fit() + " " + args + " --diagnostics -p one");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const std::string compare = shell_quote((rabbit::test::binary_dir() / "rabbit_compare").string());
+  const CommandResult agree =
+      rabbit::test::run_command(compare + " " + shell_quote((dir / "fitresults_one.hdf5").string()) + " " +
+                                shell_quote((dir / "fitresults_with.hdf5").string()));
+  EXPECT_EQ(agree.exit_code, 0) << agree.output;
 #endif
 }
 
