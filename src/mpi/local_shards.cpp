@@ -22,6 +22,12 @@ std::vector<int> gpu_ordinals(const LocalDeviceOptions& o, int n) {
   std::string why;
   if (!cuda_plugin(&why)) throw ResourceError(fmt::format("--backend cuda: {}", why));
   std::vector<GpuInfo> visible = visible_gpus(&why);
+  // The single process's lines (make_fitter, choose_gpus), with the runtime's reason.
+  if (visible.empty() && o.devices.empty())
+    throw ResourceError(fmt::format("--backend cuda: no GPU is visible ({})", why));
+  if (visible.empty())
+    throw ResourceError(fmt::format("--devices {} asks for GPU(s), but no GPU is visible ({})",
+                                    fmt::join(o.devices, ","), why));
   std::stable_sort(visible.begin(), visible.end(),
                    [](const GpuInfo& a, const GpuInfo& b) { return a.pci < b.pci; });
   RankGpuRequest request;
