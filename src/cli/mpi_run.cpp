@@ -1,6 +1,5 @@
 #include "mpi_run.hpp"
 
-#include <fmt/format.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "rabbit/cli/options.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
+#include "rabbit/fit/make_fitter.hpp"  // parse_backend
 #if RABBIT_MPI_BUILT
 #include "rabbit/mpi/ranks.hpp"
 #endif
@@ -57,27 +57,16 @@ int ranks_main(const RanksProgram& program, int argc, const char* const* argv) {
 
 namespace {
 
-// What the ranks cannot share, refused in one line before any rank reads its bins.
-void refuse_options(const FitOptions& o, const FitInputData& input, int ranks) {
-  const std::string under = fmt::format("under mpirun with {} ranks", ranks);
-  if (o.n_devices > 1 || !o.devices.empty())
-    throw OptionError(fmt::format(
-        "--nDevices/--devices {}: every rank holds one CPU shard; drop them (docs/mpi.md)", under));
-  if (o.backend == "cuda")
-    throw OptionError(
-        fmt::format("--backend cuda {}: the ranks run CPU shards; use --backend cpu (docs/mpi.md)", under));
-  if (o.diagnostics && o.model.bin_by_bin_stat)
-    throw OptionError(fmt::format(
-        "--diagnostics with bin-by-bin statistics {}: the β-space EDM needs the full-length β Hessian; add "
-        "--noBinByBinStat or run without mpirun (docs/mpi.md)",
-        under));
-  // The masked channels' BB constants belong to the last shard, a rank that holds no masked bins
-  // (docs/mpi.md "Postfit yields from the owning ranks").
-  if (o.full_nll && o.model.bin_by_bin_stat && input.nbinsmasked > 0)
-    throw OptionError(fmt::format(
-        "--fullNll with bin-by-bin statistics and masked channels {}: their BB constants are on no rank; "
-        "drop --fullNll or run without mpirun (docs/mpi.md)",
-        under));
+// A rank's own --backend and --devices, with its place among the ranks sharing its node's GPUs.
+mpi::LocalDeviceOptions local_device_options(const FitOptions& o, const mpi::Session& session,
+                                             int threads = 1) {
+  mpi::LocalDeviceOptions d;
+  d.backend = parse_backend(o.backend);
+  for (int64_t i : o.devices) d.devices.push_back(static_cast<int>(i));
+  d.threads = threads;
+  d.gpu_peer = session.gpu_peer();
+  d.gpu_peers = session.gpu_peers();
+  return d;
 }
 
 }  // namespace
@@ -106,14 +95,17 @@ int ranks_main(const RanksProgram& program, int argc, const char* const* argv) {
     // projection tests' models) is built by make_fitter on rank 0 alone.
     const FitInputData* run_input = nullptr;
     run_input_reader() = [&](const FitOptions& o) {
-      return mpi::read_coordinator_input(o.filename, session.size(), o.compute_saturated_projection_tests);
+      return mpi::read_coordinator_input(o.filename, session.size(), o.compute_saturated_projection_tests,
+                                         static_cast<int>(std::max<int64_t>(1, o.n_devices)));
     };
     run_fitter_factory() = [&](FitContext& ctx) -> std::unique_ptr<Fitter> {
       if (run_input && run_input != ctx.input.get()) return nullptr;
       if (run_input) throw Error("the MPI ranks' fitter can be built once per run");
-      refuse_options(ctx.options, *ctx.input, session.size());
       run_input = ctx.input.get();
-      return mpi::make_rank_fitter(ctx.model, threads);
+      auto fitter = mpi::make_rank_fitter(ctx.model, local_device_options(ctx.options, session, threads),
+                                          static_cast<int>(ctx.options.n_devices));
+      fitter->set_hvp_batch(ctx.options.hvp_batch);  // as make_run_fitter does for make_fitter's
+      return fitter;
     };
     const int code = program.process_main(argc, argv);
     run_fitter_factory() = nullptr;  // it refers to this frame
@@ -133,7 +125,7 @@ int ranks_main(const RanksProgram& program, int argc, const char* const* argv) {
     if (assignment.released) return assignment.exit_code;
     return mpi::serve_shard_range(assignment, [&](const mpi::Assignment& a) {
       const FitOptions o = program.fit_options(argc, argv);
-      return mpi::read_shard_range(o.filename, run_model_options(o), a);
+      return mpi::read_shard_range(o.filename, run_model_options(o), a, local_device_options(o, session));
     });
   } catch (const std::exception& e) {
     // Only what breaks the exchange itself lands here: rank 0 cannot be told, so this rank says it.

@@ -77,6 +77,14 @@ void check_sharding_supported(const ShardingRequest& request) {
   refuse(offending, request.fitter.n_devices);
 }
 
+void refuse_cuda_without_build(Backend backend, const std::vector<int>& devices) {
+  if (built_with_cuda()) return;
+  if (backend == Backend::cuda)
+    throw ResourceError("--backend cuda: this build has no CUDA backend (configure with -DRABBIT_CUDA=ON)");
+  if (backend != Backend::cpu && !devices.empty())
+    throw ResourceError(fmt::format("--devices {}: this build has no CUDA backend", fmt::join(devices, ",")));
+}
+
 std::vector<std::pair<int64_t, int64_t>> partition_bins(const FitInputData& input, int n) {
   if (n < 1) throw OptionError(fmt::format("--nDevices must be >= 1, got {}", n));
   const int64_t nbins = input.nbins;
@@ -139,12 +147,7 @@ std::unique_ptr<Fitter> make_fitter(std::shared_ptr<Model> model, const FitterOp
     const bool cuda_asked = options.backend == Backend::cuda || !options.devices.empty();
     std::string why;
     if (!built_with_cuda()) {
-      if (options.backend == Backend::cuda)
-        throw ResourceError(
-            "--backend cuda: this build has no CUDA backend (configure with -DRABBIT_CUDA=ON)");
-      if (!options.devices.empty())
-        throw ResourceError(
-            fmt::format("--devices {}: this build has no CUDA backend", fmt::join(options.devices, ",")));
+      refuse_cuda_without_build(options.backend, options.devices);
     } else if (!cuda_asked && !nvidia_driver_present(&why)) {
       log().info("{}: the fit runs on the CPU", why);
     } else if (!cuda_plugin(&why) && (options.backend == Backend::cuda || options.devices.empty())) {

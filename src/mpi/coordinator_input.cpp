@@ -32,7 +32,8 @@ int64_t beta_variation_source_end(const FitInputData& in) {
 
 }  // namespace
 
-FitInputData read_coordinator_input(const std::string& filename, int ranks, bool whole_input) {
+FitInputData read_coordinator_input(const std::string& filename, int ranks, bool whole_input,
+                                    int shards_per_rank) {
   int64_t logk_end = 0;
   {
     // Everything but the observed bins' logk: enough for the partition (the sparse costs read the CSR
@@ -44,7 +45,8 @@ FitInputData read_coordinator_input(const std::string& filename, int ranks, bool
                  "every bin's tensor");
       return read_fit_input(filename);
     }
-    const int64_t own_end = partition_bins(outline, ranks).front().second;
+    // Rank 0's pieces: the first shards_per_rank of the partition make_rank_fitter cuts.
+    const int64_t own_end = partition_bins(outline, ranks * shards_per_rank)[shards_per_rank - 1].second;
     const int64_t source_end = beta_variation_source_end(outline);
     logk_end = std::max(own_end, source_end);
     if (source_end > own_end)

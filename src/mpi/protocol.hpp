@@ -16,7 +16,7 @@ enum class Op : int64_t {
   release = 0,       // n: the exit code; the servers return it
   assign = 1,        // payload: threads, then (begin, end) per rank
   set_observed,      // flag: variances present; payload: nobs [nbins] (+ varnobs [nbins])
-  value,             // payload: ξ
+  value,             // flag: the yield model's (one value per rank, not per local shard); payload: ξ
   value_grad,        // payload: ξ
   value_grad_hvp,    // k: columns; payload: ξ, V (n × k, column-major)
   value_grad_hess,   // flag: profile; payload: ξ

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
@@ -23,55 +24,113 @@ namespace {
 
 using detail::RankLink;
 
-// Rank 0's own CPU shard, whose yield model is the ranks' (docs/mpi.md "Postfit yields from the owning
-// ranks"): its own model covers rank 0's bins and the masked channels, the servers the rest.
-class CoordinatorShard : public ShardEvaluator {
+// One of rank 0's local shards as a shard of the RankFitter; the shards themselves belong to the
+// LocalShards, which run them concurrently (docs/mpi.md "Local shards of a rank").
+class LocalShardRef : public ShardEvaluator {
  public:
-  CoordinatorShard(std::unique_ptr<ShardEvaluator> inner, const FitInputData& input,
-                   std::vector<std::pair<int64_t, int64_t>> ranges)
-      : inner_(std::move(inner)) {
-    YieldModel* own = inner_->yield_model();
-    if (!own) throw Error("rank 0's CPU shard offers no yield model");
-    yields_ = std::make_unique<detail::RankYieldModel>(*own, std::move(ranges), input.nbins, input.nbinsfull,
-                                                       input.nproc);
-  }
-  YieldModel* yield_model() override { return yields_.get(); }
-  int64_t bin_begin() const override { return inner_->bin_begin(); }
-  int64_t bin_end() const override { return inner_->bin_end(); }
-  std::string device() const override { return "rank0:" + inner_->device(); }
+  LocalShardRef(std::shared_ptr<LocalShards> local, size_t index)
+      : local_(std::move(local)), inner_(*local_->shards.at(index)) {}
+  int64_t bin_begin() const override { return inner_.bin_begin(); }
+  int64_t bin_end() const override { return inner_.bin_end(); }
+  std::string device() const override { return "rank0:" + inner_.device(); }
   void set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) override {
-    inner_->set_observed(nobs, varnobs);
+    inner_.set_observed(nobs, varnobs);
   }
-  double value(const Eigen::VectorXd& xi) override { return inner_->value(xi); }
+  double value(const Eigen::VectorXd& xi) override { return inner_.value(xi); }
   double value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad) override {
-    return inner_->value_grad(xi, grad);
+    return inner_.value_grad(xi, grad);
   }
   double value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
                         Eigen::MatrixXd& HV) override {
-    return inner_->value_grad_hvp(xi, V, grad, HV);
+    return inner_.value_grad_hvp(xi, V, grad, HV);
   }
   double value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
                          bool profile) override {
-    return inner_->value_grad_hess(xi, grad, hess, profile);
+    return inner_.value_grad_hess(xi, grad, hess, profile);
   }
-  Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override { return inner_->profiled_beta(xi); }
-  bool accepts_beta_centres() const override { return inner_->accepts_beta_centres(); }
-  void set_beta_centres(const Eigen::VectorXd& beta0) override { inner_->set_beta_centres(beta0); }
+  Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override { return inner_.profiled_beta(xi); }
+  bool accepts_beta_centres() const override { return inner_.accepts_beta_centres(); }
+  void set_beta_centres(const Eigen::VectorXd& beta0) override { inner_.set_beta_centres(beta0); }
+
+ protected:
+  std::shared_ptr<LocalShards> local_;
+  ShardEvaluator& inner_;
+};
+
+// The ranks' yield model plus the masked channels' BB constants of --fullNll, which a single process
+// counts with its last shard and which no rank's shard holds here: rank 0 computes them with an empty
+// CPU shard [nbins, nbins), whose constants are exactly the masked entries' (docs/mpi.md "Postfit
+// yields from the owning ranks").
+class RankYieldsWithMaskedConstants : public detail::RankYieldModel {
+ public:
+  RankYieldsWithMaskedConstants(YieldModel& own, std::vector<std::pair<int64_t, int64_t>> ranges,
+                                const FitInputData& input, YieldModel& masked)
+      : RankYieldModel(own, std::move(ranges), input.nbins, input.nbinsfull, input.nproc), masked_(masked) {}
+  double full_nll_constant() const override {
+    return RankYieldModel::full_nll_constant() + masked_.full_nll_constant();
+  }
+  void set_beta_centres(const Eigen::VectorXd& beta0) override {
+    RankYieldModel::set_beta_centres(beta0);
+    masked_.set_beta_centres(beta0);
+  }
 
  private:
-  std::unique_ptr<ShardEvaluator> inner_;
+  YieldModel& masked_;
+};
+
+// Rank 0's first local shard, whose yield model is the ranks' (docs/mpi.md "Postfit yields from the
+// owning ranks"): rank 0's yield shard covers rank 0's bins and the masked channels, the servers the
+// rest. A yield shard of its own (several local shards, or a GPU shard) and the shard of the masked
+// BB constants follow the data and centres.
+class CoordinatorShard : public LocalShardRef {
+ public:
+  CoordinatorShard(std::shared_ptr<LocalShards> local, std::shared_ptr<const Model> model,
+                   std::vector<std::pair<int64_t, int64_t>> ranges)
+      : LocalShardRef(std::move(local), 0) {
+    const FitInputData& input = *model->input;
+    YieldModel* own = local_->yields_shard().yield_model();
+    if (!own) throw Error("rank 0's CPU shard offers no yield model");
+    if (input.nbinsmasked > 0 && own->has_bb()) {
+      ShardSpec spec;
+      spec.model = model;
+      spec.bin_begin = spec.bin_end = input.nbins;
+      spec.threads = 1;
+      masked_ = shard_kind("cpu").create(spec);
+      if (!masked_->yield_model())
+        throw Error("the CPU shard of the masked BB constants offers no yield model");
+      yields_ = std::make_unique<RankYieldsWithMaskedConstants>(*own, std::move(ranges), input,
+                                                                *masked_->yield_model());
+    } else {
+      yields_ = std::make_unique<detail::RankYieldModel>(*own, std::move(ranges), input.nbins,
+                                                         input.nbinsfull, input.nproc);
+    }
+  }
+  YieldModel* yield_model() override { return yields_.get(); }
+  void set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) override {
+    inner_.set_observed(nobs, varnobs);
+    if (local_->yield_shard) local_->yield_shard->set_observed(nobs, varnobs);
+  }
+  void set_beta_centres(const Eigen::VectorXd& beta0) override {
+    inner_.set_beta_centres(beta0);
+    if (local_->yield_shard) local_->yield_shard->set_beta_centres(beta0);
+    if (masked_) masked_->set_beta_centres(beta0);
+  }
+
+ private:
+  std::unique_ptr<ShardEvaluator> masked_;  // an empty shard [nbins, nbins): the masked BB constants
   std::unique_ptr<detail::RankYieldModel> yields_;
 };
 
-// Shard 0 is rank 0's own; shard r > 0 the proxy of rank r. One dispatch: record the request on the
-// proxies, broadcast it, evaluate shard 0 while the other ranks evaluate theirs, gather the replies
-// in rank order, deliver them. Fitter sums the partials in shard order (docs/sharding-and-gpu.md
-// "MultiDeviceFitter"), so the result is that of --nDevices N with the same partition.
+// Shards 0 … N−1 are rank 0's local shards; shard r·N + j the proxy of local shard j of rank r. One
+// dispatch: record the request on the proxies, broadcast it, evaluate rank 0's shards (concurrently)
+// while the other ranks evaluate theirs, gather the replies in rank order, deliver them. Fitter sums
+// the partials in shard order (docs/sharding-and-gpu.md "MultiDeviceFitter"), so the result is that of
+// --nDevices R·N with the same partition.
 class RankFitter : public Fitter {
  public:
   RankFitter(std::shared_ptr<Model> model, std::vector<std::unique_ptr<ShardEvaluator>> shards,
-             std::shared_ptr<RankLink> link)
-      : Fitter(std::move(model), std::move(shards)), link_(std::move(link)) {
+             std::shared_ptr<RankLink> link, std::shared_ptr<LocalShards> local)
+      : Fitter(std::move(model), std::move(shards)), link_(std::move(link)), local_(std::move(local)) {
     link_->phase = RankLink::Phase::idle;
   }
   // Where rank 0's time went (docs/mpi.md "Measurements"): its own shard, and the broadcast plus the
@@ -80,17 +139,17 @@ class RankFitter : public Fitter {
     log().info(
         "MPI: {} evaluations over {} ranks; rank 0: {:.3f} s in its shard, {:.3f} s sending requests and "
         "waiting for replies",
-        dispatches_, shards().size(), local_seconds_, exchange_seconds_);
+        dispatches_, link_->ranks, local_seconds_, exchange_seconds_);
   }
 
  protected:
   void for_each_shard(const std::function<void(size_t)>& fn) override {
-    const size_t n = shards().size();
+    const size_t n = shards().size(), own = local_->shards.size();
     if (detail::released()) throw Error("the MPI ranks were already released; no evaluation can follow");
     link_->request.reset();
     link_->phase = RankLink::Phase::recording;
     try {
-      for (size_t i = 1; i < n; ++i) fn(i);
+      for (size_t i = own; i < n; ++i) fn(i);
     } catch (...) {
       link_->phase = RankLink::Phase::idle;
       throw;
@@ -103,7 +162,7 @@ class RankFitter : public Fitter {
     // Every rank now evaluates and replies: the gather must happen even when shard 0 fails.
     std::exception_ptr local_error;
     try {
-      fn(0);
+      local_->pool->run(fn);  // shards 0 … own−1: the pool's indices are theirs
     } catch (...) {
       local_error = std::current_exception();
     }
@@ -115,7 +174,7 @@ class RankFitter : public Fitter {
     if (local_error) std::rethrow_exception(local_error);
     link_->phase = RankLink::Phase::delivering;
     try {
-      for (size_t i = 1; i < n; ++i) fn(i);
+      for (size_t i = own; i < n; ++i) fn(i);
     } catch (...) {
       link_->phase = RankLink::Phase::idle;
       throw;
@@ -126,6 +185,7 @@ class RankFitter : public Fitter {
  private:
   using Clock = std::chrono::steady_clock;
   std::shared_ptr<RankLink> link_;
+  std::shared_ptr<LocalShards> local_;
   int64_t dispatches_ = 0;
   double local_seconds_ = 0.0, exchange_seconds_ = 0.0;
 };
@@ -159,20 +219,29 @@ void refuse_unsupported(const Model& model, int ranks) {
 
 }  // namespace
 
-std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threads) {
+std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, const LocalDeviceOptions& devices,
+                                         int shards_per_rank) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   refuse_unsupported(*model, size);
+  const int threads = devices.threads;
+  const int per_rank = std::max(1, shards_per_rank);
   const FitInputData& input = *model->input;
-  const auto ranges = partition_bins(input, size);
+  // The partition of --nDevices size·per_rank; rank r holds its pieces r·per_rank … (r+1)·per_rank − 1
+  // (docs/mpi.md "Local shards of a rank").
+  const auto pieces = partition_bins(input, size * per_rank);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int r = 0; r < size; ++r)
+    ranges.emplace_back(pieces[r * per_rank].first, pieces[(r + 1) * per_rank - 1].second);
   // read_coordinator_input cut the same partition (its sparse costs read the complete rowptr).
   // (Beyond its range where hbetavariations source bins lie there: read_coordinator_input.)
   if (input.logk_end >= 0 && input.logk_end < ranges[0].second)
     throw Error(fmt::format("{}: rank 0 holds the logk of bins [0, {}), its range is [0, {})", input.filename,
                             input.logk_end, ranges[0].second));
 
-  detail::Request assign{detail::Op::assign, 0, 0, 0, {static_cast<double>(threads)}};
-  for (const auto& [a, b] : ranges) {
+  detail::Request assign{
+      detail::Op::assign, 0, 0, 0, {static_cast<double>(threads), static_cast<double>(per_rank)}};
+  for (const auto& [a, b] : pieces) {
     assign.payload.push_back(static_cast<double>(a));
     assign.payload.push_back(static_cast<double>(b));
   }
@@ -180,15 +249,11 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
 
   // Rank 0's shard is built while the others read their ranges; the acknowledgements are gathered
   // even when it fails, since every rank sends one.
-  std::unique_ptr<ShardEvaluator> own;
+  std::shared_ptr<LocalShards> own;
   std::exception_ptr local_error;
   try {
-    ShardSpec spec;
-    spec.model = model;
-    spec.bin_begin = ranges[0].first;
-    spec.bin_end = ranges[0].second;
-    spec.threads = threads;
-    own = shard_kind("cpu").create(spec);
+    own = std::make_shared<LocalShards>(make_local_shards(
+        model, std::vector<std::pair<int64_t, int64_t>>(pieces.begin(), pieces.begin() + per_rank), devices));
   } catch (...) {
     local_error = std::current_exception();
   }
@@ -197,10 +262,21 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
   for (int r = 1; r < size; ++r) detail::check_reply(r, acks[r], 2);
 
   std::vector<std::string> layout;
-  for (int r = 0; r < size; ++r)
-    layout.push_back(fmt::format("rank{}:[{},{})", r, ranges[r].first, ranges[r].second));
-  log().info("Sharding {} bins over {} MPI ranks ({} thread(s) each): [{}]", input.nbins, size, threads,
-             fmt::join(layout, ", "));
+  for (int r = 0; r < size; ++r) {
+    std::vector<std::string> own_pieces;
+    for (int j = 0; j < per_rank; ++j)
+      own_pieces.push_back(
+          fmt::format("[{},{})", pieces[r * per_rank + j].first, pieces[r * per_rank + j].second));
+    layout.push_back(fmt::format("rank{}:{}", r, fmt::join(own_pieces, "+")));
+  }
+  if (per_rank == 1)
+    log().info("Sharding {} bins over {} MPI ranks ({} thread(s) each): [{}]", input.nbins, size, threads,
+               fmt::join(layout, ", "));
+  else
+    log().info(
+        "Sharding {} bins over {} MPI ranks, {} local shards each ({} on rank 0; {} thread(s) per rank): "
+        "[{}]",
+        input.nbins, size, per_rank, own->shards.front()->device(), threads, fmt::join(layout, ", "));
   coordinator_tensor_bytes() = detail::tensor_bytes(input);
   if (input.logk_end >= 0) {
     // The file's logk values: dense rows of every bin, or the end of the complete sparse rowptr.
@@ -232,12 +308,20 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
   auto link = std::make_shared<RankLink>();
   link->nbinsfull = input.nbinsfull;
   link->ranks = size;
+  link->shards_per_rank = per_rank;
   std::vector<std::unique_ptr<ShardEvaluator>> shards;
-  shards.push_back(std::make_unique<CoordinatorShard>(std::move(own), input, ranges));
+  shards.push_back(std::make_unique<CoordinatorShard>(own, model, ranges));
+  for (int j = 1; j < per_rank; ++j) shards.push_back(std::make_unique<LocalShardRef>(own, j));
   for (int r = 1; r < size; ++r)
-    shards.push_back(std::make_unique<detail::RemoteShard>(link, r, ranges[r].first, ranges[r].second));
-  auto fitter = std::make_unique<RankFitter>(std::move(model), std::move(shards), link);
+    for (int j = 0; j < per_rank; ++j) {
+      const auto& [a, b] = pieces[r * per_rank + j];
+      shards.push_back(std::make_unique<detail::RemoteShard>(link, r, j, a, b));
+    }
+  auto linalg = own->dense_linalg;
+  auto fitter = std::make_unique<RankFitter>(std::move(model), std::move(shards), link, std::move(own));
   fitter->set_postfit_threads(threads);
+  // GPU shards: the minimizers' Cholesky factorisations on rank 0's first GPU, as make_fitter does.
+  if (linalg) fitter->set_dense_linalg(std::move(linalg));
   return fitter;
 }
 

@@ -19,6 +19,7 @@ struct RankLink {
   std::vector<std::vector<double>> replies;  // per rank, from the last gather
   int64_t nbinsfull = 0;                     // of the whole input: the BB centres' bins
   int ranks = 1;
+  int shards_per_rank = 1;  // a reply holds the values of every local shard of its rank, in order
 };
 
 }  // namespace rabbit::mpi::detail

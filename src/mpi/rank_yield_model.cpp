@@ -210,16 +210,15 @@ Eigen::VectorXd RankYieldModel::profiled_beta(const Eigen::VectorXd& xi) {
 double RankYieldModel::value(const Eigen::VectorXd& xi) {
   double own = 0.0;
   auto replies = exchange(
-      {Op::value, xi.size(), 0, 0, as_doubles(xi)}, [&] { own = own_.value(xi); },
+      {Op::value, xi.size(), 0, 1, as_doubles(xi)}, [&] { own = own_.value(xi); },
       [](int) { return size_t{1}; });
   double sum = own;
   for (size_t rank = 1; rank < replies.size(); ++rank) sum += values(replies[rank])[0];
   return sum;
 }
 
-// Each rank's data and BB constants over its bins. The masked channels' BB constants belong to the
-// last shard, a server that holds no masked bins: --fullNll with them is refused across ranks
-// (src/cli/mpi_run.cpp), so there are none here.
+// Each rank's data and BB constants over its bins. The masked channels' BB constants, which a single
+// process counts with its last shard, are added by rank 0's fitter (src/mpi/rank_fitter.cpp).
 double RankYieldModel::full_nll_constant() const {
   double own = 0.0;
   auto replies = exchange(

@@ -19,7 +19,8 @@ std::vector<double> concat(const Eigen::VectorXd& a, const double* b = nullptr, 
 }  // namespace
 
 std::string RemoteShard::device() const {
-  return fmt::format("rank{}:cpu", rank_);
+  if (link_->shards_per_rank == 1) return fmt::format("rank{}:cpu", rank_);
+  return fmt::format("rank{}:shard{}", rank_, local_);
 }
 
 bool RemoteShard::recording(Request request) {
@@ -37,7 +38,7 @@ bool RemoteShard::recording(Request request) {
 
 // Before anything is sent: the replies of all ranks must fit MPI's int counts (MPI_Gatherv).
 void RemoteShard::check_reply_size(int64_t values_per_rank) const {
-  const int64_t total = (values_per_rank + 1) * (link_->ranks - 1);
+  const int64_t total = (values_per_rank * link_->shards_per_rank + 1) * (link_->ranks - 1);
   if (total > INT_MAX)
     throw ResourceError(
         fmt::format("the {} ranks' replies would hold {} values, more than MPI's count limit ({}): too many "
@@ -52,6 +53,11 @@ const std::vector<double>& RemoteShard::reply(size_t expected) const {
   return r;
 }
 
+const double* RemoteShard::part(size_t per_shard) const {
+  const auto& r = reply(per_shard * static_cast<size_t>(link_->shards_per_rank));
+  return r.data() + 1 + per_shard * static_cast<size_t>(local_);
+}
+
 void RemoteShard::set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorXd& varnobs) {
   // Fitter's constructor sets the file's data before RankFitter exists; every rank already holds
   // that data from its own read of the same file.
@@ -64,7 +70,7 @@ void RemoteShard::set_observed(const Eigen::VectorXd& nobs, const Eigen::VectorX
 
 double RemoteShard::value(const Eigen::VectorXd& xi) {
   if (recording({Op::value, xi.size(), 0, 0, concat(xi)})) return 0.0;
-  return reply(1)[1];
+  return part(1)[0];
 }
 
 double RemoteShard::value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad) {
@@ -73,9 +79,9 @@ double RemoteShard::value_grad(const Eigen::VectorXd& xi, Eigen::VectorXd& grad)
     grad.setZero(n);
     return 0.0;
   }
-  const auto& r = reply(1 + static_cast<size_t>(n));
-  grad = Eigen::Map<const Eigen::VectorXd>(r.data() + 2, n);
-  return r[1];
+  const double* r = part(1 + static_cast<size_t>(n));
+  grad = Eigen::Map<const Eigen::VectorXd>(r + 1, n);
+  return r[0];
 }
 
 double RemoteShard::value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::MatrixXd& V, Eigen::VectorXd& grad,
@@ -87,10 +93,10 @@ double RemoteShard::value_grad_hvp(const Eigen::VectorXd& xi, const Eigen::Matri
     HV.setZero(n, k);
     return 0.0;
   }
-  const auto& r = reply(1 + static_cast<size_t>(n + n * k));
-  grad = Eigen::Map<const Eigen::VectorXd>(r.data() + 2, n);
-  HV = Eigen::Map<const Eigen::MatrixXd>(r.data() + 2 + n, n, k);
-  return r[1];
+  const double* r = part(1 + static_cast<size_t>(n + n * k));
+  grad = Eigen::Map<const Eigen::VectorXd>(r + 1, n);
+  HV = Eigen::Map<const Eigen::MatrixXd>(r + 1 + n, n, k);
+  return r[0];
 }
 
 double RemoteShard::value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& grad, Eigen::MatrixXd& hess,
@@ -101,22 +107,33 @@ double RemoteShard::value_grad_hess(const Eigen::VectorXd& xi, Eigen::VectorXd& 
     grad.setZero(n);
     return 0.0;  // hess: the caller's zeros stay until delivery
   }
-  const auto& r = reply(1 + static_cast<size_t>(n + n * n));
-  grad = Eigen::Map<const Eigen::VectorXd>(r.data() + 2, n);
-  hess = Eigen::Map<const Eigen::MatrixXd>(r.data() + 2 + n, n, n);
-  return r[1];
+  const double* r = part(1 + static_cast<size_t>(n + n * n));
+  grad = Eigen::Map<const Eigen::VectorXd>(r + 1, n);
+  hess = Eigen::Map<const Eigen::MatrixXd>(r + 1 + n, n, n);
+  return r[0];
 }
 
 Eigen::VectorXd RemoteShard::profiled_beta(const Eigen::VectorXd& xi) {
   if (recording({Op::profiled_beta, xi.size(), 0, 0, concat(xi)})) return {};
-  const auto& r = reply(0);
-  return Eigen::Map<const Eigen::VectorXd>(r.data() + 1, static_cast<int64_t>(r.size()) - 1);
+  // The reply: every local shard's length, then their β in shard order.
+  const size_t shards = static_cast<size_t>(link_->shards_per_rank);
+  const auto& r = reply(shards);
+  size_t offset = 1 + shards, total = 0;
+  for (size_t i = 0; i < shards; ++i) {
+    const size_t len = static_cast<size_t>(r[1 + i]);
+    if (i < static_cast<size_t>(local_)) offset += len;
+    total += len;
+  }
+  if (r.size() != 1 + shards + total)
+    throw Error(fmt::format("rank {}: a profiled β of {} values, its shards announced {}", rank_,
+                            r.size() - 1 - shards, total));
+  return Eigen::Map<const Eigen::VectorXd>(r.data() + offset, static_cast<int64_t>(r[1 + local_]));
 }
 
 void RemoteShard::set_beta_centres(const Eigen::VectorXd& beta0) {
   if (link_->phase != RankLink::Phase::idle)
     throw Error(fmt::format("the BB centres of rank {} were set inside a dispatch", rank_));
-  if (rank_ == 1) {
+  if (rank_ == 1 && local_ == 0) {
     Request r{Op::set_beta_centres, beta0.size(), link_->nbinsfull, 0, concat(beta0)};
     broadcast(r);
     link_->replies = gather({});

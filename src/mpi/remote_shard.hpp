@@ -1,7 +1,7 @@
 #pragma once
-// RemoteShard: on rank 0, the ShardEvaluator of the bins another rank holds (docs/mpi.md "The
-// coordinator"). It records requests and returns the rank's replies; it never communicates itself
-// (RankFitter does, once per dispatch for all ranks).
+// RemoteShard: on rank 0, the ShardEvaluator of the bins of one local shard of another rank (docs/mpi.md
+// "One evaluation", "Local shards of a rank"). It records requests and returns its part of the rank's
+// reply; it never communicates itself (RankFitter does, once per dispatch for all ranks).
 #include <memory>
 
 #include "rabbit/model/shard_evaluator.hpp"
@@ -11,8 +11,9 @@ namespace rabbit::mpi::detail {
 
 class RemoteShard : public ShardEvaluator {
  public:
-  RemoteShard(std::shared_ptr<RankLink> link, int rank, int64_t bin_begin, int64_t bin_end)
-      : link_(std::move(link)), rank_(rank), begin_(bin_begin), end_(bin_end) {}
+  /// `local`: the number of the shard among its rank's local shards (link->shards_per_rank of them).
+  RemoteShard(std::shared_ptr<RankLink> link, int rank, int local, int64_t bin_begin, int64_t bin_end)
+      : link_(std::move(link)), rank_(rank), local_(local), begin_(bin_begin), end_(bin_end) {}
 
   int64_t bin_begin() const override { return begin_; }
   int64_t bin_end() const override { return end_; }
@@ -26,7 +27,7 @@ class RemoteShard : public ShardEvaluator {
                          bool profile = true) override;
   Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override;
   bool accepts_beta_centres() const override { return true; }
-  /// Fitter::set_beta_centres calls the shards one by one, outside a dispatch: the proxy of rank 1
+  /// Fitter::set_beta_centres calls the shards one by one, outside a dispatch: the first proxy of rank 1
   /// (always the first proxy) sends the centres to every rank and gathers their replies; each proxy
   /// then reports its rank's.
   void set_beta_centres(const Eigen::VectorXd& beta0) override;
@@ -34,10 +35,12 @@ class RemoteShard : public ShardEvaluator {
  private:
   bool recording(Request request);  // true (request stored) while recording; false while delivering
   const std::vector<double>& reply(size_t expected) const;
+  /// This shard's `per_shard` values in its rank's reply of fixed-length parts (after the status).
+  const double* part(size_t per_shard) const;
   void check_reply_size(int64_t values_per_rank) const;
 
   std::shared_ptr<RankLink> link_;
-  int rank_;
+  int rank_, local_;
   int64_t begin_, end_;
 };
 

@@ -1,12 +1,31 @@
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <string>
 
 #include "protocol.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/mpi/ranks.hpp"
 
 namespace rabbit::mpi {
+
+namespace {
+
+// A colour for MPI_Comm_split from CUDA_VISIBLE_DEVICES (unset and empty differ: unset shows every
+// GPU, empty none): FNV-1a of the text, non-negative as MPI requires.
+int visible_devices_colour() {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  uint32_t h = 2166136261u;
+  const auto mix = [&](const char* text) {
+    for (const char* c = text; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 16777619u;
+  };
+  mix(visible ? "=" : "unset");
+  if (visible) mix(visible);
+  return static_cast<int>(h & 0x7fffffffu);
+}
+
+}  // namespace
 
 Session::Session(int* argc, char*** argv) {
   // FUNNELED: only the main thread calls MPI; the shards' OpenMP threads never do.
@@ -18,6 +37,13 @@ Session::Session(int* argc, char*** argv) {
   MPI_Comm node;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
   MPI_Comm_size(node, &ranks_on_node_);
+  // The node's ranks that see the same GPUs: slurm's --gpus-per-task gives each task its own
+  // CUDA_VISIBLE_DEVICES, mpirun leaves it to every rank alike (docs/mpi.md "GPUs per rank").
+  MPI_Comm peers;
+  MPI_Comm_split(node, visible_devices_colour(), rank_, &peers);
+  MPI_Comm_size(peers, &gpu_peers_);
+  MPI_Comm_rank(peers, &gpu_peer_);
+  MPI_Comm_free(&peers);
   MPI_Comm_free(&node);
 }
 

@@ -68,20 +68,21 @@ INSTANTIATE_TEST_SUITE_P(
                       LimitCase{"limits_pseudodata", 2}, LimitCase{"limits_toys", 3}),
     [](const auto& info) { return info.param.name + "_" + std::to_string(info.param.ranks); });
 
-TEST(MpiLimitRefusals, WhatCannotSpanRanksIsRefusedInOneLine) {
+TEST(MpiLimitRefusals, LocalShardsWorkAndWhatCannotSpanRanksIsRefusedInOneLine) {
   SKIP_WITHOUT_MPI();
 #if RABBIT_MPI_BUILT
   const auto dir = rabbit::test::scratch_dir("mpi_limit_refused");
   const std::string common = program("rabbit_limit") + " " +
                              shell_quote((reference_dir() / "tensors" / "dense.hdf5").string()) +
                              " --asymptoticLimits sig -o " + shell_quote(dir.string());
-  const CommandResult devices = rabbit::test::run_command(mpiexec(2) + common + " --nDevices 2");
-  EXPECT_EQ(devices.exit_code, 2) << devices.output;
-  EXPECT_EQ(
-      count_lines_with(devices.output, "rabbit_limit: error: --nDevices/--devices under mpirun with 2 ranks"),
-      1)
-      << devices.output;
-  EXPECT_EQ(count_lines_with(devices.output, "error"), 1) << devices.output;
+  // Local shards per rank (docs/mpi.md "Local shards of a rank"): 2 ranks of 2 shards are the
+  // single process's --nDevices 4.
+  const CommandResult devices =
+      rabbit::test::run_command(mpiexec(2) + common + " --nDevices 2 --outname ranks.hdf5");
+  ASSERT_EQ(devices.exit_code, 0) << devices.output;
+  const CommandResult four = rabbit::test::run_command(common + " --nDevices 4 --outname shards.hdf5");
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  expect_identical(dir / "shards.hdf5", dir / "ranks.hdf5");
   // A bad option is refused by rank 0 alone, which releases the other ranks with its exit code.
   const CommandResult option = rabbit::test::run_command(mpiexec(2) + common + " --saveHists");
   EXPECT_EQ(option.exit_code, 2) << option.output;

@@ -43,6 +43,10 @@ struct ShardingRequest {
 /// remedy. Also validates --nDevices / --devices. No-op for n_devices == 1 beyond validation.
 void check_sharding_supported(const ShardingRequest& request);
 
+/// In a build without CUDA: the ResourceError of `--backend cuda` or (backend not cpu) `--devices`,
+/// one line, the same for make_fitter and the MPI ranks (docs/mpi.md "GPUs per rank"). No-op otherwise.
+void refuse_cuda_without_build(Backend backend, const std::vector<int>& devices);
+
 /// Contiguous observed-bin ranges [a, b) for n shards, balanced by the bytes each bin holds
 /// (dense: uniform, so edges = floor(s·nbins/n) as upstream's linspace) or by the stored entries
 /// (sparse: norm and logk nonzeros of the bin). Masked bins are never part of a shard. Shards may

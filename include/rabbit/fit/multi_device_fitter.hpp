@@ -4,15 +4,16 @@
 // Fitter sums the shards' ξ-space partials in shard order, adds the global terms once and applies the chain
 // rule once, so a sharded fit differs from a single-device one only in orchestration.
 //
-// Threads: a small persistent pool; shard 0 runs on the calling thread, shard i > 0 always on
-// worker i (so a CUDA shard's device and a CPU shard's first-touched memory stay with one
-// thread). Exceptions thrown by a shard are rethrown on the caller, the lowest shard first.
+// Threads: a ShardPool (shard_pool.hpp); shard 0 runs on the calling thread, shard i > 0 always on
+// worker i. Exceptions thrown by a shard are rethrown on the caller, the lowest shard first.
 #include <memory>
 #include <vector>
 
 #include "rabbit/fit/fitter.hpp"
 
 namespace rabbit {
+
+class ShardPool;
 
 class MultiDeviceFitter : public Fitter {
  public:
@@ -23,7 +24,6 @@ class MultiDeviceFitter : public Fitter {
   void for_each_shard(const std::function<void(size_t)>& fn) override;
 
  private:
-  class ShardPool;
   std::unique_ptr<ShardPool> pool_;
 };
 
