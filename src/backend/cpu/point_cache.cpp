@@ -63,7 +63,9 @@ inline void ShardEvaluation::run_cached(const Request& req, std::vector<Accum>& 
     const int64_t maxe = L.max_entries(s.begin_, s.end_);
     auto self = std::make_shared<const ShardEvaluation>(*this);
     auto job = std::make_shared<BackedUpChunks<ChunkResult>>(chunks.count());
-    Request inputs = req;  // flags only: a worker writes no output of the caller
+    Request inputs = req;  // flags only: a worker reads no input and writes no output of the caller
+    inputs.xi = nullptr;
+    inputs.V = nullptr;
     inputs.grad_out = nullptr;
     inputs.hv_out = inputs.hess_out = nullptr;
     inputs.beta_out = nullptr;
