@@ -136,7 +136,8 @@ TEST(WorkerPool, ShareDetachedReturnsWithoutAWorkerStillInside) {
   for (int r = 0; r < 10; ++r) {
     auto inside = std::make_shared<std::atomic<bool>>(false);
     auto released = std::make_shared<std::atomic<bool>>(false);
-    auto outcome = std::make_shared<std::atomic<int>>(0);  // 1: the worker was released after the caller returned
+    auto outcome =
+        std::make_shared<std::atomic<int>>(0);  // 1: the worker was released after the caller returned
     std::weak_ptr<const std::function<void(int)>> watch;
     {
       auto fn = std::make_shared<const std::function<void(int)>>([=](int t) {

@@ -64,7 +64,8 @@ class ChunkQueue {
 template <class Result>
 class BackedUpChunks {
  public:
-  explicit BackedUpChunks(int64_t count) : queue_(count), count_(count), slots_(new std::atomic<Result*>[count]) {
+  explicit BackedUpChunks(int64_t count)
+      : queue_(count), count_(count), slots_(new std::atomic<Result*>[count]) {
     for (int64_t c = 0; c < count; ++c) slots_[c].store(nullptr, std::memory_order_relaxed);
   }
   ~BackedUpChunks() {
