@@ -18,7 +18,8 @@ constexpr auto kSpin = std::chrono::microseconds(30);
 
 // the fields of WorkerPool::job_ and WorkerPool::gate_ below the run number
 constexpr uint64_t kShared = uint64_t{1} << 31;
-constexpr uint64_t kThreadsMask = kShared - 1;
+constexpr uint64_t kDetached = uint64_t{1} << 30;
+constexpr uint64_t kThreadsMask = kDetached - 1;
 constexpr uint64_t kOpen = uint64_t{1} << 31;
 constexpr uint64_t kInside = kOpen - 1;
 
@@ -43,6 +44,8 @@ void wait_while_equal(const std::atomic<T>& value, T old) {
 
 }  // namespace
 
+std::atomic<void (*)()> WorkerPool::item_taken_hook{nullptr};
+
 WorkerPool::WorkerPool(int threads) : threads_(std::max(1, threads)), errors_(threads_) {}
 
 WorkerPool::~WorkerPool() {
@@ -66,6 +69,10 @@ void WorkerPool::work(int index) {
     // stays this run's until it has reported back; one of a share() run enters only through the
     // gate while the caller is still in fn(0), and the caller then waits for it in the same way.
     if (index >= static_cast<int>(seen & kThreadsMask)) continue;
+    if ((seen & kDetached) != 0) {
+      work_detached(index, seen >> 32);
+      continue;
+    }
     const bool shared = (seen & kShared) != 0;
     if (shared) {
       const uint64_t run = seen >> 32;
@@ -88,6 +95,57 @@ void WorkerPool::work(int index) {
       remaining_.notify_one();
     }
   }
+}
+
+// A worker's part of a share_detached() run: it takes its own reference to the run's function, so
+// that the function's state outlives the caller's return for as long as this worker is inside.
+void WorkerPool::work_detached(int index, uint64_t run) {
+  std::shared_ptr<const std::function<void(int)>> fn;
+  {
+    std::lock_guard<std::mutex> lock(detached_mutex_);
+    if (detached_run_ != run || !detached_task_) return;  // the caller has returned: nothing left
+    fn = detached_task_;
+    detached_inside_.fetch_add(1, std::memory_order_relaxed);  // under the mutex: drain() sees it
+  }
+  try {
+    (*fn)(index);
+  } catch (...) {
+    // dropped: the caller does this work again and meets the same exception
+  }
+  fn.reset();
+  if (detached_inside_.fetch_sub(1, std::memory_order_acq_rel) == 1) detached_inside_.notify_all();
+}
+
+void WorkerPool::share_detached(int threads, std::shared_ptr<const std::function<void(int)>> fn) {
+  const int T = std::clamp(threads, 1, threads_);
+  std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
+  if (T == 1 || !lock.owns_lock()) {
+    for (int t = 0; t < T; ++t) (*fn)(t);
+    return;
+  }
+  if (workers_.empty()) start_workers();
+  const uint64_t run = ((job_.load(std::memory_order_relaxed) >> 32) + 1) & 0xffffffffu;
+  {
+    std::lock_guard<std::mutex> task_lock(detached_mutex_);
+    detached_task_ = fn;
+    detached_run_ = run;
+  }
+  job_.store((run << 32) | kDetached | static_cast<uint64_t>(T), std::memory_order_release);
+  job_.notify_all();
+  // close the run when fn(0) returns or throws: a worker that has not taken fn by then skips it
+  struct Close {
+    WorkerPool& pool;
+    ~Close() {
+      std::lock_guard<std::mutex> task_lock(pool.detached_mutex_);
+      pool.detached_task_.reset();
+    }
+  } close{*this};
+  (*fn)(0);
+}
+
+void WorkerPool::drain() {
+  for (int32_t inside; (inside = detached_inside_.load(std::memory_order_acquire)) != 0;)
+    wait_while_equal(detached_inside_, inside);
 }
 
 void WorkerPool::run(int threads, const std::function<void(int)>& fn) {

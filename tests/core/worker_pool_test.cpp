@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -125,4 +127,69 @@ TEST(WorkerPool, ShareRethrowsAWorkersException) {
   std::atomic<int> n{0};
   pool.run(2, [&](int) { ++n; });
   EXPECT_EQ(n.load(), 2);
+}
+
+// share_detached(): the caller returns when fn(0) returns, while a worker is still inside fn; the
+// worker's own reference keeps fn (and what it owns) alive until it leaves; drain() waits for it.
+TEST(WorkerPool, ShareDetachedReturnsWithoutAWorkerStillInside) {
+  WorkerPool pool(2);
+  for (int r = 0; r < 10; ++r) {
+    auto inside = std::make_shared<std::atomic<bool>>(false);
+    auto released = std::make_shared<std::atomic<bool>>(false);
+    auto outcome =
+        std::make_shared<std::atomic<int>>(0);  // 1: the worker was released after the caller returned
+    std::weak_ptr<const std::function<void(int)>> watch;
+    {
+      auto fn = std::make_shared<const std::function<void(int)>>([=](int t) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        if (t == 0) {
+          while (!inside->load() && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        } else {
+          inside->store(true);
+          while (!released->load() && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+          outcome->store(released->load() ? 1 : 2);
+        }
+      });
+      watch = fn;
+      pool.share_detached(2, fn);
+    }
+    ASSERT_TRUE(inside->load()) << "run " << r;
+    EXPECT_EQ(outcome->load(), 0) << "run " << r;  // the worker is still inside
+    EXPECT_FALSE(watch.expired()) << "run " << r;  // and holds fn
+    released->store(true);
+    pool.drain();
+    EXPECT_EQ(outcome->load(), 1) << "run " << r;
+    EXPECT_TRUE(watch.expired()) << "run " << r;
+  }
+  // the pool still runs and joins as before
+  std::atomic<int> n{0};
+  pool.run(2, [&](int) { ++n; });
+  EXPECT_EQ(n.load(), 2);
+}
+
+// Each index runs at most once per run, index 0 on the caller; fn(0)'s exception reaches the caller.
+TEST(WorkerPool, ShareDetachedRunsEachIndexAtMostOnceAndRethrowsTheCallers) {
+  WorkerPool pool(3);
+  const auto me = std::this_thread::get_id();
+  for (int r = 0; r < 500; ++r) {
+    auto calls = std::make_shared<std::vector<std::atomic<int>>>(3);
+    auto caller_ok = std::make_shared<std::atomic<bool>>(false);
+    pool.share_detached(3, std::make_shared<const std::function<void(int)>>([=](int t) {
+                          ++(*calls)[t];
+                          if (t == 0) caller_ok->store(std::this_thread::get_id() == me);
+                        }));
+    pool.drain();
+    EXPECT_TRUE(caller_ok->load()) << "run " << r;
+    EXPECT_EQ((*calls)[0].load(), 1) << "run " << r;
+    for (int t = 1; t < 3; ++t) EXPECT_LE((*calls)[t].load(), 1) << "run " << r << " index " << t;
+  }
+  EXPECT_THROW(pool.share_detached(2, std::make_shared<const std::function<void(int)>>([](int t) {
+                                     if (t == 0) throw std::runtime_error("caller");
+                                   })),
+               std::runtime_error);
+  std::atomic<int> n{0};
+  pool.run(3, [&](int) { ++n; });
+  EXPECT_EQ(n.load(), 3);
 }

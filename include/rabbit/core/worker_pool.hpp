@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -37,7 +38,27 @@ class WorkerPool {
   /// concurrent calls behave as for run().
   void share(int threads, const std::function<void(int)>& fn);
 
+  /// Work sharing without the join, for loops that finish on the caller whoever else runs
+  /// (bin_chunks.hpp BackedUpChunks: the caller recomputes the chunks other threads still hold):
+  /// (*fn)(0) on the caller, (*fn)(t), 1 ≤ t < T, on each worker that starts before (*fn)(0) has
+  /// returned, and returns when (*fn)(0) returns, not waiting for the workers. A worker still inside
+  /// (*fn)(t) after that holds its own reference to fn, so everything a worker's call touches must be
+  /// owned by fn (shared_ptr) or left unchanged until drain(). A worker's exception is dropped (the
+  /// caller's recomputation of the same work raises it again). Nested or concurrent calls run
+  /// (*fn)(0) … (*fn)(T−1) one after the other on the caller (docs/architecture.md "Threads").
+  void share_detached(int threads, std::shared_ptr<const std::function<void(int)>> fn);
+
+  /// Returns when no worker is inside a share_detached() function any more: call it before changing
+  /// or freeing anything such a function reads that it does not own.
+  void drain();
+
+  /// Test hook (tests/backend/cpu/cpu_shard_backup_test.cpp): when set, work-sharing loops call it
+  /// each time a thread has taken an item and before it works on it, so that a test can make a
+  /// thread late while it holds an item. Null in production.
+  static std::atomic<void (*)()> item_taken_hook;
+
  private:
+  void work_detached(int index, uint64_t run);
   void start_workers();
   void work(int index);
   void dispatch(int T, bool shared, const std::function<void(int)>& fn);
@@ -55,6 +76,12 @@ class WorkerPool {
   // joins by incrementing it while it is open and carries its own run number
   std::atomic<uint64_t> gate_{0};
   std::atomic<bool> stop_{false};
+  // share_detached(): the function of the current run, whose workers copy it under detached_mutex_
+  // while its run number is detached_run_; detached_inside_ counts workers inside such a function
+  std::mutex detached_mutex_;
+  std::shared_ptr<const std::function<void(int)>> detached_task_;
+  uint64_t detached_run_ = 0;
+  std::atomic<int32_t> detached_inside_{0};
 };
 
 }  // namespace rabbit

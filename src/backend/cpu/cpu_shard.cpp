@@ -71,7 +71,12 @@ CpuShardEvaluator::CpuShardEvaluator(std::shared_ptr<const Model> model, int64_t
   set_observed(s.in.data_obs, s.in.data_var.value_or(VectorXd()));
 }
 
-CpuShardEvaluator::~CpuShardEvaluator() = default;
+// A worker may still be inside an evaluation that has returned (WorkerPool::share_detached, backup
+// execution in shard_evaluation.cpp): it reads the shard's tensor and observations until it leaves,
+// so those are freed or changed only after drain().
+CpuShardEvaluator::~CpuShardEvaluator() {
+  if (state_ && state_->pool) state_->pool->drain();
+}
 
 int64_t CpuShardEvaluator::bin_begin() const {
   return state_->begin_;
@@ -113,10 +118,12 @@ VectorXd CpuShardEvaluator::default_beta_centres() const {
 }
 
 void CpuShardEvaluator::set_beta_centres(const VectorXd& beta0) {
+  state_->pool->drain();
   cpu_detail::set_beta_centres(*state_, beta0);
 }
 
 void CpuShardEvaluator::set_stored_beta(const VectorXd& beta) {
+  state_->pool->drain();
   if (beta.size() != bb_entries())
     throw Error(fmt::format("set_stored_beta: {} values for {} BB entries", beta.size(), bb_entries()));
   state_->beta_stored_ = beta;
@@ -124,6 +131,7 @@ void CpuShardEvaluator::set_stored_beta(const VectorXd& beta) {
 
 void CpuShardEvaluator::set_observed(const VectorXd& nobs, const VectorXd& varnobs) {
   ShardState& s = *state_;
+  s.pool->drain();
   if (nobs.size() != s.nbins_)
     throw Error(fmt::format("set_observed: {} observed values for {} bins", nobs.size(), s.nbins_));
   s.nobs_ = nobs;

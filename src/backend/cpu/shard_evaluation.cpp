@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 
 #include "rabbit/model/regularizer.hpp"
 
@@ -69,6 +71,74 @@ inline void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, boo
   }
 }
 
+// Value, gradient and HVP of the uncoupled bins, chunk by chunk with backup execution (bin_chunks.hpp
+// BackedUpChunks, docs/architecture.md "Threads"). A worker's call holds its own copies of the point
+// (this evaluation's PointState) and of the request's flags and writes only into ChunkResults of its
+// own, so a worker that resumes after the caller has returned touches nothing the caller or the next
+// evaluation uses; what it still reads of the shard (tensor, observations, BB centres) is changed only
+// after WorkerPool::drain() (cpu_shard.cpp).
+inline void ShardEvaluation::run_uncoupled(Request& req, std::vector<Accum>& accs, const BinChunks& chunks,
+                                           int T, int nc, bool derivs, bool store) {
+  const int64_t k = pt.k;
+  const int64_t maxe = L.max_entries(s.begin_, s.end_);
+  const int64_t bw = s.beta_width();
+  const bool want_beta = req.beta_out != nullptr;
+  auto self = std::make_shared<const ShardEvaluation>(*this);
+  auto job = std::make_shared<BackedUpChunks<ChunkResult>>(chunks.count());
+  Request inputs = req;  // flags only: a worker reads no input and writes no output of the caller
+  inputs.xi = nullptr;
+  inputs.V = nullptr;
+  inputs.grad_out = nullptr;
+  inputs.hv_out = inputs.hess_out = nullptr;
+  inputs.beta_out = nullptr;
+  auto fn = std::make_shared<const std::function<void(int)>>(
+      [self, job, inputs, chunks, maxe, nc, k, bw, derivs, store, want_beta](int t) {
+        const ShardEvaluation& ev = *self;
+        const EntryLayout& L = ev.L;
+        BinScratch sc;
+        sc.resize(maxe, 1, nc, k);
+        auto compute = [&](int64_t c, ChunkResult& r) {
+          const int64_t b0 = chunks.first(c), b1 = chunks.last(c);
+          ev.init_accum(r.acc, inputs, k);
+          if (store) {
+            const int64_t ne = L.bin_ptr[b1] - L.bin_ptr[b0];
+            for (auto* v : {&r.rows.N, &r.rows.a, &r.rows.c, &r.rows.phi, &r.rows.d}) v->resize(ne);
+            r.rows.U.resize(ne * nc);
+            r.rows.M.resize((b1 - b0) * nc * nc);
+          }
+          if (want_beta) r.beta.assign((b1 - b0) * bw, 0.0);
+          Accum& acc = r.acc;
+          for (int64_t b = b0; b < b1; ++b) {
+            if (job->done(c)) return false;
+            ev.yields(b, sc, 0);
+            double* bo = want_beta ? r.beta.data() + (b - b0) * bw : nullptr;
+            acc.f += ev.prof.profile_bin(b, sc, 0, 0, derivs, inputs.beta, bo);
+            if (store) ev.store_bin(b, b0, sc, r.rows);
+            if (derivs) ev.accumulate(b, sc, 0, 0, inputs, acc, nullptr);
+          }
+          return true;
+        };
+        job->take(compute);
+        if (t == 0) job->back_up(compute);
+      });
+  s.pool->share_detached(T, fn);
+  // every chunk has a result now, and no worker writes into a published one
+  std::shared_ptr<CacheRows> rows;
+  if (store) {
+    rows = std::make_shared<CacheRows>();
+    rows->chunks = chunks;
+    rows->chunk.resize(job->count());
+  }
+  for (int64_t c = 0; c < job->count(); ++c) {
+    ChunkResult& r = job->result(c);
+    accs[c] = std::move(r.acc);
+    if (store) rows->chunk[c] = std::move(r.rows);
+    if (want_beta)
+      std::copy(r.beta.begin(), r.beta.end(), req.beta_out->data() + (chunks.first(c) - s.begin_) * bw);
+  }
+  if (store) s.cache.rows = std::move(rows);
+}
+
 // The full evaluation. Returns the value; fills the outputs of req.
 inline double ShardEvaluation::run(Request& req) {
   const VectorXd& xi = *req.xi;
@@ -113,9 +183,7 @@ inline double ShardEvaluation::run(Request& req) {
     } else {
       cache.valid = false;
       cache.ncol = nc;
-      for (auto* v : {&cache.N, &cache.a, &cache.c, &cache.phi, &cache.d}) v->resize(E);
-      cache.U.resize(E * nc);
-      cache.M.resize(nb * nc * nc);
+      cache.rows.reset();  // filled per chunk by run_uncoupled
     }
   }
   const bool store = fill && s.cache_allowed;
@@ -128,7 +196,6 @@ inline double ShardEvaluation::run(Request& req) {
       yields(b, sc, 0);
       double* bo = req.beta_out ? req.beta_out->data() + (b - s.begin_) * bw : nullptr;
       acc.f += prof.profile_bin(b, sc, 0, 0, derivs, req.beta, bo);
-      if (store) cache_bin(b, sc, true);
       if (derivs) accumulate(b, sc, 0, 0, req, acc, nullptr);
     };
     if (req.hess) {
@@ -143,15 +210,7 @@ inline double ShardEvaluation::run(Request& req) {
         flush_J(acc);
       });
     } else {
-      ChunkQueue queue(chunks.count());
-      s.pool->share(T, [&](int) {
-        BinScratch sc;
-        sc.resize(maxe, 1, nc, k);
-        for (int64_t c; (c = queue.take()) >= 0;) {
-          init_accum(accs[c], req, k);
-          for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) one_bin(b, sc, accs[c]);
-        }
-      });
+      run_uncoupled(req, accs, chunks, T, nc, derivs, store);
     }
   } else {
     run_coupled(req, accs, chunks, T, derivs);

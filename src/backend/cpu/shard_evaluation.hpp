@@ -66,6 +66,14 @@ struct Accum {
 /// 256 columns (was 64): every flush rereads and rewrites the n × n triangle, and Eigen's GEMM/SYRK
 /// pack panels of about this depth; docs/benchmarks.md "Dense Hessian and dense linear algebra".
 constexpr int64_t kHessBlock = 256;
+
+/// What one thread computes for one chunk of bins (bin_chunks.hpp BackedUpChunks): the chunk's sums,
+/// its point-cache rows when the evaluation fills the cache, its profiled β when asked for.
+struct ChunkResult {
+  Accum acc;
+  ChunkRows rows;
+  std::vector<double> beta;  // Request::beta_out of the chunk's bins
+};
 void flush_E(Accum& acc);
 void flush_J(Accum& acc);
 
@@ -118,8 +126,15 @@ class ShardEvaluation {
   double finish(Request& req, std::vector<Accum>& accs);
   double finish_bin_dependent(Request& req, const Accum& tot, const Eigen::VectorXd& yd);
 
+  // ---- the uncoupled chunk loop with backup execution (shard_evaluation.cpp) ----
+  void run_uncoupled(Request& req, std::vector<Accum>& accs, const BinChunks& chunks, int T, int nc,
+                     bool derivs, bool store);
+
   // ---- point cache (point_cache.cpp) ----
-  void cache_bin(int64_t b, BinScratch& sc, bool to_cache) const;
+  /// Copies bin b's phase-A and profile quantities from slot 0 of sc into the rows of its chunk,
+  /// whose first bin is b0 (store_bin), or from the cache's rows into slot 0 of sc (load_bin).
+  void store_bin(int64_t b, int64_t b0, const BinScratch& sc, ChunkRows& rows) const;
+  void load_bin(int64_t b, const CacheRows& rows, BinScratch& sc) const;
   void run_cached(const Request& req, std::vector<Accum>& accs, const BinChunks& chunks, int T, int nc);
 
   // ---- observable regulariser (observable_regularizer.cpp) ----
