@@ -13,6 +13,7 @@
 
 #include "cuda_check.hpp"
 #include "kernels.hpp"
+#include "reduce_kernels.hpp"
 #include "rabbit/core/error.hpp"
 #include "shard_pipeline.hpp"
 
@@ -46,6 +47,7 @@ class CudaOps {
   CudaOps& operator=(const CudaOps&) = delete;
   ~CudaOps() {
     cudaSetDevice(ordinal_);
+    if (sum_scratch_) cudaFree(sum_scratch_);
     if (blas_) cublasDestroy(blas_);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -159,13 +161,23 @@ class CudaOps {
     ck::hvp_weights(e, ln, z, phi, q, N, rho, dl, dr, omega, t, nbp, nproc, k, stream_);
     launched("hvp_weights");
   }
+  // The stage-1 partials live in a scratch buffer that only grows (the first gradient and the first
+  // HVP batch size it; cudaMalloc waits for the device, so it is not done per call).
   void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k, double* out) {
-    ck::sum_over_bins(in, nbins, nproc, ld, k, out, stream_);
+    const int64_t need = ck::sum_over_bins_scratch(nbins, nproc, k);
+    if (need > sum_scratch_size_) {
+      if (sum_scratch_) cudaFree(sum_scratch_);
+      sum_scratch_ = nullptr;
+      sum_scratch_size_ = 0;
+      sum_scratch_ = static_cast<double*>(alloc(need * sizeof(double), "allocating the reduction partials"));
+      sum_scratch_size_ = need;
+    }
+    ck::sum_over_bins(in, nbins, nproc, ld, k, out, sum_scratch_, stream_);
     launched("sum_over_bins");
   }
-  void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                    const double* vals, const double* x, double* y, int k) {
-    ck::csr_multiply(rows, width, rowptr, cols, vals, x, y, k, stream_);
+  void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr, const int32_t* cols,
+                    const double* vals, const double* x, double* y, double* partial, int k) {
+    ck::csr_multiply(plan, width, rowptr, cols, vals, x, y, partial, k, stream_);
     launched("csr_multiply");
   }
   void fill(double* x, int64_t n, double value) {
@@ -178,6 +190,8 @@ class CudaOps {
   bool sync_each_ = sync_after_each_kernel();
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  double* sum_scratch_ = nullptr;
+  int64_t sum_scratch_size_ = 0;
 };
 
 }  // namespace

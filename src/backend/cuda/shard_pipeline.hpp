@@ -15,8 +15,9 @@
 // ordered on the shard's stream) and synchronize(what) for the per-call copies; zero(ptr, bytes); check(what)
 // after kernels; free_memory(&total); batch_budget() (bytes the HVP batch may take, read once at the first
 // HVP); name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers entry_yields, profile_bins,
-// gradient_weights, delta_yields, apply_psi, hvp_weights, sum_over_bins, csr_multiply, fill with the
-// signatures of kernels.hpp minus the stream.
+// gradient_weights, delta_yields, apply_psi, hvp_weights, fill with the signatures of kernels.hpp minus
+// the stream, and sum_over_bins, csr_multiply with those of reduce_kernels.hpp minus the stream (and the
+// scratch of sum_over_bins, which the policy owns).
 #include <fmt/format.h>
 
 #include <Eigen/Core>
@@ -26,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "csr_segment_buffers.hpp"
+#include "rabbit/backend/cuda/fixed_order_sum.hpp"
 #include "pipeline_buffers.hpp"
 #include "rabbit/backend/cuda/bin_math.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
@@ -131,6 +134,14 @@ class ShardPipeline : public ShardEvaluator {
       colptr_.upload(h.colptr, "copying logk");
       rows_.upload(h.rows, "copying logk");
       tvals_.upload(h.tvals, "copying logk");
+      // The load-balanced products' segment plans, made once (docs/sharding-and-gpu.md "Sparse
+      // products"); their piece partials take max_slots_ doubles per column.
+      const int64_t target = segment_target(static_cast<int64_t>(h.vals.size()));
+      const CsrSegmentPlan by_row = plan_csr_segments(h.rowptr, target), by_col = plan_csr_segments(h.colptr, target);
+      csr_segments_.upload(by_row, "copying the sparse segment plan");
+      csc_segments_.upload(by_col, "copying the sparse segment plan");
+      max_slots_ = std::max(by_row.nslots, by_col.nslots);
+      partial_.allocate(max_slots_, "allocating the sparse partials");
     } else {
       logk_.upload(h.dense_logk, "copying logk");
     }
@@ -297,7 +308,8 @@ class ShardPipeline : public ShardEvaluator {
   // (docs/sharding-and-gpu.md "HVP batch width").
   int64_t batch_width() {
     if (batch_ > 0) return batch_;
-    const uint64_t budget = ops_->batch_budget(), per_column = std::max<uint64_t>(1, batch_column_bytes());
+    const uint64_t budget = ops_->batch_budget(),
+                   per_column = std::max<uint64_t>(1, batch_column_bytes() + max_slots_ * sizeof(double));
     const int64_t width = batch_columns(budget, per_column, npar_);
     if (width < 1)
       throw ResourceError(fmt::format(
@@ -311,6 +323,7 @@ class ShardPipeline : public ShardEvaluator {
     for (Buf<double>* b : {&dN_, &z_, &t_}) b->allocate(nbp * k, "allocating the HVP batch");
     O_.allocate(width_ * k, "allocating the HVP batch");
     tproc_.allocate(nproc_ * k, "allocating the HVP batch");
+    partial_.allocate(max_slots_ * k, "allocating the HVP batch");
     // Pinned staging: [m | rates | directions | dr] out, [f | y | wproc | O | tproc] back.
     stage_.reserve((width_ + nproc_) * (1 + k), "allocating pinned host buffers");
     result_.reserve(1 + (width_ + nproc_) * (1 + k), "allocating pinned host buffers");
@@ -406,9 +419,11 @@ class ShardPipeline : public ShardEvaluator {
     }
     if (sparse_) {
       if (transpose)
-        ops_->csr_multiply(width_, nentries_, colptr_.get(), rows_.get(), tvals_.get(), X, Y, k);
+        ops_->csr_multiply(csc_segments_.view(), nentries_, colptr_.get(), rows_.get(), tvals_.get(), X, Y,
+                           partial_.get(), k);
       else
-        ops_->csr_multiply(nentries_, width_, rowptr_.get(), cols_.get(), vals_.get(), X, Y, k);
+        ops_->csr_multiply(csr_segments_.view(), width_, rowptr_.get(), cols_.get(), vals_.get(), X, Y,
+                           partial_.get(), k);
     } else {
       ops_->k2_dense(transpose, logk_.get(), nentries_, width_, X, Y, k);
     }
@@ -565,6 +580,9 @@ class ShardPipeline : public ShardEvaluator {
   Buf<int32_t> bin_{o()}, proc_{o()}, cols_{o()}, rows_{o()};
   Buf<int64_t> rowptr_{o()}, colptr_{o()};
   Buf<double> norm_{o()}, logk_{o()}, vals_{o()}, tvals_{o()};
+  DeviceCsrSegments<Ops> csr_segments_{o()}, csc_segments_{o()};
+  Buf<double> partial_{o()};  // the sparse products' piece sums (max_slots_ per column)
+  int64_t max_slots_ = 0;
   Buf<double> kstat_{o()}, beta0_{o()}, sigma2_{o()};
   Buf<unsigned char> masked_{o()}, zero_var_{o()};
   Buf<double> nobs_{o()}, varnobs_{o()}, lognobs_{o()}, rho_d_{o()}, rates_d_{o()}, m_vec_{o()};

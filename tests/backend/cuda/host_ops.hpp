@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "../../../src/backend/cuda/shard_pipeline.hpp"
+#include "rabbit/backend/cuda/fixed_order_sum.hpp"
 
 namespace rabbit::testing {
 
@@ -94,17 +95,15 @@ struct HostOps {
     for (int64_t i = 0; i < e.nentries * k; ++i)
       pipeline::hvp_weights(i, e, ln, z, phi, q, N, rho, dl, dr, omega, t, nbp, nproc);
   }
+  // The device's fixed order (fixed_order_sum.hpp), so that host and GPU sums agree bitwise.
   void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k, double* out) {
-    for (int j = 0; j < k; ++j)
-      for (int p = 0; p < nproc; ++p) {
-        double acc = 0;
-        for (int64_t b = 0; b < nbins; ++b) acc += in[b * nproc + p + ld * j];
-        out[p + nproc * j] = acc;
-      }
+    pipeline::fixed_order_sum_over_bins(in, nbins, nproc, ld, k, out);
   }
-  void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                    const double* vals, const double* x, double* y, int k) {
-    for (int64_t t = 0; t < rows * k; ++t) pipeline::csr_row(t, rows, width, rowptr, cols, vals, x, y);
+  // The two passes of sparse_kernels.cu over the segment plan (csr_segments.hpp).
+  void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr, const int32_t* cols,
+                    const double* vals, const double* x, double* y, double* partial, int k) {
+    for (int64_t t = 0; t < plan.nseg * k; ++t) pipeline::csr_segment(t, plan, width, rowptr, cols, vals, x, y, partial);
+    for (int64_t t = 0; t < plan.nlong * k; ++t) pipeline::csr_combine(t, plan, partial, y);
   }
   void fill(double* x, int64_t n, double value) { std::fill(x, x + n, value); }
 
