@@ -17,7 +17,8 @@
 // HVP); name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers entry_yields, profile_bins,
 // gradient_weights, delta_yields, apply_psi, hvp_weights, fill with the signatures of kernels.hpp minus
 // the stream, and sum_over_bins, csr_multiply with those of reduce_kernels.hpp minus the stream (and the
-// scratch of sum_over_bins, which the policy owns).
+// scratch of sum_over_bins, which the policy owns); for the dense Hessian process_indicator, theta_tile,
+// mix_tile (hessian_kernels.hpp minus the stream) and syrkx_lower(n, k, A, B, C, accumulate).
 #include <fmt/format.h>
 
 #include <Eigen/Core>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "csr_segment_buffers.hpp"
+#include "rabbit/backend/cuda/hessian_elements.hpp"
 #include "rabbit/backend/cuda/fixed_order_sum.hpp"
 #include "pipeline_buffers.hpp"
 #include "rabbit/backend/cuda/bin_math.hpp"
@@ -269,6 +271,7 @@ class ShardPipeline : public ShardEvaluator {
     forward(xi, profile);
     enqueue_value();
     enqueue_gradient();
+    if (syrk_tile_rows(width) > 0) return hessian_by_syrk(width, grad, hess);
     hess.resize(npar_, npar_);
     for (int64_t c = 0; c == 0 || c < npar_; c += width) {
       const int64_t k = std::min<int64_t>(width, npar_ - c);
@@ -296,6 +299,72 @@ class ShardPipeline : public ShardEvaluator {
 
  private:
   bool full() const { return cfg_.mode == BBMode::full; }
+
+  // Entries per SYRK tile of the dense Hessian (docs/sharding-and-gpu.md "The dense Hessian as a
+  // SYRK"), whole bins; 0 where the HVP-batch path is kept: sparse tensors, no systematics, an empty
+  // shard, or a batch too narrow for the P process columns, for the π columns plus one (the staging
+  // of h'), or for one bin's tile. The tiles G and 𝒲G live in the batch buffers δN and z (B·P × width
+  // doubles each), free once 𝒲 is formed.
+  int64_t syrk_tile_rows(int64_t width) const {
+    if (sparse_ || nsyst_ == 0 || nbins_ == 0 || width < nproc_ || width <= nparams_) return 0;
+    const int64_t fit = static_cast<int64_t>(static_cast<uint64_t>(nbins_) * nproc_ * width / nsyst_);
+    const int64_t rows = std::min<int64_t>(nentries_, fit / nproc_ * nproc_);
+    return rows >= nproc_ ? rows : 0;
+  }
+
+  // The dense Hessian with its θθ block as a SYRK (docs/sharding-and-gpu.md "The dense Hessian as a
+  // SYRK"), after forward() and enqueue_gradient(), with one synchronisation: the π columns by one
+  // HVP batch of unit directions (its results stay in the staging), 𝒲 by the HVP element bodies on
+  // the process indicators, then Σ_tiles G (𝒲G)ᵀ into the lower triangle (SYRKX), mirrored on the host.
+  double hessian_by_syrk(int64_t width, Eigen::VectorXd& grad, Eigen::MatrixXd& hess) {
+    const int64_t S = nsyst_, E = nentries_, R = syrk_tile_rows(width);
+    hess = Eigen::MatrixXd::Zero(npar_, npar_);
+    const Eigen::MatrixXd pi_unit = Eigen::MatrixXd::Identity(npar_, nparams_);
+    if (nparams_ > 0) enqueue_hvp(pi_unit);
+    ops_->process_indicator(entries(), nproc_, dlambda_.get());
+    dr_d_.zero(static_cast<size_t>(nproc_) * nproc_);
+    const int64_t nbp = nbins_ * nproc_;
+    ops_->delta_yields(entries(), log_normal_, q_.get(), N_.get(), rho_d_.get(), dlambda_.get(), dr_d_.get(),
+                       dN_.get(), nbp, nproc_, nproc_);
+    ops_->apply_psi(nbins_, nproc_, nproc_, u1_.get(), u2_.get(), d_.get(), m_.get(), dN_.get(), z_.get());
+    ops_->hvp_weights(entries(), log_normal_, z_.get(), phi_.get(), q_.get(), N_.get(), rho_d_.get(),
+                      dlambda_.get(), dr_d_.get(), omega_.get(), t_.get(), nbp, nproc_, nproc_);
+    // h' to the device through the staging after the π directions (width > nparams leaves room).
+    double* h1 = stage_.get() + (width_ + nproc_) * (1 + nparams_);
+    std::copy(h1_.data(), h1_.data() + S, h1);
+    h1_d_.allocate(S, "allocating the Hessian");
+    ops_->to_device_async(h1_d_.get(), h1, S * sizeof(double), "copying h'");
+    hess_d_.allocate(static_cast<size_t>(S) * S, "allocating the Hessian");
+    hess_host_.reserve(static_cast<size_t>(S) * S, "allocating pinned host buffers");
+    for (int64_t e0 = 0; e0 < E; e0 += R) {
+      const int64_t rows = std::min<int64_t>(R, E - e0);
+      ops_->theta_tile(logk_.get(), width_, S, symmetric_, h1_d_.get(), e0, rows, dN_.get());
+      ops_->mix_tile(E, nproc_, S, omega_.get(), dN_.get(), e0, rows, z_.get());
+      ops_->syrkx_lower(S, rows, dN_.get(), z_.get(), hess_d_.get(), e0 > 0);
+    }
+    ops_->check("the Hessian kernels");
+    ops_->to_host_async(hess_host_.get(), hess_d_.get(), S * S * sizeof(double), "reading the Hessian");
+    ops_->synchronize("evaluating the Hessian");
+    read_gradient(grad);
+    if (nparams_ > 0) {
+      Eigen::MatrixXd out;
+      read_hvp(pi_unit, out);
+      hess.leftCols(nparams_) = out;
+    }
+    // θθ: the device's lower triangle, mirrored, plus h''∘y_d (read_hvp's diagonal term).
+    Eigen::Map<const Eigen::MatrixXd> Hd(hess_host_.get(), S, S);
+    auto Htt = hess.bottomRightCorner(S, S);
+    Htt = Hd.selfadjointView<Eigen::Lower>();
+    if (!symmetric_)
+      for (int64_t s = 0; s < S; ++s) Htt(s, s) += h2_[s] * y_host_[nsyst_ + s];
+    // π rows from the π columns; the ππ block symmetrised as the HVP path does.
+    if (nparams_ > 0) {
+      hess.topRightCorner(nparams_, S) = hess.bottomLeftCorner(S, nparams_).transpose();
+      auto Hpp = hess.topLeftCorner(nparams_, nparams_);
+      Hpp = (0.5 * (Hpp + Hpp.transpose())).eval();
+    }
+    return result_.get()[0];
+  }
 
   // Device bytes of one HVP batch column (shard_memory.hpp, the same figure as the memory plan's).
   uint64_t batch_column_bytes() const {
@@ -591,6 +660,8 @@ class ShardPipeline : public ShardEvaluator {
   Buf<double> cols_d_{o()}, dr_d_{o()}, dlambda_{o()}, omega_{o()}, dN_{o()}, z_{o()}, t_{o()}, O_{o()},
       tproc_{o()}, value_d_{o()};
   Pinned<Ops> stage_{o()}, result_{o()};
+  Buf<double> h1_d_{o()}, hess_d_{o()};  // the SYRK path's h' and θθ lower triangle (S × S)
+  Pinned<Ops> hess_host_{o()};
 };
 
 }  // namespace rabbit::pipeline

@@ -9,6 +9,7 @@
 
 #include "../../../src/backend/cuda/shard_pipeline.hpp"
 #include "rabbit/backend/cuda/fixed_order_sum.hpp"
+#include "rabbit/backend/cuda/hessian_elements.hpp"
 
 namespace rabbit::testing {
 
@@ -106,6 +107,24 @@ struct HostOps {
     for (int64_t t = 0; t < plan.nlong * k; ++t) pipeline::csr_combine(t, plan, partial, y);
   }
   void fill(double* x, int64_t n, double value) { std::fill(x, x + n, value); }
+  // The dense Hessian's SYRK path: the element bodies of hessian_kernels.cu and an Eigen SYRKX.
+  void process_indicator(const EntryArrays& e, int nproc, double* dl) {
+    for (int64_t t = 0; t < e.nentries * nproc; ++t) pipeline::process_indicator(t, e, dl);
+  }
+  void theta_tile(const double* K2, int64_t W, int64_t S, bool symmetric, const double* h1, int64_t e0,
+                  int64_t rows, double* G) {
+    for (int64_t t = 0; t < rows * S; ++t) pipeline::theta_tile(t, K2, W, S, symmetric, h1, e0, G);
+  }
+  void mix_tile(int64_t E, int nproc, int64_t S, const double* omega, const double* G, int64_t e0, int64_t rows,
+                double* B) {
+    for (int64_t t = 0; t < rows * S; ++t) pipeline::mix_tile(t, E, nproc, S, omega, G, e0, B);
+  }
+  void syrkx_lower(int64_t n, int64_t k, const double* A, const double* B, double* C, bool accumulate) {
+    Eigen::Map<const Eigen::MatrixXd> Am(A, n, k), Bm(B, n, k);
+    Eigen::Map<Eigen::MatrixXd> Cm(C, n, n);
+    if (!accumulate) Cm.triangularView<Eigen::Lower>().setZero();
+    Cm.triangularView<Eigen::Lower>() += Am * Bm.transpose();
+  }
 
   // The emulated "current device" of this thread and the frees made while another was current (a
   // multi-GPU bug: cudaFree needs the owning device selected).
