@@ -83,7 +83,9 @@ double per_call(const Eigen::VectorXd& x, int iters, Call call) {
   return std::chrono::duration<double>(Clock::now() - t0).count() / iters;
 }
 
-std::string pct(double v, double of) { return of > 0 ? fmt::format("{:.0f}%", 100.0 * v / of) : "n/a"; }
+std::string pct(double v, double of) {
+  return of > 0 ? fmt::format("{:.0f}%", 100.0 * v / of) : "n/a";
+}
 
 }  // namespace
 
@@ -94,12 +96,18 @@ int main(int argc, char** argv) {
   bool stages = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--bins") B = std::atoll(v.c_str());
-    else if (a == "--procs") P = std::atoll(v.c_str());
-    else if (a == "--systs") S = std::atoll(v.c_str());
-    else if (a == "--iters") iters = std::atoi(v.c_str());
-    else if (a == "--backend") backend = v;
-    else if (a == "--stages") stages = v == "1";
+    if (a == "--bins")
+      B = std::atoll(v.c_str());
+    else if (a == "--procs")
+      P = std::atoll(v.c_str());
+    else if (a == "--systs")
+      S = std::atoll(v.c_str());
+    else if (a == "--iters")
+      iters = std::atoi(v.c_str());
+    else if (a == "--backend")
+      backend = v;
+    else if (a == "--stages")
+      stages = v == "1";
     else {
       std::fprintf(stderr, "gpu_hardware_bench: unknown option %s\n", a.c_str());
       return 2;
@@ -110,7 +118,8 @@ int main(int argc, char** argv) {
     std::string why;
     const bool cuda = backend != "cpu" && built_with_cuda() && !visible_gpus(&why).empty();
     if (backend == "cuda" && !cuda)
-      throw OptionError("gpu_hardware_bench --backend cuda: " + (built_with_cuda() ? why : "built without CUDA"));
+      throw OptionError("gpu_hardware_bench --backend cuda: " +
+                        (built_with_cuda() ? why : "built without CUDA"));
     if (stages) setenv("RABBIT_CUDA_STAGE_TIMES", "1", 1);
     auto input = synthetic_input(B, P, S);
     auto model = build_model(input, ModelOptions{});
@@ -129,15 +138,17 @@ int main(int argc, char** argv) {
       hbm = plugin->copy_bandwidth(gpu.ordinal, size_t(1) << 30);
       dsyrk = plugin->blas_rate(gpu.ordinal, S, 16384, true);
       dgemm = plugin->blas_rate(gpu.ordinal, S, 16384, false);
-      device = fmt::format("{} ({}), copy bandwidth {:.0f} GB/s, DGEMM {:.0f} GFLOP/s, DSYRK {:.0f} GFLOP/s "
-                           "(n = {}, k = 16384)",
-                           gpu.name, gpu.pci.str(), hbm, dgemm, dsyrk, S);
+      device = fmt::format(
+          "{} ({}), copy bandwidth {:.0f} GB/s, DGEMM {:.0f} GFLOP/s, DSYRK {:.0f} GFLOP/s "
+          "(n = {}, k = 16384)",
+          gpu.name, gpu.pci.str(), hbm, dgemm, dsyrk, S);
     } else {
       device += cuda ? "" : fmt::format(" ({})", built_with_cuda() ? why : "built without CUDA");
     }
-    fmt::print("model: {} bins x {} processes x {} systematics (asymmetric), {} parameters; logk {:.1f} MB; {} "
-               "iterations\ndevice: {}\n",
-               B, P, S, n, tensor / 1e6, iters, device);
+    fmt::print(
+        "model: {} bins x {} processes x {} systematics (asymmetric), {} parameters; logk {:.1f} MB; {} "
+        "iterations\ndevice: {}\n",
+        B, P, S, n, tensor / 1e6, iters, device);
     std::fflush(stdout);
 
     FitterOptions fo;
@@ -160,7 +171,8 @@ int main(int argc, char** argv) {
       Eigen::MatrixXd V = Eigen::MatrixXd::Ones(n, 1), HV;
       const double t =
           per_call(x, iters, [&](const Eigen::VectorXd& xi) { fitter->value_grad_hvp(xi, V, g, HV); });
-      rows.push_back({"HVP, 1 direction, new point", t, 2 * tensor, 4 * tensor + per_entry_lg + per_entry_hvp, 0});
+      rows.push_back(
+          {"HVP, 1 direction, new point", t, 2 * tensor, 4 * tensor + per_entry_lg + per_entry_hvp, 0});
       stage_header("HVP");
     }
     {
@@ -175,17 +187,19 @@ int main(int argc, char** argv) {
       stage_header("dense Hessian");
     }
     std::fflush(stderr);
-    fmt::print("\n{:<28} {:>10} {:>11} {:>11} {:>9} {:>8} {:>9} {:>8} {:>8}\n", "call", "ms/call", "needed MB",
-               "moved MB", "GB/s", "% copy", "GFLOP/s", "% DSYRK", "% DGEMM");
+    fmt::print("\n{:<28} {:>10} {:>11} {:>11} {:>9} {:>8} {:>9} {:>8} {:>8}\n", "call", "ms/call",
+               "needed MB", "moved MB", "GB/s", "% copy", "GFLOP/s", "% DSYRK", "% DGEMM");
     std::string key;
     for (const Row& r : rows) {
       const double gbs = r.needed > 0 ? r.needed / r.seconds / 1e9 : 0, gf = r.flops / r.seconds / 1e9;
-      fmt::print("{:<28} {:>10.3f} {:>11.1f} {:>11.1f} {:>9} {:>8} {:>9} {:>8} {:>8}\n", r.what, 1e3 * r.seconds,
-                 r.needed / 1e6, r.moved / 1e6, r.needed > 0 ? fmt::format("{:.1f}", gbs) : "-",
-                 r.needed > 0 ? pct(gbs, hbm) : "-", r.flops > 0 ? fmt::format("{:.1f}", gf) : "-",
-                 r.flops > 0 ? pct(gf, dsyrk) : "-", r.flops > 0 ? pct(gf, dgemm) : "-");
-      key += r.needed > 0 ? fmt::format(" {}: {:.3f} ms = {} of copy bw;", r.what, 1e3 * r.seconds, pct(gbs, hbm))
-                          : fmt::format(" {}: {:.3f} ms = {} of DSYRK;", r.what, 1e3 * r.seconds, pct(gf, dsyrk));
+      fmt::print("{:<28} {:>10.3f} {:>11.1f} {:>11.1f} {:>9} {:>8} {:>9} {:>8} {:>8}\n", r.what,
+                 1e3 * r.seconds, r.needed / 1e6, r.moved / 1e6,
+                 r.needed > 0 ? fmt::format("{:.1f}", gbs) : "-", r.needed > 0 ? pct(gbs, hbm) : "-",
+                 r.flops > 0 ? fmt::format("{:.1f}", gf) : "-", r.flops > 0 ? pct(gf, dsyrk) : "-",
+                 r.flops > 0 ? pct(gf, dgemm) : "-");
+      key += r.needed > 0
+                 ? fmt::format(" {}: {:.3f} ms = {} of copy bw;", r.what, 1e3 * r.seconds, pct(gbs, hbm))
+                 : fmt::format(" {}: {:.3f} ms = {} of DSYRK;", r.what, 1e3 * r.seconds, pct(gf, dsyrk));
     }
     fmt::print("KEY ({}):{}\n", cuda ? "cuda" : "cpu", key);
   } catch (const rabbit::Error& e) {

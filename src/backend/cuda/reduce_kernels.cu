@@ -55,9 +55,10 @@ void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k
   const int64_t outputs = int64_t(nproc) * k;
   if (outputs == 0) return;
   const int64_t chunks = pipeline::sum_chunks(nbins);
-  sum_chunks_kernel<<<static_cast<unsigned>(chunks * outputs), kSumLanes, 0, s>>>(in, nbins, nproc, ld, chunks,
-                                                                                  scratch, out);
-  if (chunks > 1) sum_partials_kernel<<<static_cast<unsigned>(outputs), kSumLanes, 0, s>>>(scratch, chunks, out);
+  sum_chunks_kernel<<<static_cast<unsigned>(chunks * outputs), kSumLanes, 0, s>>>(in, nbins, nproc, ld,
+                                                                                  chunks, scratch, out);
+  if (chunks > 1)
+    sum_partials_kernel<<<static_cast<unsigned>(outputs), kSumLanes, 0, s>>>(scratch, chunks, out);
 }
 
 }  // namespace rabbit::cuda_kernels

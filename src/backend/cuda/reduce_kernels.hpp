@@ -18,7 +18,8 @@ void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k
                    double* scratch, cudaStream_t s);
 /// y (rows × k) = A·x (width × k) for the CSR matrix A by its segment plan; `partial` holds
 /// plan.nslots × k doubles.
-void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                  const double* vals, const double* x, double* y, double* partial, int k, cudaStream_t s);
+void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr,
+                  const int32_t* cols, const double* vals, const double* x, double* y, double* partial, int k,
+                  cudaStream_t s);
 
 }  // namespace rabbit::cuda_kernels

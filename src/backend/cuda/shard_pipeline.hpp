@@ -29,11 +29,11 @@
 #include <vector>
 
 #include "csr_segment_buffers.hpp"
-#include "rabbit/backend/cuda/hessian_elements.hpp"
-#include "rabbit/backend/cuda/fixed_order_sum.hpp"
 #include "pipeline_buffers.hpp"
 #include "rabbit/backend/cuda/bin_math.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
+#include "rabbit/backend/cuda/fixed_order_sum.hpp"
+#include "rabbit/backend/cuda/hessian_elements.hpp"
 #include "rabbit/backend/cuda/pipeline_elements.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/likelihood/interpolation.hpp"
@@ -139,7 +139,8 @@ class ShardPipeline : public ShardEvaluator {
       // The load-balanced products' segment plans, made once (docs/sharding-and-gpu.md "Sparse
       // products"); their piece partials take max_slots_ doubles per column.
       const int64_t target = segment_target(static_cast<int64_t>(h.vals.size()));
-      const CsrSegmentPlan by_row = plan_csr_segments(h.rowptr, target), by_col = plan_csr_segments(h.colptr, target);
+      const CsrSegmentPlan by_row = plan_csr_segments(h.rowptr, target),
+                           by_col = plan_csr_segments(h.colptr, target);
       csr_segments_.upload(by_row, "copying the sparse segment plan");
       csc_segments_.upload(by_col, "copying the sparse segment plan");
       max_slots_ = std::max(by_row.nslots, by_col.nslots);

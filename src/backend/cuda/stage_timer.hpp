@@ -62,7 +62,8 @@ class StageTimer {
   }
   std::string table() const {
     std::vector<std::pair<std::string, Total>> rows(totals_.begin(), totals_.end());
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
     double all = 0;
     for (const auto& r : rows) all += r.second.ms;
     std::string s = fmt::format(
@@ -70,8 +71,8 @@ class StageTimer {
         "all)\n  {:<28} {:>8} {:>12} {:>12} {:>6}\n",
         ordinal_, synchronizations_, all, "stage", "calls", "total ms", "mean us", "share");
     for (const auto& [name, t] : rows)
-      s += fmt::format("  {:<28} {:>8} {:>12.3f} {:>12.2f} {:>5.1f}%\n", name, t.calls, t.ms, 1e3 * t.ms / t.calls,
-                       all > 0 ? 100.0 * t.ms / all : 0.0);
+      s += fmt::format("  {:<28} {:>8} {:>12.3f} {:>12.2f} {:>5.1f}%\n", name, t.calls, t.ms,
+                       1e3 * t.ms / t.calls, all > 0 ? 100.0 * t.ms / all : 0.0);
     return s;
   }
 

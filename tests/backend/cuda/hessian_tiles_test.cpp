@@ -13,8 +13,8 @@ namespace rabbit {
 namespace {
 
 Eigen::MatrixXd tiled_gram(const std::vector<double>& K2, const std::vector<double>& omega,
-                           const std::vector<int32_t>& proc, const std::vector<double>& h1, int64_t E, int nproc,
-                           int64_t W, int64_t S, bool symmetric, int64_t R) {
+                           const std::vector<int32_t>& proc, const std::vector<double>& h1, int64_t E,
+                           int nproc, int64_t W, int64_t S, bool symmetric, int64_t R) {
   testing::HostOps ops;
   std::vector<int32_t> bin(E);
   for (int64_t e = 0; e < E; ++e) bin[e] = static_cast<int32_t>(e / nproc);
@@ -52,7 +52,9 @@ TEST(HessianTiles, SyrkxOverTilesEqualsPlainGram) {
         for (int q = 0; q <= p; ++q) omega[b * nproc + p + E * q] = omega[b * nproc + q + E * p] = u(rng);
     // Plain loop: Σ_b Σ_{p,q} 𝒲_b[p,q] g_{bp} g_{bq}ᵀ with g_e[s] = K2[e,s] + h'_s K2[e,S+s].
     Eigen::MatrixXd plain = Eigen::MatrixXd::Zero(S, S);
-    auto g = [&](int64_t e, int64_t s) { return K2[e * W + s] + (symmetric ? 0.0 : h1[s] * K2[e * W + S + s]); };
+    auto g = [&](int64_t e, int64_t s) {
+      return K2[e * W + s] + (symmetric ? 0.0 : h1[s] * K2[e * W + S + s]);
+    };
     for (int64_t b = 0; b < nbins; ++b)
       for (int p = 0; p < nproc; ++p)
         for (int q = 0; q < nproc; ++q)

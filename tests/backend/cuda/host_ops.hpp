@@ -101,9 +101,11 @@ struct HostOps {
     pipeline::fixed_order_sum_over_bins(in, nbins, nproc, ld, k, out);
   }
   // The two passes of sparse_kernels.cu over the segment plan (csr_segments.hpp).
-  void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                    const double* vals, const double* x, double* y, double* partial, int k) {
-    for (int64_t t = 0; t < plan.nseg * k; ++t) pipeline::csr_segment(t, plan, width, rowptr, cols, vals, x, y, partial);
+  void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr,
+                    const int32_t* cols, const double* vals, const double* x, double* y, double* partial,
+                    int k) {
+    for (int64_t t = 0; t < plan.nseg * k; ++t)
+      pipeline::csr_segment(t, plan, width, rowptr, cols, vals, x, y, partial);
     for (int64_t t = 0; t < plan.nlong * k; ++t) pipeline::csr_combine(t, plan, partial, y);
   }
   void fill(double* x, int64_t n, double value) { std::fill(x, x + n, value); }
@@ -115,8 +117,8 @@ struct HostOps {
                   int64_t rows, double* G) {
     for (int64_t t = 0; t < rows * S; ++t) pipeline::theta_tile(t, K2, W, S, symmetric, h1, e0, G);
   }
-  void mix_tile(int64_t E, int nproc, int64_t S, const double* omega, const double* G, int64_t e0, int64_t rows,
-                double* B) {
+  void mix_tile(int64_t E, int nproc, int64_t S, const double* omega, const double* G, int64_t e0,
+                int64_t rows, double* B) {
     for (int64_t t = 0; t < rows * S; ++t) pipeline::mix_tile(t, E, nproc, S, omega, G, e0, B);
   }
   void syrkx_lower(int64_t n, int64_t k, const double* A, const double* B, double* C, bool accumulate) {

@@ -36,7 +36,8 @@ TEST(FixedOrderSum, EqualsPlainLoopForSizesAcrossLanesAndChunks) {
             plain += in[b * nproc + p + ld * j];
             scale += std::abs(in[b * nproc + p + ld * j]);
           }
-          EXPECT_NEAR(out[p + nproc * j], plain, 1e-14 * (1 + scale)) << nbins << " bins, p " << p << ", j " << j;
+          EXPECT_NEAR(out[p + nproc * j], plain, 1e-14 * (1 + scale))
+              << nbins << " bins, p " << p << ", j " << j;
         }
     }
   }
@@ -78,8 +79,16 @@ Csr random_csr(const std::vector<int64_t>& lengths, int64_t width, uint64_t seed
 }
 
 CsrSegments view(const CsrSegmentPlan& p) {
-  return {p.rows,        p.segments(),     p.nslots,       p.long_rows(), p.nz_begin.data(),
-          p.row_begin.data(), p.row_end.data(), p.slot.data(), p.long_row.data(), p.long_slot.data()};
+  return {p.rows,
+          p.segments(),
+          p.nslots,
+          p.long_rows(),
+          p.nz_begin.data(),
+          p.row_begin.data(),
+          p.row_end.data(),
+          p.slot.data(),
+          p.long_row.data(),
+          p.long_slot.data()};
 }
 
 // y = A·x by the two passes of sparse_kernels.cu, y and the partials NaN-filled first.
@@ -131,7 +140,8 @@ TEST(CsrSegments, EqualPlainLoopForUnevenRows) {
             EXPECT_NEAR(got, plain, 1e-13 * (1 + scale)) << "shape " << which << ", row " << r;
         }
       // Every segment holds at most `target` non-zeros, and every row is written exactly once.
-      for (int64_t s = 0; s < plan.segments(); ++s) EXPECT_LE(plan.nz_begin[s + 1] - plan.nz_begin[s], target);
+      for (int64_t s = 0; s < plan.segments(); ++s)
+        EXPECT_LE(plan.nz_begin[s + 1] - plan.nz_begin[s], target);
     }
     ++which;
   }

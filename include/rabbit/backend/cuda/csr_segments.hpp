@@ -18,7 +18,9 @@ namespace rabbit::pipeline {
 
 /// Non-zeros per segment: enough segments for a whole GPU (about 2^17, the thread count of a
 /// large GPU) but at least 32 non-zeros each; this also bounds the piece slots to ~2^18 per column.
-inline int64_t segment_target(int64_t nnz) { return std::max<int64_t>(32, (nnz + (1 << 17) - 1) >> 17); }
+inline int64_t segment_target(int64_t nnz) {
+  return std::max<int64_t>(32, (nnz + (1 << 17) - 1) >> 17);
+}
 
 /// The plan on the host (built once at upload) and the arrays the kernels read.
 struct CsrSegmentPlan {

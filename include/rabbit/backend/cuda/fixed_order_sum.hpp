@@ -15,7 +15,9 @@ namespace rabbit::pipeline {
 inline constexpr int kSumLanes = 256;       // threads of a reduction block = lanes of the tree
 inline constexpr int64_t kSumChunk = 2048;  // bins per stage-1 block
 
-inline int64_t sum_chunks(int64_t nbins) { return nbins <= 0 ? 1 : (nbins + kSumChunk - 1) / kSumChunk; }
+inline int64_t sum_chunks(int64_t nbins) {
+  return nbins <= 0 ? 1 : (nbins + kSumChunk - 1) / kSumChunk;
+}
 
 /// Host mirror of one block's reduction of n values get(0..n): lanes, then the halving tree.
 template <class Get>

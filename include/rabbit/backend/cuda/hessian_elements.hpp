@@ -20,8 +20,8 @@ RABBIT_HD inline void process_indicator(int64_t t, const EntryArrays& e, double*
 
 /// t = s + S·r: G[s, r] = K2[e0 + r, s] + h'_s K2[e0 + r, S + s] (asymmetric tensors; symmetric:
 /// the first term), G column-major S × rows.
-RABBIT_HD inline void theta_tile(int64_t t, const double* K2, int64_t W, int64_t S, bool symmetric, const double* h1,
-                                 int64_t e0, double* G) {
+RABBIT_HD inline void theta_tile(int64_t t, const double* K2, int64_t W, int64_t S, bool symmetric,
+                                 const double* h1, int64_t e0, double* G) {
   const int64_t r = t / S, s = t % S;
   const double* row = K2 + (e0 + r) * W;
   G[t] = symmetric ? row[s] : row[s] + h1[s] * row[S + s];
@@ -29,8 +29,8 @@ RABBIT_HD inline void theta_tile(int64_t t, const double* K2, int64_t W, int64_t
 
 /// t = s + S·r: B[s, r] = Σ_p' ω[e, p'] G[s, r − p + p'] for entry e = e0 + r of process p (the tile
 /// starts at a bin boundary): 𝒲_b applied to the bin's rows of G.
-RABBIT_HD inline void mix_tile(int64_t t, int64_t E, int nproc, int64_t S, const double* omega, const double* G,
-                               int64_t e0, double* B) {
+RABBIT_HD inline void mix_tile(int64_t t, int64_t E, int nproc, int64_t S, const double* omega,
+                               const double* G, int64_t e0, double* B) {
   const int64_t r = t / S, s = t % S, e = e0 + r, base = r - e % nproc;
   double acc = 0;
   for (int q = 0; q < nproc; ++q) acc += omega[e + E * q] * G[s + S * (base + q)];
