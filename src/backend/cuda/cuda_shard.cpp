@@ -14,9 +14,12 @@
 
 #include "cuda_check.hpp"
 #include "fused_kernels.hpp"
+#include "hessian_kernels.hpp"
 #include "kernels.hpp"
+#include "reduce_kernels.hpp"
 #include "rabbit/core/error.hpp"
 #include "shard_pipeline.hpp"
+#include "stage_timer.hpp"
 
 namespace rabbit {
 namespace {
@@ -48,6 +51,7 @@ class CudaOps {
   CudaOps& operator=(const CudaOps&) = delete;
   ~CudaOps() {
     cudaSetDevice(ordinal_);
+    if (sum_scratch_) cudaFree(sum_scratch_);
     if (blas_) cublasDestroy(blas_);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -90,14 +94,23 @@ class CudaOps {
   }
   void release_pinned(void* p) { cudaFreeHost(p); }
   void to_device_async(void* dst, const void* src, size_t bytes, const char* what) {
+    timer_.begin(stream_);
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), ordinal_, what);
+    timer_.end("copy host to device", stream_);
   }
   void to_host_async(void* dst, const void* src, size_t bytes, const char* what) {
+    timer_.begin(stream_);
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), ordinal_, what);
+    timer_.end("copy device to host", stream_);
   }
-  void synchronize(const char* what) { check_cuda(cudaStreamSynchronize(stream_), ordinal_, what); }
+  void synchronize(const char* what) {
+    check_cuda(cudaStreamSynchronize(stream_), ordinal_, what);
+    timer_.collect();
+  }
   void zero(void* p, size_t bytes) {
+    timer_.begin(stream_);
     check_cuda(cudaMemsetAsync(p, 0, bytes, stream_), ordinal_, "clearing a buffer");
+    timer_.end("memset", stream_);
   }
   void check(const char* what) { check_cuda(cudaGetLastError(), ordinal_, what); }
 
@@ -105,6 +118,7 @@ class CudaOps {
   // kernel or cuBLAS call, so that a fault is reported at the kernel that caused it instead of at the
   // next copy. Off by default: it serialises host and device.
   void launched(const char* kernel) {
+    timer_.end(kernel, stream_);
     if (!sync_each_) return;
     const std::string what = fmt::format("kernel {} (RABBIT_CUDA_SYNC=1)", kernel);
     check_cuda(cudaGetLastError(), ordinal_, what.c_str());
@@ -115,6 +129,7 @@ class CudaOps {
   // 64-bit cuBLAS entry points take E and W as they are: a shard may hold more than 2³¹ entries
   // (rows), which the int API would see as a negative size.
   void k2_dense(bool transpose, const double* K2, int64_t E, int64_t W, const double* X, double* Y, int k) {
+    timer_.begin(stream_);
     const double one = 1.0, zero = 0.0;
     if (k == 1)
       check_cublas(
@@ -131,46 +146,92 @@ class CudaOps {
 
   void entry_yields(const pipeline::EntryArrays& e, bool ln, const double* lambda, const double* rates,
                     const double* rho, double* q, double* N, double* Nbp, int nproc) {
+    timer_.begin(stream_);
     ck::entry_yields(e, ln, lambda, rates, rho, q, N, Nbp, nproc, stream_);
     launched("entry_yields");
   }
   void profile_bins(const bin_math::BinConfig& cfg, const pipeline::BinArrays& b, const double* Nbp,
                     double* beta, double* phi, double* u1, double* u2, double* d, double* m, double* value) {
+    timer_.begin(stream_);
     ck::profile_bins(cfg, b, Nbp, beta, phi, u1, u2, d, m, value, stream_);
     launched("profile_bins");
   }
   void gradient_weights(const pipeline::EntryArrays& e, bool ln, const double* phi, const double* q,
                         const double* N, const double* rho, double* gw, double* pw, int nproc) {
+    timer_.begin(stream_);
     ck::gradient_weights(e, ln, phi, q, N, rho, gw, pw, nproc, stream_);
     launched("gradient_weights");
   }
   void delta_yields(const pipeline::EntryArrays& e, bool ln, const double* q, const double* N,
                     const double* rho, const double* dl, const double* dr, double* dN, int64_t nbp, int nproc,
                     int k) {
+    timer_.begin(stream_);
     ck::delta_yields(e, ln, q, N, rho, dl, dr, dN, nbp, nproc, k, stream_);
     launched("delta_yields");
   }
   void apply_psi(int64_t nbins, int nproc, int k, const double* u1, const double* u2, const double* d,
                  const double* m, const double* dN, double* z) {
+    timer_.begin(stream_);
     ck::apply_psi(nbins, nproc, k, u1, u2, d, m, dN, z, stream_);
     launched("apply_psi");
   }
   void hvp_weights(const pipeline::EntryArrays& e, bool ln, const double* z, const double* phi,
                    const double* q, const double* N, const double* rho, const double* dl, const double* dr,
                    double* omega, double* t, int64_t nbp, int nproc, int k) {
+    timer_.begin(stream_);
     ck::hvp_weights(e, ln, z, phi, q, N, rho, dl, dr, omega, t, nbp, nproc, k, stream_);
     launched("hvp_weights");
   }
+  // The stage-1 partials live in a scratch buffer that only grows (the first gradient and the first
+  // HVP batch size it; cudaMalloc waits for the device, so it is not done per call).
   void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k, double* out) {
-    ck::sum_over_bins(in, nbins, nproc, ld, k, out, stream_);
+    const int64_t need = ck::sum_over_bins_scratch(nbins, nproc, k);
+    if (need > sum_scratch_size_) {
+      if (sum_scratch_) cudaFree(sum_scratch_);
+      sum_scratch_ = nullptr;
+      sum_scratch_size_ = 0;
+      sum_scratch_ = static_cast<double*>(alloc(need * sizeof(double), "allocating the reduction partials"));
+      sum_scratch_size_ = need;
+    }
+    timer_.begin(stream_);
+    ck::sum_over_bins(in, nbins, nproc, ld, k, out, sum_scratch_, stream_);
     launched("sum_over_bins");
   }
-  void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                    const double* vals, const double* x, double* y, int k) {
-    ck::csr_multiply(rows, width, rowptr, cols, vals, x, y, k, stream_);
+  void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr, const int32_t* cols,
+                    const double* vals, const double* x, double* y, double* partial, int k) {
+    timer_.begin(stream_);
+    ck::csr_multiply(plan, width, rowptr, cols, vals, x, y, partial, k, stream_);
     launched("csr_multiply");
   }
+  // The dense Hessian's SYRK path (shard_pipeline.hpp hessian_by_syrk).
+  void process_indicator(const pipeline::EntryArrays& e, int nproc, double* dl) {
+    timer_.begin(stream_);
+    ck::process_indicator(e, nproc, dl, stream_);
+    launched("process_indicator");
+  }
+  void theta_tile(const double* K2, int64_t W, int64_t S, bool symmetric, const double* h1, int64_t e0,
+                  int64_t rows, double* G) {
+    timer_.begin(stream_);
+    ck::theta_tile(K2, W, S, symmetric, h1, e0, rows, G, stream_);
+    launched("theta_tile");
+  }
+  void mix_tile(int64_t E, int nproc, int64_t S, const double* omega, const double* G, int64_t e0, int64_t rows,
+                double* B) {
+    timer_.begin(stream_);
+    ck::mix_tile(E, nproc, S, omega, G, e0, rows, B, stream_);
+    launched("mix_tile");
+  }
+  // C's lower triangle (n × n) = A·Bᵀ (+ C when accumulating) for column-major n × k tiles whose
+  // product is symmetric (B = A·𝒲 with 𝒲 symmetric): cuBLAS DSYRKX, 64-bit sizes.
+  void syrkx_lower(int64_t n, int64_t k, const double* A, const double* B, double* C, bool accumulate) {
+    const double one = 1.0, beta = accumulate ? 1.0 : 0.0;
+    timer_.begin(stream_);
+    check_cublas(cublasDsyrkx_64(blas_, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, n, k, &one, A, n, B, n, &beta, C, n),
+                 ordinal_, "DSYRKX");
+    launched("DSYRKX (dense Hessian)");
+  }
   void fill(double* x, int64_t n, double value) {
+    timer_.begin(stream_);
     ck::fill(x, n, value, stream_);
     launched("fill");
   }
@@ -203,6 +264,9 @@ class CudaOps {
   bool sync_each_ = sync_after_each_kernel();
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  double* sum_scratch_ = nullptr;
+  int64_t sum_scratch_size_ = 0;
+  pipeline::StageTimer timer_{ordinal_};
 };
 
 }  // namespace

@@ -48,27 +48,8 @@ __global__ void hvp_weights_kernel(EntryArrays e, bool log_normal, const double*
   RABBIT_GRID_STRIDE(t, total)
   pipeline::hvp_weights(t, e, log_normal, z, phi_bp, q, N, rho, dlambda, dr, omega, tbp, nbp, nproc);
 }
-__global__ void csr_multiply_kernel(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                                    const double* vals, const double* x, double* y, int64_t total) {
-  RABBIT_GRID_STRIDE(t, total) pipeline::csr_row(t, rows, width, rowptr, cols, vals, x, y);
-}
 __global__ void fill_kernel(double* x, int64_t n, double value) {
   RABBIT_GRID_STRIDE(i, n) x[i] = value;
-}
-
-// One block per output; each thread strides over the bins, then a fixed tree: deterministic.
-__global__ void sum_over_bins_kernel(const double* in, int64_t nbins, int nproc, int64_t ld, double* out) {
-  __shared__ double buf[kThreads];
-  const int p = blockIdx.x % nproc, j = blockIdx.x / nproc;
-  double acc = 0;
-  for (int64_t b = threadIdx.x; b < nbins; b += blockDim.x) acc += in[b * nproc + p + ld * j];
-  buf[threadIdx.x] = acc;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) buf[threadIdx.x] += buf[threadIdx.x + w];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[blockIdx.x] = buf[0];
 }
 
 }  // namespace
@@ -116,19 +97,6 @@ void hvp_weights(const EntryArrays& e, bool log_normal, const double* z, const d
   if (total == 0) return;
   hvp_weights_kernel<<<grid_for(total), kThreads, 0, s>>>(e, log_normal, z, phi_bp, q, N, rho, dlambda, dr,
                                                           omega, tbp, nbp, nproc, total);
-}
-
-void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k, double* out,
-                   cudaStream_t s) {
-  if (nproc * k == 0) return;
-  sum_over_bins_kernel<<<static_cast<unsigned>(nproc * k), kThreads, 0, s>>>(in, nbins, nproc, ld, out);
-}
-
-void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols, const double* vals,
-                  const double* x, double* y, int k, cudaStream_t s) {
-  const int64_t total = rows * k;
-  if (total == 0) return;
-  csr_multiply_kernel<<<grid_for(total), kThreads, 0, s>>>(rows, width, rowptr, cols, vals, x, y, total);
 }
 
 void fill(double* x, int64_t n, double value, cudaStream_t s) {

@@ -26,11 +26,7 @@ void apply_psi(int64_t nbins, int nproc, int k, const double* u1, const double* 
 void hvp_weights(const EntryArrays& e, bool log_normal, const double* z, const double* phi_bp,
                  const double* q, const double* N, const double* rho, const double* dlambda, const double* dr,
                  double* omega, double* tbp, int64_t nbp, int nproc, int k, cudaStream_t s);
-/// out[p + P·j] = Σ_b in[b·P + p + ld·j] (fixed-order tree reduction, deterministic).
-void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k, double* out,
-                   cudaStream_t s);
-void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols, const double* vals,
-                  const double* x, double* y, int k, cudaStream_t s);
+// sum_over_bins and csr_multiply: reduce_kernels.hpp.
 void fill(double* x, int64_t n, double value, cudaStream_t s);
 
 }  // namespace rabbit::cuda_kernels

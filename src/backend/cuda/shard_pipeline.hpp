@@ -18,9 +18,12 @@
 // ordered on the shard's stream) and synchronize(what) for the per-call copies; zero(ptr, bytes); check(what)
 // after kernels; free_memory(&total); batch_budget() (bytes the HVP batch may take, read once at the first
 // HVP); name(); k2_dense(transpose, K2, E, W, X, Y, k); and the launchers entry_yields, profile_bins,
-// gradient_weights, delta_yields, apply_psi, hvp_weights, sum_over_bins, csr_multiply, fill with the
-// signatures of kernels.hpp minus the stream; l2_cache_bytes(), fused_max_blocks(), fused_loss_grad(pass)
-// and reduce_partials(partial, blocks, W, y) for the fused pass (fused_kernels.hpp minus the stream).
+// gradient_weights, delta_yields, apply_psi, hvp_weights, fill with the signatures of kernels.hpp minus
+// the stream, and sum_over_bins, csr_multiply with those of reduce_kernels.hpp minus the stream (and the
+// scratch of sum_over_bins, which the policy owns); l2_cache_bytes(), fused_max_blocks(),
+// fused_loss_grad(pass) and reduce_partials(partial, blocks, W, y) for the fused pass (fused_kernels.hpp
+// minus the stream); for the dense Hessian process_indicator, theta_tile, mix_tile (hessian_kernels.hpp
+// minus the stream) and syrkx_lower(n, k, A, B, C, accumulate).
 #include <fmt/format.h>
 
 #include <Eigen/Core>
@@ -30,10 +33,13 @@
 #include <string>
 #include <vector>
 
+#include "csr_segment_buffers.hpp"
 #include "pipeline_buffers.hpp"
 #include "rabbit/backend/cuda/bin_math.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
+#include "rabbit/backend/cuda/fixed_order_sum.hpp"
 #include "rabbit/backend/cuda/fused_elements.hpp"
+#include "rabbit/backend/cuda/hessian_elements.hpp"
 #include "rabbit/backend/cuda/pipeline_elements.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/likelihood/interpolation.hpp"
@@ -123,6 +129,15 @@ class ShardPipeline : public ShardEvaluator {
       colptr_.upload(h.colptr, "copying logk");
       rows_.upload(h.rows, "copying logk");
       tvals_.upload(h.tvals, "copying logk");
+      // The load-balanced products' segment plans, made once (docs/sharding-and-gpu.md "Sparse
+      // products"); their piece partials take max_slots_ doubles per column.
+      const int64_t target = segment_target(static_cast<int64_t>(h.vals.size()));
+      const CsrSegmentPlan by_row = plan_csr_segments(h.rowptr, target),
+                           by_col = plan_csr_segments(h.colptr, target);
+      csr_segments_.upload(by_row, "copying the sparse segment plan");
+      csc_segments_.upload(by_col, "copying the sparse segment plan");
+      max_slots_ = std::max(by_row.nslots, by_col.nslots);
+      partial_.allocate(max_slots_, "allocating the sparse partials");
     } else {
       logk_.upload(h.dense_logk, "copying logk");
     }
@@ -254,6 +269,7 @@ class ShardPipeline : public ShardEvaluator {
     ops_->select();
     const int64_t width = batch_width();
     const bool pending = enqueue_point(xi, profile);
+    if (syrk_tile_rows(width) > 0) return hessian_by_syrk(width, xi, profile, pending, grad, hess);
     hess.resize(npar_, npar_);
     for (int64_t c = 0; c == 0 || c < npar_; c += width) {
       const int64_t k = std::min<int64_t>(width, npar_ - c);
@@ -283,6 +299,26 @@ class ShardPipeline : public ShardEvaluator {
  private:
   bool full() const { return cfg_.mode == BBMode::full; }
 
+  // Entries per SYRK tile of the dense Hessian (docs/sharding-and-gpu.md "The dense Hessian as a
+  // SYRK"), whole bins; 0 where the HVP-batch path is kept: sparse tensors, no systematics, an empty
+  // shard, or a batch too narrow for the P process columns, for the π columns plus one (the staging
+  // of h'), or for one bin's tile. The tiles G and 𝒲G live in the batch buffers δN and z (B·P × width
+  // doubles each), free once 𝒲 is formed.
+  int64_t syrk_tile_rows(int64_t width) const {
+    if (sparse_ || nsyst_ == 0 || nbins_ == 0 || width < nproc_ || width <= nparams_) return 0;
+    const int64_t fit = static_cast<int64_t>(static_cast<uint64_t>(nbins_) * nproc_ * width / nsyst_);
+    const int64_t rows = std::min<int64_t>(nentries_, fit / nproc_ * nproc_);
+    return rows >= nproc_ ? rows : 0;
+  }
+
+  // The dense Hessian with its θθ block as a SYRK (docs/sharding-and-gpu.md "The dense Hessian as a
+  // SYRK"), after enqueue_point (`pending`: loss+grad enqueued, kept after the synchronisation; else the
+  // cached point's device state), with one synchronisation: the π columns by one
+  // HVP batch of unit directions (its results stay in the staging), 𝒲 by the HVP element bodies on
+  // the process indicators, then Σ_tiles G (𝒲G)ᵀ into the lower triangle (SYRKX), mirrored on the host.
+  double hessian_by_syrk(int64_t width, const Eigen::VectorXd& xi, bool profile, bool pending,
+                         Eigen::VectorXd& grad, Eigen::MatrixXd& hess);
+
   // Device bytes of one HVP batch column (shard_memory.hpp, the same figure as the memory plan's).
   uint64_t batch_column_bytes() const {
     return pipeline::batch_column_bytes(nentries_, static_cast<uint64_t>(nbins_) * nproc_, width_, nproc_);
@@ -294,7 +330,8 @@ class ShardPipeline : public ShardEvaluator {
   // (docs/sharding-and-gpu.md "HVP batch width").
   int64_t batch_width() {
     if (batch_ > 0) return batch_;
-    const uint64_t budget = ops_->batch_budget(), per_column = std::max<uint64_t>(1, batch_column_bytes());
+    const uint64_t budget = ops_->batch_budget(),
+                   per_column = std::max<uint64_t>(1, batch_column_bytes() + max_slots_ * sizeof(double));
     const int64_t width = batch_columns(budget, per_column, npar_);
     if (width < 1)
       throw ResourceError(fmt::format(
@@ -308,6 +345,7 @@ class ShardPipeline : public ShardEvaluator {
     for (Buf<double>* b : {&dN_, &z_, &t_}) b->allocate(nbp * k, "allocating the HVP batch");
     O_.allocate(width_ * k, "allocating the HVP batch");
     tproc_.allocate(nproc_ * k, "allocating the HVP batch");
+    partial_.allocate(max_slots_ * k, "allocating the HVP batch");
     // Pinned staging: [m | rates | directions | dr] out, [f | y | wproc | O | tproc] back.
     stage_.reserve((width_ + nproc_) * (1 + k), "allocating pinned host buffers");
     result_.reserve(1 + (width_ + nproc_) * (1 + k), "allocating pinned host buffers");
@@ -345,9 +383,11 @@ class ShardPipeline : public ShardEvaluator {
     }
     if (sparse_) {
       if (transpose)
-        ops_->csr_multiply(width_, nentries_, colptr_.get(), rows_.get(), tvals_.get(), X, Y, k);
+        ops_->csr_multiply(csc_segments_.view(), nentries_, colptr_.get(), rows_.get(), tvals_.get(), X, Y,
+                           partial_.get(), k);
       else
-        ops_->csr_multiply(nentries_, width_, rowptr_.get(), cols_.get(), vals_.get(), X, Y, k);
+        ops_->csr_multiply(csr_segments_.view(), width_, rowptr_.get(), cols_.get(), vals_.get(), X, Y,
+                           partial_.get(), k);
     } else {
       ops_->k2_dense(transpose, logk_.get(), nentries_, width_, X, Y, k);
     }
@@ -383,40 +423,7 @@ class ShardPipeline : public ShardEvaluator {
   // Loss+grad over the dense tensor in one read (docs/sharding-and-gpu.md "Fused loss+grad pass"):
   // the fused kernel leaves the same device state as forward() + enqueue_gradient(), the gradient as
   // per-block partials summed in block order.
-  void enqueue_fused(const Eigen::VectorXd& xi, bool profile) {
-    upload_point(xi);
-    FusedPass a;
-    a.tiles = tiles_;
-    a.cfg = cfg_;
-    a.cfg.profile = profile;
-    a.entries = entries();
-    a.bins = bins();
-    a.log_normal = log_normal_;
-    a.width = width_;
-    a.K2 = logk_.get();
-    a.m = m_vec_.get();
-    a.rates = rates_d_.get();
-    a.rho = rho_d_.get();
-    a.lambda = lambda_.get();
-    a.q = q_.get();
-    a.N = N_.get();
-    a.Nbp = Nbp_.get();
-    a.beta = beta_.get();
-    a.phi = phi_.get();
-    a.u1 = u1_.get();
-    a.u2 = u2_.get();
-    a.d = d_.get();
-    a.schur = m_.get();
-    a.value = binval_.get();
-    a.gw = gw_.get();
-    a.pw = pw_.get();
-    a.partial = partial_.get();
-    ops_->fused_loss_grad(a);
-    ops_->reduce_partials(partial_.get(), tiles_.blocks, width_, y_.get());
-    ops_->check("the fused loss+grad pass");
-    enqueue_value();
-    enqueue_gradient_sums();
-  }
+  void enqueue_fused(const Eigen::VectorXd& xi, bool profile);
 
   // The host part of a point (h(θ), rates, their Jacobian) and m and the rates copied to the device;
   // the device state of the last point is overwritten from here on.
@@ -586,6 +593,9 @@ class ShardPipeline : public ShardEvaluator {
   Buf<int32_t> bin_{o()}, proc_{o()}, cols_{o()}, rows_{o()};
   Buf<int64_t> rowptr_{o()}, colptr_{o()};
   Buf<double> norm_{o()}, logk_{o()}, vals_{o()}, tvals_{o()};
+  DeviceCsrSegments<Ops> csr_segments_{o()}, csc_segments_{o()};
+  Buf<double> partial_{o()};  // the sparse products' piece sums (max_slots_ per column)
+  int64_t max_slots_ = 0;
   Buf<double> kstat_{o()}, beta0_{o()}, sigma2_{o()};
   Buf<unsigned char> masked_{o()}, zero_var_{o()};
   Buf<double> nobs_{o()}, varnobs_{o()}, lognobs_{o()}, rho_d_{o()}, rates_d_{o()}, m_vec_{o()};
@@ -594,6 +604,10 @@ class ShardPipeline : public ShardEvaluator {
   Buf<double> cols_d_{o()}, dr_d_{o()}, dlambda_{o()}, omega_{o()}, dN_{o()}, z_{o()}, t_{o()}, O_{o()},
       tproc_{o()}, value_d_{o()}, partial_{o()};
   Pinned<Ops> stage_{o()}, result_{o()};
+  Buf<double> h1_d_{o()}, hess_d_{o()};  // the SYRK path's h' and θθ lower triangle (S × S)
+  Pinned<Ops> hess_host_{o()};
 };
 
 }  // namespace rabbit::pipeline
+
+#include "shard_pipeline_passes.hpp"

@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "../../../src/backend/cuda/shard_pipeline.hpp"
+#include "rabbit/backend/cuda/fixed_order_sum.hpp"
+#include "rabbit/backend/cuda/hessian_elements.hpp"
 
 namespace rabbit::testing {
 
@@ -94,19 +96,37 @@ struct HostOps {
     for (int64_t i = 0; i < e.nentries * k; ++i)
       pipeline::hvp_weights(i, e, ln, z, phi, q, N, rho, dl, dr, omega, t, nbp, nproc);
   }
+  // The device's fixed order (fixed_order_sum.hpp), so that host and GPU sums agree bitwise.
   void sum_over_bins(const double* in, int64_t nbins, int nproc, int64_t ld, int k, double* out) {
-    for (int j = 0; j < k; ++j)
-      for (int p = 0; p < nproc; ++p) {
-        double acc = 0;
-        for (int64_t b = 0; b < nbins; ++b) acc += in[b * nproc + p + ld * j];
-        out[p + nproc * j] = acc;
-      }
+    pipeline::fixed_order_sum_over_bins(in, nbins, nproc, ld, k, out);
   }
-  void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                    const double* vals, const double* x, double* y, int k) {
-    for (int64_t t = 0; t < rows * k; ++t) pipeline::csr_row(t, rows, width, rowptr, cols, vals, x, y);
+  // The two passes of sparse_kernels.cu over the segment plan (csr_segments.hpp).
+  void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr,
+                    const int32_t* cols, const double* vals, const double* x, double* y, double* partial,
+                    int k) {
+    for (int64_t t = 0; t < plan.nseg * k; ++t)
+      pipeline::csr_segment(t, plan, width, rowptr, cols, vals, x, y, partial);
+    for (int64_t t = 0; t < plan.nlong * k; ++t) pipeline::csr_combine(t, plan, partial, y);
   }
   void fill(double* x, int64_t n, double value) { std::fill(x, x + n, value); }
+  // The dense Hessian's SYRK path: the element bodies of hessian_kernels.cu and an Eigen SYRKX.
+  void process_indicator(const EntryArrays& e, int nproc, double* dl) {
+    for (int64_t t = 0; t < e.nentries * nproc; ++t) pipeline::process_indicator(t, e, dl);
+  }
+  void theta_tile(const double* K2, int64_t W, int64_t S, bool symmetric, const double* h1, int64_t e0,
+                  int64_t rows, double* G) {
+    for (int64_t t = 0; t < rows * S; ++t) pipeline::theta_tile(t, K2, W, S, symmetric, h1, e0, G);
+  }
+  void mix_tile(int64_t E, int nproc, int64_t S, const double* omega, const double* G, int64_t e0,
+                int64_t rows, double* B) {
+    for (int64_t t = 0; t < rows * S; ++t) pipeline::mix_tile(t, E, nproc, S, omega, G, e0, B);
+  }
+  void syrkx_lower(int64_t n, int64_t k, const double* A, const double* B, double* C, bool accumulate) {
+    Eigen::Map<const Eigen::MatrixXd> Am(A, n, k), Bm(B, n, k);
+    Eigen::Map<Eigen::MatrixXd> Cm(C, n, n);
+    if (!accumulate) Cm.triangularView<Eigen::Lower>().setZero();
+    Cm.triangularView<Eigen::Lower>() += Am * Bm.transpose();
+  }
 
   // The fused loss+grad pass (fused_elements.hpp) with the kernel's loops in order: blocks one after
   // the other, each over its tiles; Λ from 32 lane partials summed in the warp's butterfly order. The

@@ -41,6 +41,8 @@ struct CudaPluginV1 {
   uint64_t (*shard_bytes)(const Model& model, int64_t bin_begin, int64_t bin_end) = nullptr;
   std::shared_ptr<const DenseLinalg> (*make_dense_linalg)(int ordinal) = nullptr;
   double (*copy_bandwidth)(int ordinal, size_t bytes) = nullptr;
+  // Appended (benchmarks only): table_size, checked by the loader, refuses a plugin without it.
+  double (*blas_rate)(int ordinal, int64_t n, int64_t k, bool syrk) = nullptr;
 };
 
 }  // namespace rabbit

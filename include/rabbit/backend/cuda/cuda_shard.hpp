@@ -38,6 +38,10 @@ std::unique_ptr<ShardEvaluator> make_cuda_shard(std::shared_ptr<const Model> mod
 /// of `bytes` bytes each.
 double cuda_copy_bandwidth(int ordinal, size_t bytes = size_t(1) << 30);
 
+/// The measured GFLOP/s of cuBLAS DSYRK (syrk = true: the lower triangle of AᵀA) or DGEMM (AᵀA in
+/// full) for A of k rows × n columns: the rates the dense Hessian is compared with.
+double cuda_blas_rate(int ordinal, int64_t n, int64_t k, bool syrk);
+
 /// The least free device memory in bytes with which a shard over [bin_begin, bin_end) runs (the
 /// estimate above): its tensor and work arrays plus the free memory that leaves a one-column HVP batch
 /// (docs/sharding-and-gpu.md "Memory check first").

@@ -24,6 +24,7 @@ rabbit::CudaPluginV1 make_table() {
   t.shard_bytes = rabbit::cuda_shard_bytes;
   t.make_dense_linalg = make_dense_linalg;
   t.copy_bandwidth = rabbit::cuda_copy_bandwidth;
+  t.blas_rate = rabbit::cuda_blas_rate;
   return t;
 }
 
