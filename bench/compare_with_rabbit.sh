@@ -6,6 +6,7 @@
 #   bench/compare_with_rabbit.sh [-b BUILD_DIR] [-p PYTHON] [-r RABBIT_SRC] [-n REPEAT] [-c CORES]
 #                                [-w WORK_DIR] [--bins B --procs P --systs S]
 #                                [--tensors LIST] [--opts 'OPTS;OPTS...'] [--contention]
+#                                [--cpu-cap FACTOR]
 #
 # Tensors (--tensors, space-separated; default "example bench:BxPxS" with --bins/--procs/--systs,
 # 2000x5x200): "example" is examples/example_tensor.hdf5, "bench:BxPxS" one written by
@@ -16,6 +17,9 @@
 # (tensor, options); the minimum wall time is reported (the machine is shared; the minimum is the
 # least disturbed run) with the CPU seconds (user + sys, all threads) and peak RSS of that run; on a
 # loaded machine wall times measure the queue, and the CPU seconds are the comparable number.
+# --cpu-cap FACTOR: ours runs first, then upstream under a CPU-time limit of FACTOR × our CPU
+# seconds (prlimit --cpu): an upstream run stopped by the limit prints "> LIMIT" and a CPU ratio
+# "> FACTOR", enough to show a ≥ FACTOR goal without waiting for fits that take upstream hours.
 # --contention: a busy loop pinned to the last of the CORES runs during every run of both programs
 # (a shared node). Prints one row per (tensor, options): wall seconds of upstream and ours and their
 # ratio, CPU seconds and their ratio, both peak RSS, both reduced NLLs as a check. The output of the
@@ -33,6 +37,7 @@ bins=2000 procs=5 systs=200
 tensors=""
 opt_sets="-t 0 --unblind;-t 0 --unblind --doImpacts --globalImpacts"
 contention=0
+cpu_cap=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -48,7 +53,8 @@ while [ $# -gt 0 ]; do
     --tensors) tensors=$2; shift 2 ;;
     --opts) opt_sets=$2; shift 2 ;;
     --contention) contention=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --cpu-cap) cpu_cap=$2; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -98,13 +104,23 @@ start_busy() {  # with --contention: one busy loop on the last of the cores for 
   busy_pid=$!
 }
 
-# one run of "$@" on the pinned cores: prints "wall_s cpu_s peak_rss_MB"; its output goes to last.log
+# one run of "$@" on the pinned cores: prints "wall_s cpu_s peak_rss_MB"; its output goes to last.log.
+# With cpu_limit set (seconds), the run is stopped there and prints "capped cpu_s peak_rss_MB".
+cpu_limit=""
 time_one() {
-  local t0 t1
+  local t0 t1 limit=()
+  [ -z "$cpu_limit" ] || limit=(prlimit --cpu="$cpu_limit:$((cpu_limit + 10))")
   start_busy
   t0=$(date +%s.%N)
-  if ! /usr/bin/time -f '%U %S %M' -o "$work/usage" "${pin[@]}" "$@" >"$work/last.log" 2>&1; then
+  if ! /usr/bin/time -f '%U %S %M' -o "$work/usage" "${limit[@]}" "${pin[@]}" "$@" >"$work/last.log" 2>&1; then
     stop_busy
+    # SIGXCPU at the soft limit (SIGKILL at the hard one, 10 s later, if it was ignored)
+    if [ -n "$cpu_limit" ] && grep -Eq "signal (24|9)$" "$work/usage"; then
+      local user sys rss
+      read -r user sys rss < <(tail -1 "$work/usage")
+      echo "capped $(echo "$user + $sys" | bc -l) $((rss / 1024))"
+      return 0
+    fi
     echo "FAILED: $*" >&2
     tail -20 "$work/last.log" >&2
     return 1
@@ -136,17 +152,37 @@ for spec in $tensors; do
   tensor=$(tensor_file "$spec")
   for opts in "${sets[@]}"; do
     best_up="" best_ours="" cpu_up="" cpu_ours="" rss_up="" rss_ours=""
+    capped=0
     for _ in $(seq "$repeat"); do
+      if [ -n "$cpu_cap" ]; then  # ours first: its CPU time sets upstream's limit
+        # shellcheck disable=SC2086
+        out=$(time_one "$build/rabbit_fit" "$tensor" $opts -o "$work/ours" --outname fit.hdf5)
+        read -r t c m <<<"$out"
+        if [ -z "$best_ours" ] || [ "$(echo "$t < $best_ours" | bc -l)" = 1 ]; then best_ours=$t cpu_ours=$c rss_ours=$m; fi
+        cpu_limit=$(echo "($cpu_cap * $c + 0.999) / 1" | bc)
+      fi
       # shellcheck disable=SC2086
       out=$(time_one env PYTHONPATH="$rabbit" "$python" "$rabbit/bin/rabbit_fit.py" "$tensor" $opts \
         -o "$work/up" --outname fit.hdf5)
+      cpu_limit=""
       read -r t c m <<<"$out"
+      if [ "$t" = capped ]; then
+        capped=1 best_up=$t cpu_up=$c rss_up=$m
+        break
+      fi
       if [ -z "$best_up" ] || [ "$(echo "$t < $best_up" | bc -l)" = 1 ]; then best_up=$t cpu_up=$c rss_up=$m; fi
+      [ -z "$cpu_cap" ] || continue
       # shellcheck disable=SC2086
       out=$(time_one "$build/rabbit_fit" "$tensor" $opts -o "$work/ours" --outname fit.hdf5)
       read -r t c m <<<"$out"
       if [ -z "$best_ours" ] || [ "$(echo "$t < $best_ours" | bc -l)" = 1 ]; then best_ours=$t cpu_ours=$c rss_ours=$m; fi
     done
+    if [ "$capped" = 1 ]; then
+      printf '%-28s %-64s %9s %9.2f %6s %9s %9.2f %6s %9s %9s  stopped at the CPU limit / %s\n' "$(basename "$tensor")" \
+        "$opts" "-" "$best_ours" "-" "> $(printf %.0f "$cpu_up")" "$cpu_ours" "> $cpu_cap" "$rss_up" "$rss_ours" \
+        "$(nll_of "$work/ours/fit.hdf5")"
+      continue
+    fi
     printf '%-28s %-64s %9.2f %9.2f %6.1f %9.2f %9.2f %6.1f %9s %9s  %s / %s\n' "$(basename "$tensor")" "$opts" \
       "$best_up" "$best_ours" "$(echo "$best_up / $best_ours" | bc -l)" "$cpu_up" "$cpu_ours" \
       "$(echo "$cpu_up / $cpu_ours" | bc -l)" "$rss_up" "$rss_ours" \

@@ -74,7 +74,8 @@ VectorXd LimitRun::covariance_at(const VectorXd& x, MatrixXd& cov) {
   VectorXd g;
   MatrixXd hess;
   ctx_.fitter->value_grad_hess(x, g, hess);
-  auto res = postfit::covariance_from_hessian(hess, g, ctx_.layout.floating, prefit_covariance(*ctx_.model));
+  auto res = postfit::covariance_from_hessian(hess, g, ctx_.layout.floating, prefit_covariance(*ctx_.model),
+                                              ctx_.fitter->dense_linalg());
   log().info("edmval: {}", py_float(res.edm));
   cov = std::move(res.cov);
   return g;

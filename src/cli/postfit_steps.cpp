@@ -95,7 +95,8 @@ void postfit_uncertainties(FitContext& ctx, FitSession& session, ResultLayoutWri
   MatrixXd hess;
   // The Hessian that certified the fit, taken at this x; else a new one.
   if (!session.take_fit_hessian(g, hess)) ctx.fitter->value_grad_hess(x, g, hess);
-  auto res = postfit::covariance_from_hessian(hess, g, ctx.layout.floating, prefit_covariance(*ctx.model));
+  auto res = postfit::covariance_from_hessian(hess, g, ctx.layout.floating, prefit_covariance(*ctx.model),
+                                              ctx.fitter->dense_linalg());
   cov = res.cov;
   have_cov = true;
   log().info("edmval: {}", py_float(res.edm));

@@ -87,8 +87,9 @@ void SaturatedProjectionTests::write(const postfit::Mapping& mapping, result::Gr
     VectorXd g;
     MatrixXd hess;
     if (!s.session->take_fit_hessian(g, hess)) s.ctx.fitter->value_grad_hess(xs, g, hess);
-    edm =
-        postfit::covariance_from_hessian(hess, g, s.ctx.layout.floating, prefit_covariance(*s.ctx.model)).edm;
+    edm = postfit::covariance_from_hessian(hess, g, s.ctx.layout.floating, prefit_covariance(*s.ctx.model),
+                                           s.ctx.fitter->dense_linalg())
+              .edm;
     log().info("edmval: {}", py_float(*edm));
   }
   // docs/output-format.md "Saturated projection tests": the nominal fit's nllvalreduced (the same

@@ -13,23 +13,12 @@
 #include <thread>
 #include <vector>
 
+#include "cgroup_dirs.hpp"
+
 namespace rabbit::cpus {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The controller's directory of `path` and each ancestor up to the mount root; only the root
-// when `path` is not visible under the mount (a container's cgroup namespace).
-std::vector<fs::path> cgroup_dirs(const fs::path& root, const std::string& path) {
-  std::vector<fs::path> dirs;
-  fs::path rel = fs::path(path).relative_path();
-  std::error_code ec;
-  if (!rel.empty() && fs::is_directory(root / rel, ec)) {
-    for (; !rel.empty() && rel != rel.parent_path(); rel = rel.parent_path()) dirs.push_back(root / rel);
-  }
-  if (fs::is_directory(root, ec)) dirs.push_back(root);
-  return dirs;
-}
 
 // A positive number from the first word of `text`; false for "max", -1 (v1: no quota) or garbage.
 bool positive_number(const std::string& text, double& value) {
@@ -69,24 +58,11 @@ double quota_of(const fs::path& dir, bool v2) {
 double cgroup_cpu_quota(const std::string& proc_self_cgroup, const std::string& v2_root,
                         const std::string& v1_cpu_root, std::string* where) {
   double least = 0.0;
-  std::istringstream lines(proc_self_cgroup);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const auto a = line.find(':');
-    const auto b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    const std::string id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1);
-    const bool v2 = id == "0" && controllers.empty();
-    bool v1_cpu = false;
-    std::istringstream names(controllers);
-    for (std::string c; std::getline(names, c, ',');) v1_cpu = v1_cpu || c == "cpu";
-    if (!v2 && !v1_cpu) continue;
-    for (const fs::path& dir : cgroup_dirs(v2 ? v2_root : v1_cpu_root, line.substr(b + 1))) {
-      const double q = quota_of(dir, v2);
-      if (q > 0.0 && (least == 0.0 || q < least)) {
-        least = q;
-        if (where) *where = (dir / (v2 ? "cpu.max" : "cpu.cfs_quota_us")).string();
-      }
+  for (const auto& [dir, v2] : cgroups::controller_dirs(proc_self_cgroup, "cpu", v2_root, v1_cpu_root)) {
+    const double q = quota_of(dir, v2);
+    if (q > 0.0 && (least == 0.0 || q < least)) {
+      least = q;
+      if (where) *where = (dir / (v2 ? "cpu.max" : "cpu.cfs_quota_us")).string();
     }
   }
   return least;

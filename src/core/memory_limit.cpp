@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "cgroup_dirs.hpp"
 #include "rabbit/core/error.hpp"
 
 namespace rabbit::memory {
@@ -48,53 +49,27 @@ void keep_least(Headroom& best, double bytes, const std::string& source) {
   if (best.source.empty() || bytes < best.bytes) best = {bytes, source};
 }
 
-// The controller's directory of `path` and each ancestor up to the mount root; only the root
-// when `path` is not visible under the mount (a container's cgroup namespace).
-std::vector<fs::path> cgroup_dirs(const fs::path& root, const std::string& path) {
-  std::vector<fs::path> dirs;
-  fs::path rel = fs::path(path).relative_path();
-  std::error_code ec;
-  if (!rel.empty() && fs::is_directory(root / rel, ec)) {
-    for (; !rel.empty() && rel != rel.parent_path(); rel = rel.parent_path()) dirs.push_back(root / rel);
-  }
-  if (fs::is_directory(root, ec)) dirs.push_back(root);
-  return dirs;
-}
-
 }  // namespace
 
 Headroom cgroup_headroom(const std::string& proc_self_cgroup, const std::string& v2_root,
                          const std::string& v1_memory_root) {
   Headroom best;
-  std::istringstream lines(proc_self_cgroup);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const auto a = line.find(':');
-    const auto b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    const std::string id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1);
-    const std::string path = line.substr(b + 1);
-    const bool v2 = id == "0" && controllers.empty();
-    bool v1_memory = false;
-    std::istringstream names(controllers);
-    for (std::string c; std::getline(names, c, ',');) v1_memory = v1_memory || c == "memory";
-    if (!v2 && !v1_memory) continue;
-    for (const fs::path& dir : cgroup_dirs(v2 ? v2_root : v1_memory_root, path)) {
-      double limit = 0, usage = 0;
-      if (v2) {
-        if (!read_number(dir / "memory.max", limit) || !read_number(dir / "memory.current", usage)) continue;
-        usage -= stat_entry(dir / "memory.stat", "inactive_file");
-      } else {
-        if (!read_number(dir / "memory.limit_in_bytes", limit) ||
-            !read_number(dir / "memory.usage_in_bytes", usage))
-          continue;
-        usage -= stat_entry(dir / "memory.stat", "total_inactive_file");
-      }
-      if (limit >= kUnlimited) continue;
-      keep_least(best, limit - std::max(usage, 0.0),
-                 fmt::format("the memory limit of cgroup {} ({})", dir.string(),
-                             v2 ? "memory.max" : "memory.limit_in_bytes"));
+  for (const auto& [dir, v2] :
+       cgroups::controller_dirs(proc_self_cgroup, "memory", v2_root, v1_memory_root)) {
+    double limit = 0, usage = 0;
+    if (v2) {
+      if (!read_number(dir / "memory.max", limit) || !read_number(dir / "memory.current", usage)) continue;
+      usage -= stat_entry(dir / "memory.stat", "inactive_file");
+    } else {
+      if (!read_number(dir / "memory.limit_in_bytes", limit) ||
+          !read_number(dir / "memory.usage_in_bytes", usage))
+        continue;
+      usage -= stat_entry(dir / "memory.stat", "total_inactive_file");
     }
+    if (limit >= kUnlimited) continue;
+    keep_least(best, limit - std::max(usage, 0.0),
+               fmt::format("the memory limit of cgroup {} ({})", dir.string(),
+                           v2 ? "memory.max" : "memory.limit_in_bytes"));
   }
   return best;
 }

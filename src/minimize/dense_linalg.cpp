@@ -3,6 +3,8 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 
+#include "rabbit/minimize/spd_inverse.hpp"
+
 extern "C" void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
 
 namespace rabbit {
@@ -88,6 +90,11 @@ int64_t LapackLinalg::cholesky(const Eigen::MatrixXd& A, Eigen::MatrixXd& L) con
   if (info == 0 && !L.diagonal().allFinite()) return 1;
   if (info == 0) L.triangularView<Eigen::StrictlyUpper>().setZero();
   return info;
+}
+
+bool DenseLinalg::spd_inverse(const Eigen::MatrixXd& A, Eigen::MatrixXd& inverse,
+                              Eigen::VectorXd* whiten) const {
+  return ::rabbit::spd_inverse(A, inverse, whiten);
 }
 
 const DenseLinalg& default_linalg() {

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "bin_dependent_param_model.hpp"
+#include "name_list.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/model_options.hpp"
@@ -20,22 +21,6 @@ namespace {
 
 [[noreturn]] void fail(const std::string& model, const std::string& what) {
   throw OptionError(fmt::format("--paramModel {}: {}", model, what));
-}
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    const size_t pos = s.find(',', start);
-    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
-    if (pos == std::string::npos) break;
-    start = pos + 1;
-  }
-  for (auto& t : out) {  // rabbit strips each name
-    const auto b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
-    t = b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
-  }
-  return out;
 }
 
 /// The channel, the selected processes and the axes of a cell, as the command line names them.
@@ -57,7 +42,7 @@ Selection select(const std::string& model, const FitInputData& in, const std::st
   // Rabbit sizes the channel by its regular bins only; a channel that stores flow bins is not addressed.
   if (in.channels[s.channel].flow)
     fail(model, fmt::format("channel '{}' has flow bins, which the Axis models do not address", channel));
-  s.proc_names = proc_spec == "all" ? in.procs : split_commas(proc_spec);
+  s.proc_names = proc_spec == "all" ? in.procs : split_commas(proc_spec, Blanks::strip);
   for (const auto& p : s.proc_names) {
     const auto it = std::find(in.procs.begin(), in.procs.end(), p);
     if (it == in.procs.end())
@@ -75,7 +60,7 @@ std::vector<int64_t> axis_positions(const std::string& model, const ChannelInfo&
   std::vector<std::string> available;
   for (const auto& a : ch.axes) available.push_back(a.name);
   std::vector<int64_t> out;
-  for (const auto& name : split_commas(csv)) {
+  for (const auto& name : split_commas(csv, Blanks::strip)) {
     const auto it = std::find(available.begin(), available.end(), name);
     if (it == available.end())
       fail(model, fmt::format("{} '{}' not found in channel '{}'; axes: [{}]", role, name, ch.name,

@@ -7,6 +7,7 @@
 
 #include "abcd_param_models.hpp"
 #include "axis_param_models.hpp"
+#include "name_list.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/io/fit_input_data.hpp"
 #include "rabbit/model/model_options.hpp"
@@ -88,18 +89,6 @@ class MuModel final : public ParamModel {
   Eigen::VectorXd defaults_;
 };
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    const size_t pos = s.find(',', start);
-    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
-    if (pos == std::string::npos) break;
-    start = pos + 1;
-  }
-  return out;
-}
-
 /// Mixing parameters π_i: the i-th primary process gets π_i, the i-th complementary 1 − π_i.
 /// As in rabbit, "i-th" counts in process-list order, not in the order the user typed
 /// (docs/model.md "Param models"); the names follow the typed order.
@@ -113,8 +102,8 @@ class MixtureModel final : public ParamModel {
           fmt::format("--paramModel Mixture: expected exactly 2 arguments (primaries and complementaries as "
                       "comma lists), got {}",
                       args.size()));
-    const auto primaries = split_commas(args[0]);
-    const auto complementaries = split_commas(args[1]);
+    const auto primaries = split_commas(args[0], Blanks::keep);
+    const auto complementaries = split_commas(args[1], Blanks::keep);
     if (primaries.size() != complementaries.size())
       throw OptionError(fmt::format(
           "--paramModel Mixture: primary and complementary lists must have the same length, got {} and {}",

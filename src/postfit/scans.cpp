@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "contour_root.hpp"
 #include "rabbit/core/logging.hpp"
 
 namespace rabbit::postfit {
@@ -129,47 +130,13 @@ ContourPoint contour_point(Objective& objective, const ProfileMinimizer& minimiz
     return objective.value(xsol) - lmin - target;
   };
 
-  double t_lo = 0.0, g_lo = -target;
-  Eigen::VectorXd x_hi;
-  double t_hi = side * level * sigma;
-  double g_hi = profile_at(t_hi, x_hi);
-  for (int expand = 0; expand < 40 && std::isfinite(g_hi) && g_hi < 0.0; ++expand) {
-    t_lo = t_hi;
-    g_lo = g_hi;
-    t_hi *= 1.6;
-    g_hi = profile_at(t_hi, x_hi);
-  }
-  if (!std::isfinite(g_hi) || g_hi < 0.0) return out;
-
-  // Illinois regula falsi on [t_lo, t_hi] (g_lo < 0 < g_hi).
-  Eigen::VectorXd xbest = x_hi;
-  double gbest = g_hi;
-  int last_side = 0;
-  for (int it = 0; it < 100; ++it) {
-    double t = t_hi - g_hi * (t_hi - t_lo) / (g_hi - g_lo);
-    Eigen::VectorXd xt;
-    double g = profile_at(t, xt);
-    if (!std::isfinite(g)) return out;
-    if (std::abs(g) < std::abs(gbest)) {
-      gbest = g;
-      xbest = xt;
-    }
-    if (std::abs(g) < std::min(1e-10, tolerance) * std::max(1.0, target) ||
-        std::abs(t_hi - t_lo) < 1e-12 * sigma)
-      break;
-    if (g < 0.0) {
-      t_lo = t;
-      g_lo = g;
-      if (last_side == -1) g_hi *= 0.5;
-      last_side = -1;
-    } else {
-      t_hi = t;
-      g_hi = g;
-      if (last_side == 1) g_lo *= 0.5;
-      last_side = 1;
-    }
-  }
-  if (std::abs(gbest) > tolerance * std::max(1.0, target)) return out;
+  RootBracket bracket;
+  if (!widen_bracket(profile_at, -target, side * level * sigma, bracket)) return out;
+  const Root root =
+      illinois_root(profile_at, bracket, std::min(1e-10, tolerance) * std::max(1.0, target),
+                    [&](double t_lo, double t_hi) { return std::abs(t_hi - t_lo) < 1e-12 * sigma; });
+  if (!root.finite || std::abs(root.g) > tolerance * std::max(1.0, target)) return out;
+  const Eigen::VectorXd& xbest = root.x;
   out.displacement = xbest - xhat;
   out.success = true;
   return out;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numbers>
 
+#include "contour_root.hpp"
 #include "rabbit/core/logging.hpp"
 
 namespace rabbit::postfit {
@@ -125,48 +126,17 @@ Contour2D contour_2d(Objective& objective, const ProfileMinimizer& minimizer,
       return objective.value(xsol) - lmin - target;
     };
 
-    double t_lo = 0.0, g_lo = -target;
-    Eigen::VectorXd x_hi;
-    double t_hi = level;  // exact for a Gaussian likelihood
-    double g_hi = profile_at(t_hi, x_hi);
-    for (int expand = 0; expand < 40 && std::isfinite(g_hi) && g_hi < 0.0; ++expand) {
-      t_lo = t_hi;
-      g_lo = g_hi;
-      t_hi *= 1.6;
-      g_hi = profile_at(t_hi, x_hi);
-    }
-    if (!std::isfinite(g_hi) || g_hi < 0.0) continue;
-
-    Eigen::VectorXd xbest = x_hi;
-    double gbest = g_hi;
-    int last_side = 0;
-    bool failed = false;
-    for (int it = 0; it < 100 && std::abs(gbest) >= 1e-10 * std::max(1.0, target); ++it) {
-      const double t = t_hi - g_hi * (t_hi - t_lo) / (g_hi - g_lo);
-      Eigen::VectorXd xt;
-      const double g = profile_at(t, xt);
-      if (!std::isfinite(g)) {
-        failed = true;
-        break;
-      }
-      if (std::abs(g) < std::abs(gbest)) {
-        gbest = g;
-        xbest = xt;
-      }
-      if (std::abs(t_hi - t_lo) < 1e-12 * std::max(1.0, t_hi)) break;
-      if (g < 0.0) {
-        t_lo = t;
-        g_lo = g;
-        if (last_side == -1) g_hi *= 0.5;
-        last_side = -1;
-      } else {
-        t_hi = t;
-        g_hi = g;
-        if (last_side == 1) g_lo *= 0.5;
-        last_side = 1;
-      }
-    }
-    if (failed || std::abs(gbest) > 1e-8 * std::max(1.0, target)) continue;
+    RootBracket bracket;
+    if (!widen_bracket(profile_at, -target, level, bracket)) continue;  // t = level: exact if Gaussian
+    const double g_tolerance = 1e-10 * std::max(1.0, target);
+    Root root{true, bracket.g_hi, bracket.x_hi};
+    if (std::abs(bracket.g_hi) >= g_tolerance)
+      root = illinois_root(profile_at, bracket, g_tolerance, [](double t_lo, double t_hi) {
+        return std::abs(t_hi - t_lo) < 1e-12 * std::max(1.0, t_hi);
+      });
+    if (!root.finite || std::abs(root.g) > 1e-8 * std::max(1.0, target)) continue;
+    const Eigen::VectorXd& xbest = root.x;
+    const double gbest = root.g;
     out.xp.back() = xbest(p);
     out.xq.back() = xbest(q);
     out.dnll2.back() = 2.0 * (gbest + target);

@@ -32,7 +32,7 @@ Eigen::MatrixXd spd_inverse(const Eigen::MatrixXd& a, const char* what) {
 
 CovarianceResult covariance_from_hessian(const Eigen::MatrixXd& hess, const Eigen::VectorXd& grad,
                                          const std::vector<int64_t>& floating,
-                                         const Eigen::MatrixXd& prefit_cov) {
+                                         const Eigen::MatrixXd& prefit_cov, const DenseLinalg& linalg) {
   const int64_t nf = static_cast<int64_t>(floating.size());
   Eigen::MatrixXd hff = sub(hess, floating, floating);
   Eigen::VectorXd gf(nf);
@@ -40,7 +40,7 @@ CovarianceResult covariance_from_hessian(const Eigen::MatrixXd& hess, const Eige
   // H = L Lᵀ; C = L⁻ᵀ L⁻¹ and EDM = ½ |L⁻¹ g|².
   Eigen::MatrixXd cff;
   Eigen::VectorXd lg = gf;
-  if (!rabbit::spd_inverse(hff, cff, &lg))
+  if (!linalg.spd_inverse(hff, cff, &lg))
     throw NumericalError("Cholesky decomposition failed, Hessian is not positive-definite");
   CovarianceResult out;
   out.edm = 0.5 * lg.squaredNorm();

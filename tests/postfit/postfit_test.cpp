@@ -48,6 +48,32 @@ TEST(Covariance, FloatingBlockAndFrozenPrefit) {
   EXPECT_EQ(frozen.cov(3, 1), 0.0);
 }
 
+// The inverse goes through the fitter's DenseLinalg (cuSOLVER for GPU fits): a linalg that scales
+// the inverse it returns shows up in the covariance and the EDM.
+TEST(Covariance, InverseRunsThroughTheGivenDenseLinalg) {
+  struct Scaled : rabbit::EigenLinalg {
+    mutable int calls = 0;
+    bool spd_inverse(const Eigen::MatrixXd& A, Eigen::MatrixXd& inverse,
+                     Eigen::VectorXd* whiten) const override {
+      ++calls;
+      const bool ok = rabbit::DenseLinalg::spd_inverse(A, inverse, whiten);
+      inverse *= 2.0;
+      if (whiten) *whiten *= 3.0;
+      return ok;
+    }
+  } scaled;
+  const Eigen::MatrixXd H = spd(5, 4);
+  Eigen::VectorXd g(5);
+  g << 0.3, -0.1, 0.2, 0.0, 0.4;
+  const Eigen::MatrixXd prefit = Eigen::MatrixXd::Identity(5, 5);
+  const auto plain = covariance_from_hessian(H, g, {0, 1, 3, 4}, prefit);
+  const auto through = covariance_from_hessian(H, g, {0, 1, 3, 4}, prefit, scaled);
+  EXPECT_EQ(scaled.calls, 1);
+  EXPECT_EQ(through.edm, 9.0 * plain.edm);
+  for (int i : {0, 1, 3, 4}) EXPECT_EQ(through.cov(i, 1), 2.0 * plain.cov(i, 1));
+  EXPECT_EQ(through.cov(2, 2), 1.0);  // frozen: the prefit value
+}
+
 TEST(Covariance, NotPositiveDefiniteIsANumericalError) {
   Eigen::MatrixXd H = Eigen::MatrixXd::Identity(2, 2);
   H(1, 1) = -1.0;

@@ -32,6 +32,13 @@ class DenseLinalg {
   virtual void symmetric_multiply(const Eigen::MatrixXd& A, const Eigen::MatrixXd& X,
                                   Eigen::MatrixXd& Y) const;
 
+  /// A⁻¹ into `inverse` for symmetric positive-definite A (the postfit covariance from the Hessian,
+  /// docs/output-format.md "EDM and covariance"); `whiten`: on input g, on output L⁻¹ g (A = L Lᵀ).
+  /// False when A is not positive definite or not finite. Host: rabbit::spd_inverse
+  /// (minimize/spd_inverse.hpp); a device implementation factorises and inverts where the matrix is.
+  virtual bool spd_inverse(const Eigen::MatrixXd& A, Eigen::MatrixXd& inverse,
+                           Eigen::VectorXd* whiten = nullptr) const;
+
   /// Max absolute row sum.
   virtual double norm_inf(const Eigen::MatrixXd& A) const;
   virtual double norm_frobenius(const Eigen::MatrixXd& A) const;

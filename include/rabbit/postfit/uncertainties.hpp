@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "rabbit/minimize/dense_linalg.hpp"
+
 namespace rabbit::postfit {
 
 struct CovarianceResult {
@@ -18,10 +20,11 @@ struct CovarianceResult {
 
 /// docs/output-format.md "EDM and covariance". `floating` lists the floating x-indices; `prefit_cov` supplies
 /// the frozen rows/columns. Throws NumericalError "Cholesky decomposition failed, Hessian is not
-/// positive-definite".
+/// positive-definite". The inverse runs through `linalg` (cuSOLVER when the fit runs on a GPU).
 CovarianceResult covariance_from_hessian(const Eigen::MatrixXd& hess, const Eigen::VectorXd& grad,
                                          const std::vector<int64_t>& floating,
-                                         const Eigen::MatrixXd& prefit_cov);
+                                         const Eigen::MatrixXd& prefit_cov,
+                                         const DenseLinalg& linalg = default_linalg());
 
 /// Which parameters are reported and how nuisances are grouped (docs/output-format.md "Traditional impacts",
 /// "Global impacts").

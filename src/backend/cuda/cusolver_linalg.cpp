@@ -175,6 +175,47 @@ int64_t CusolverLinalg::cholesky_solve(const Eigen::MatrixXd& A, Eigen::MatrixXd
   return factor(A, 0.0, nullptr, &X);
 }
 
+bool CusolverLinalg::spd_inverse(const Eigen::MatrixXd& A, Eigen::MatrixXd& inverse,
+                                 Eigen::VectorXd* whiten) const {
+  const int64_t n = A.rows();
+  if (A.cols() != n) throw Error("inverse of a non-square matrix");
+  if (whiten && whiten->size() != n) throw Error("inverse: the vector to whiten has the wrong length");
+  if (n == 0) {
+    inverse.resize(0, 0);
+    return true;
+  }
+  Device& d = *dev_;
+  std::lock_guard<std::mutex> lock(d.mutex);
+  d.select();
+  const int ni = static_cast<int>(n);
+  d.load(A, 0.0);
+  if (d.potrf(ni, ni) != 0) return false;
+  if (whiten) {  // L⁻¹ g before potri overwrites L
+    d.reserve(d.b, d.b_capacity, static_cast<size_t>(n), "allocating the gradient to whiten");
+    d.upload(d.b, whiten->data(), static_cast<size_t>(n), "copying the gradient to whiten");
+    cuda_check::cublas(
+        cublasDtrsv(d.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, ni, d.a, ni, d.b, 1),
+        ordinal_, "whitening the gradient (trsv)");
+    d.download(whiten->data(), d.b, static_cast<size_t>(n), "reading the whitened gradient");
+  }
+  int lwork = 0;
+  cuda_check::cusolver(cusolverDnDpotri_bufferSize(d.solver, CUBLAS_FILL_MODE_LOWER, ni, d.a, ni, &lwork),
+                       ordinal_, "sizing the potri workspace");
+  d.reserve(d.work, d.work_capacity, static_cast<size_t>(std::max(lwork, 1)),
+            "allocating the potri workspace");
+  cuda_check::cusolver(cusolverDnDpotri(d.solver, CUBLAS_FILL_MODE_LOWER, ni, d.a, ni, d.work,
+                                        static_cast<int>(d.work_capacity), d.info),
+                       ordinal_, "potri");
+  int info = 0;
+  cuda_check::cuda(cudaMemcpyAsync(&info, d.info, sizeof(int), cudaMemcpyDeviceToHost, d.stream), ordinal_,
+                   "reading potri's info");
+  inverse.resize(n, n);
+  d.download(inverse.data(), d.a, static_cast<size_t>(n * n), "reading the inverse");
+  if (info != 0) return false;
+  inverse.triangularView<Eigen::StrictlyUpper>() = inverse.transpose();
+  return inverse.allFinite() && (!whiten || whiten->allFinite());
+}
+
 std::shared_ptr<CusolverLinalg> make_cusolver_linalg(int ordinal) {
   return std::make_shared<CusolverLinalg>(ordinal);
 }

@@ -6,6 +6,7 @@
 
 #include <Eigen/Cholesky>
 #include <Eigen/QR>
+#include <limits>
 #include <random>
 
 #include "rabbit/core/error.hpp"
@@ -120,6 +121,29 @@ TEST(CusolverLinalg, SolveGivesTheCovarianceOfEigen) {
   EXPECT_LT(rel(cov, ref), 1e-11);
   Eigen::MatrixXd bad = -A, x = Eigen::MatrixXd::Ones(n, 2);
   EXPECT_EQ(gpu.cholesky_solve(bad, x), 1);
+}
+
+// The postfit covariance on the device (potrf, trsv, potri) against the host's blocked inverse.
+TEST(CusolverLinalg, InverseAndWhitenedGradientMatchTheHost) {
+  RABBIT_REQUIRE_GPU();
+  CusolverLinalg gpu(first_gpu());
+  const EigenLinalg host;
+  for (int64_t n : {1, 7, 300, 1100}) {
+    const Eigen::MatrixXd A = symmetric_with(Eigen::VectorXd::LinSpaced(n, 0.1, 20.0), 5 + n);
+    Eigen::VectorXd wg = Eigen::VectorXd::LinSpaced(n, -1.0, 2.0), wh = wg;
+    Eigen::MatrixXd inv_g, inv_h;
+    ASSERT_TRUE(gpu.spd_inverse(A, inv_g, &wg)) << n;
+    ASSERT_TRUE(host.spd_inverse(A, inv_h, &wh)) << n;
+    EXPECT_LT(rel(inv_g, inv_h), 1e-11) << n;
+    EXPECT_LT((wg - wh).norm() / wh.norm(), 1e-12) << n;
+    EXPECT_TRUE(inv_g.isApprox(inv_g.transpose(), 0.0)) << n;
+  }
+  Eigen::MatrixXd inv;
+  const Eigen::MatrixXd A = symmetric_with(Eigen::VectorXd::LinSpaced(50, 0.1, 20.0), 3);
+  EXPECT_FALSE(gpu.spd_inverse(-A, inv));
+  Eigen::MatrixXd nan = A;
+  nan(3, 3) = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(gpu.spd_inverse(nan, inv));
 }
 
 // The trust-exact subproblem (More-Sorensen: shifted factorisations, failure indices, hard case)

@@ -33,6 +33,11 @@ class CusolverLinalg : public EigenLinalg {
   /// unspecified otherwise). X = I gives the covariance A⁻¹.
   int64_t cholesky_solve(const Eigen::MatrixXd& A, Eigen::MatrixXd& X) const;
 
+  /// The covariance where the Hessian's factor is: potrf, trsv for the whitened gradient, potri
+  /// (the lower triangle of A⁻¹, ≈ n³ flops as on the host), one upload and one download of n².
+  bool spd_inverse(const Eigen::MatrixXd& A, Eigen::MatrixXd& inverse,
+                   Eigen::VectorXd* whiten = nullptr) const override;
+
   int ordinal() const { return ordinal_; }
 
  private:
