@@ -165,7 +165,7 @@ class ShardPipeline : public ShardEvaluator {
     if (!sparse_) {
       tiles_ = plan_fused_tiles(nbins_, nproc_, width_, ops_->l2_cache_bytes(), ops_->fused_max_blocks());
       if (tiles_.fused())
-        partial_.allocate(tiles_.blocks * static_cast<size_t>(width_), "allocating the gradient");
+        block_partial_.allocate(tiles_.blocks * static_cast<size_t>(width_), "allocating the gradient");
     }
     set_observed(in.data_obs, in.data_var.value_or(Eigen::VectorXd()));
   }
@@ -602,7 +602,8 @@ class ShardPipeline : public ShardEvaluator {
   Buf<double> lambda_{o()}, q_{o()}, N_{o()}, gw_{o()}, Nbp_{o()}, phi_{o()}, u1_{o()}, u2_{o()}, d_{o()},
       pw_{o()}, m_{o()}, binval_{o()}, beta_{o()}, y_{o()}, small_{o()};
   Buf<double> cols_d_{o()}, dr_d_{o()}, dlambda_{o()}, omega_{o()}, dN_{o()}, z_{o()}, t_{o()}, O_{o()},
-      tproc_{o()}, value_d_{o()}, partial_{o()};
+      tproc_{o()}, value_d_{o()};
+  Buf<double> block_partial_{o()};  // the fused pass's per-block gradients (tiles_.blocks × W)
   Pinned<Ops> stage_{o()}, result_{o()};
   Buf<double> h1_d_{o()}, hess_d_{o()};  // the SYRK path's h' and θθ lower triangle (S × S)
   Pinned<Ops> hess_host_{o()};

@@ -34,9 +34,9 @@ void ShardPipeline<Ops>::enqueue_fused(const Eigen::VectorXd& xi, bool profile) 
   a.value = binval_.get();
   a.gw = gw_.get();
   a.pw = pw_.get();
-  a.partial = partial_.get();
+  a.partial = block_partial_.get();
   ops_->fused_loss_grad(a);
-  ops_->reduce_partials(partial_.get(), tiles_.blocks, width_, y_.get());
+  ops_->reduce_partials(block_partial_.get(), tiles_.blocks, width_, y_.get());
   ops_->check("the fused loss+grad pass");
   enqueue_value();
   enqueue_gradient_sums();
