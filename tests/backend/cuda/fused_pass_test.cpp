@@ -33,10 +33,17 @@ struct CountingOps : testing::HostOps {
     ++reads();
     HostOps::k2_dense(t, K2, E, W, X, Y, k);
   }
-  void csr_multiply(int64_t rows, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                    const double* vals, const double* x, double* y, int k) {
+  void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr,
+                    const int32_t* cols, const double* vals, const double* x, double* y, double* partial,
+                    int k) {
     ++reads();
-    HostOps::csr_multiply(rows, width, rowptr, cols, vals, x, y, k);
+    HostOps::csr_multiply(plan, width, rowptr, cols, vals, x, y, partial, k);
+  }
+  // The SYRK Hessian reads the tensor tile by tile: one pass over all tiles, counted at the first.
+  void theta_tile(const double* K2, int64_t W, int64_t S, bool symmetric, const double* h1, int64_t e0,
+                  int64_t rows, double* G) {
+    if (e0 == 0) ++reads();
+    HostOps::theta_tile(K2, W, S, symmetric, h1, e0, rows, G);
   }
   void fused_loss_grad(const pipeline::FusedPass& a) {
     ++reads();
@@ -163,7 +170,7 @@ TEST(FusedPassScale, TwentyThousandBinsOneReadPerShard) {
 }
 
 // Full reads of the tensor per call: 1 for loss+grad, 2 for an HVP at the point of the last derivative
-// call, 3 at a new point (dense, fused); the cache is dropped by value(), profiled_beta(), another
+// call, 3 at a new point (dense, fused), the dense Hessian 2 + 1 (π columns, θθ tiles) plus 1 at a new point; the cache is dropped by value(), profiled_beta(), another
 // profile flag, set_observed and set_beta_centres, after which the results follow the new state.
 TEST(FusedPassReads, PerCallAndPerPointCache) {
   ShardConfig cfg;
@@ -190,8 +197,9 @@ TEST(FusedPassReads, PerCallAndPerPointCache) {
   EXPECT_EQ(reads_of([&] { gpu.value_grad(x, g); }), 0) << "loss+grad at the last point";
   EXPECT_EQ(reads_of([&] { gpu.value_grad_hvp(x, V, g, hv); }), 2) << "HVP at the last point";
   EXPECT_EQ(reads_of([&] { gpu.value_grad_hvp(y, V, g, hv); }), 3) << "HVP at a new point";
-  EXPECT_EQ(reads_of([&] { gpu.value_grad_hess(y, g, h, true); }), 2) << "Hessian at the last point";
-  EXPECT_EQ(reads_of([&] { gpu.value_grad_hess(y, g, h, false); }), 3) << "Hessian, β held fixed";
+  // The dense Hessian (SYRK path): the π columns as one HVP batch (2 reads) and the θθ block's tiles (1).
+  EXPECT_EQ(reads_of([&] { gpu.value_grad_hess(y, g, h, true); }), 3) << "Hessian at the last point";
+  EXPECT_EQ(reads_of([&] { gpu.value_grad_hess(y, g, h, false); }), 4) << "Hessian, β held fixed";
   EXPECT_EQ(reads_of([&] { gpu.value_grad_hvp(y, V, g, hv); }), 3) << "HVP after the fixed-β Hessian";
   EXPECT_EQ(reads_of([&] { gpu.value(y); }), 1) << "value";
   EXPECT_EQ(reads_of([&] { gpu.value_grad_hvp(y, V, g, hv); }), 3) << "HVP after value()";
