@@ -52,6 +52,11 @@ void FitInputReader::read_dense_tensors() {
   }
   d_.norm = read_rows_checked(norm);
   warn_negative_norm(d_.norm.data(), nullptr, static_cast<int64_t>(d_.norm.size()));
+  if (hold_float32(logk)) {
+    d_.logk_float32 = true;
+    d_.logk_f32 = read_float_slab_checked(logk, 0, row_begin_, logk_row_end());
+    return;
+  }
   d_.logk.resize(static_cast<size_t>(h5::Reader::slab_size(logk, 0, row_begin_, logk_row_end())));
   r_.read_doubles_slab(logk, 0, row_begin_, logk_row_end(), d_.logk.data());
   check_finite("hlogk", d_.logk.data(), static_cast<int64_t>(d_.logk.size()), logk.shape, 0, row_begin_);

@@ -142,7 +142,12 @@ void FitInputReader::read_sparse_tensors() {
   for (int64_t i = 0; i < held_norm; ++i) {
     csr.rowptr[static_cast<size_t>(i + 1)] += csr.rowptr[static_cast<size_t>(i)];
   }
-  csr.values = read_slab_checked(logk.values, 0, m0, m_keep);
+  if (hold_float32(logk.values)) {
+    d_.logk_float32 = true;
+    csr.values_f32 = read_float_slab_checked(logk.values, 0, m0, m_keep);
+  } else {
+    csr.values = read_slab_checked(logk.values, 0, m0, m_keep);
+  }
 }
 
 }  // namespace rabbit::io

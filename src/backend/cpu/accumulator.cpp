@@ -57,6 +57,9 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
   const int64_t ne = e1 - e0;
   // row of (b, p) in the per-process sums: p, or b·P + p for a bin-dependent param model
   const int64_t roff = pt.bin_dependent ? b * P : 0;
+  // a dense bin's logk rows, converted once for the gradient and the HVP parts when held as float32
+  const bool dense_rows = !L.sparse && ne > 0 && (gradient || k > 0);
+  const RowBlock Kb = dense_rows ? L.dense_block(e0, ne, acc.logk_rows) : RowBlock(nullptr, 0, W);
   if (!gradient) {
   } else if (!L.sparse && ne > 0) {
     VectorXd wv(ne);
@@ -65,7 +68,6 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
       wv[e - e0] = sc.phi[i] * sc.c[i];
       acc.gpi[roff + L.entry_proc[e]] += sc.phi[i] * sc.a[i];
     }
-    const RowBlock Kb(L.dense_row(e0), ne, W);
     acc.y.noalias() += Kb.transpose() * wv;
   } else {
     for (int64_t e = e0; e < e1; ++e) {
@@ -126,7 +128,6 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
       }
     }
     if (!L.sparse && ne > 0) {
-      const RowBlock Kb(L.dense_row(e0), ne, W);
       acc.O.noalias() += Kb.transpose() * Omega;
     }
   }

@@ -25,6 +25,12 @@ struct EntryLayout {
   std::vector<int64_t> bin_ptr;     // entries of bin b: [bin_ptr[b], bin_ptr[b+1]), all B_f bins
   std::vector<int32_t> entry_proc;  // process of entry e
   std::vector<int64_t> entry_flat;  // b*P + p of entry e
+  // The logk values (dense rows, or the sparse values) in the precision they are held in: values32
+  // when float32 (FitInputData::logk_float32, docs/input-reader.md "Precision"), else values64. Every
+  // read converts an element to double, so the arithmetic is the double path's on the same values.
+  bool float32 = false;
+  const double* values64 = nullptr;
+  const float* values32 = nullptr;
 
   /// The layout of `in`; InputError naming the file when hnorm_sparse is not sorted by bin.
   static EntryLayout build(const FitInputData& in);
@@ -41,49 +47,80 @@ struct EntryLayout {
     return m;
   }
 
-  const double* dense_row(int64_t e) const { return in->logk.data() + e * W; }
+  /// Dense: the rows of entries [e0, e0 + ne) as one block, in place for double storage, else
+  /// converted into `scratch` (the caller's, one per thread) so that the products over it are the
+  /// double path's (docs/input-reader.md "Precision"). The block lives until scratch is reused.
+  RowBlock dense_block(int64_t e0, int64_t ne, std::vector<double>& scratch) const {
+    if (!float32) return RowBlock(values64 + e0 * W, ne, W);
+    scratch.resize(static_cast<size_t>(ne * W));
+    const float* src = values32 + e0 * W;
+    for (int64_t i = 0; i < ne * W; ++i) scratch[static_cast<size_t>(i)] = src[i];
+    return RowBlock(scratch.data(), ne, W);
+  }
 
   /// logk row e · m (m of length W).
   double row_dot(int64_t e, const double* m) const {
-    double acc = 0.0;
-    if (!sparse) {
-      const double* row = dense_row(e);
-      for (int64_t c = 0; c < W; ++c) acc += row[c] * m[c];
-    } else {
-      const auto& L = in->logk_sparse;
-      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) acc += L.values[i] * m[L.cols[i]];
-    }
-    return acc;
+    return float32 ? row_dot_of(values32, e, m) : row_dot_of(values64, e, m);
   }
   /// y += w · logk row e (y of length W).
   void row_axpy(int64_t e, double w, double* y) const {
     if (w == 0.0) return;
-    if (!sparse) {
-      const double* row = dense_row(e);
-      for (int64_t c = 0; c < W; ++c) y[c] += w * row[c];
-    } else {
-      const auto& L = in->logk_sparse;
-      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) y[L.cols[i]] += w * L.values[i];
-    }
+    if (float32)
+      row_axpy_of(values32, e, w, y);
+    else
+      row_axpy_of(values64, e, w, y);
   }
   /// E_e = ∂Λ_e/∂θ (length S) added with weight w into out; hp = h'(θ).
   void row_E_axpy(int64_t e, double w, const double* hp, double* out) const {
     if (w == 0.0) return;
+    if (float32)
+      row_E_axpy_of(values32, e, w, hp, out);
+    else
+      row_E_axpy_of(values64, e, w, hp, out);
+  }
+
+ private:
+  // The row loops for values of type T (float or double), chosen once per row above.
+  template <class T>
+  double row_dot_of(const T* values, int64_t e, const double* m) const {
+    double acc = 0.0;
     if (!sparse) {
-      const double* row = dense_row(e);
+      const T* row = values + e * W;
+      for (int64_t c = 0; c < W; ++c) acc += static_cast<double>(row[c]) * m[c];
+    } else {
+      const auto& L = in->logk_sparse;
+      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) acc += static_cast<double>(values[i]) * m[L.cols[i]];
+    }
+    return acc;
+  }
+  template <class T>
+  void row_axpy_of(const T* values, int64_t e, double w, double* y) const {
+    if (!sparse) {
+      const T* row = values + e * W;
+      for (int64_t c = 0; c < W; ++c) y[c] += w * static_cast<double>(row[c]);
+    } else {
+      const auto& L = in->logk_sparse;
+      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) y[L.cols[i]] += w * static_cast<double>(values[i]);
+    }
+  }
+  template <class T>
+  void row_E_axpy_of(const T* values, int64_t e, double w, const double* hp, double* out) const {
+    if (!sparse) {
+      const T* row = values + e * W;
       if (symmetric) {
-        for (int64_t c = 0; c < S; ++c) out[c] += w * row[c];
+        for (int64_t c = 0; c < S; ++c) out[c] += w * static_cast<double>(row[c]);
       } else {
-        for (int64_t c = 0; c < S; ++c) out[c] += w * (row[c] + hp[c] * row[S + c]);
+        for (int64_t c = 0; c < S; ++c)
+          out[c] += w * (static_cast<double>(row[c]) + hp[c] * static_cast<double>(row[S + c]));
       }
     } else {
       const auto& L = in->logk_sparse;
       for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) {
         const int64_t c = L.cols[i];
         if (c < S)
-          out[c] += w * L.values[i];
+          out[c] += w * static_cast<double>(values[i]);
         else
-          out[c - S] += w * hp[c - S] * L.values[i];
+          out[c - S] += w * hp[c - S] * static_cast<double>(values[i]);
       }
     }
   }

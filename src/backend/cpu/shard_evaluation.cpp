@@ -32,7 +32,7 @@ inline void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, boo
   VectorXd lam_block;
   MatrixXd dlam_block;
   if (!L.sparse && e1 > e0) {
-    const RowBlock Kb(L.dense_row(e0), e1 - e0, W);
+    const RowBlock Kb = L.dense_block(e0, e1 - e0, sc.logk_rows);
     if (!directions_only) lam_block.noalias() = Kb * pt.m;
     if (k > 0) dlam_block.noalias() = Kb * pt.Um;
   }

@@ -366,7 +366,11 @@ class ShardPipeline : public ShardEvaluator {
         h.proc[e] = static_cast<int32_t>(e % P);
       }
       h.norm.assign(in.norm.begin() + begin_ * P, in.norm.begin() + end_ * P);
-      h.dense_logk.assign(in.logk.begin() + begin_ * P * W, in.logk.begin() + end_ * P * W);
+      // a float32-held logk goes to the device in double (docs/input-reader.md "Precision")
+      if (in.logk_float32)
+        h.dense_logk.assign(in.logk_f32.begin() + begin_ * P * W, in.logk_f32.begin() + end_ * P * W);
+      else
+        h.dense_logk.assign(in.logk.begin() + begin_ * P * W, in.logk.begin() + end_ * P * W);
     } else {
       const auto lo = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), begin_ * P);
       const auto hi = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), end_ * P);
@@ -384,7 +388,10 @@ class ShardPipeline : public ShardEvaluator {
       h.rowptr.resize(h.nentries + 1);
       for (int64_t e = 0; e <= h.nentries; ++e) h.rowptr[e] = L.rowptr[i0 + e] - a0;
       h.cols.assign(L.cols.begin() + a0, L.cols.begin() + a1);
-      h.vals.assign(L.values.begin() + a0, L.values.begin() + a1);
+      if (in.logk_float32)
+        h.vals.assign(L.values_f32.begin() + a0, L.values_f32.begin() + a1);
+      else
+        h.vals.assign(L.values.begin() + a0, L.values.begin() + a1);
       // The transpose (CSC) for K2ᵀ products without atomics.
       h.colptr.assign(W + 1, 0);
       for (int32_t c : h.cols) ++h.colptr[c + 1];
