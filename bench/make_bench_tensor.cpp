@@ -30,7 +30,9 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s -o FILE [--bins B] [--procs P] [--systs S] [--seed N] [--sparse] [--float32]\n", argv0);
+  std::fprintf(stderr,
+               "usage: %s -o FILE [--bins B] [--procs P] [--systs S] [--seed N] [--sparse] [--float32]\n",
+               argv0);
   std::exit(2);
 }
 

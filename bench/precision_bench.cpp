@@ -161,8 +161,10 @@ int main(int argc, char** argv) {
 
   auto in64 = make_input(B, P, S, sparse, threads);
   auto in32 = as_float32(*in64);
-  const double held64 = 8.0 * static_cast<double>(sparse ? in64->logk_sparse.values.size() : in64->logk.size());
-  rabbit::CpuShardEvaluator shard64(make_model(in64), 0, B, threads), shard32(make_model(in32), 0, B, threads);
+  const double held64 =
+      8.0 * static_cast<double>(sparse ? in64->logk_sparse.values.size() : in64->logk.size());
+  rabbit::CpuShardEvaluator shard64(make_model(in64), 0, B, threads),
+      shard32(make_model(in32), 0, B, threads);
 
   Eigen::VectorXd xi = Eigen::VectorXd::Zero(1 + S), g64, g32;
   xi[0] = 1.1;
@@ -198,13 +200,16 @@ int main(int argc, char** argv) {
     grad32.push_back(time_per_call(shard32, false));
     hvp64.push_back(time_per_call(shard64, true));
     hvp32.push_back(time_per_call(shard32, true));
-    std::printf("round %d: loss+grad double %.3f ms, float32 %.3f ms; loss+grad+HVP double %.3f ms, float32 %.3f ms\n",
-                r + 1, grad64.back(), grad32.back(), hvp64.back(), hvp32.back());
+    std::printf(
+        "round %d: loss+grad double %.3f ms, float32 %.3f ms; loss+grad+HVP double %.3f ms, float32 %.3f "
+        "ms\n",
+        r + 1, grad64.back(), grad32.back(), hvp64.back(), hvp32.back());
   }
-  std::printf("tensor: %lld bins x %lld procs x %lld systs (%s, asymmetric, log_normal, BB lite), %d threads; "
-              "logk %.3f GB as double, %.3f GB as float32\n",
-              static_cast<long long>(B), static_cast<long long>(P), static_cast<long long>(S),
-              sparse ? "sparse" : "dense", threads, held64 / 1e9, held64 / 2e9);
+  std::printf(
+      "tensor: %lld bins x %lld procs x %lld systs (%s, asymmetric, log_normal, BB lite), %d threads; "
+      "logk %.3f GB as double, %.3f GB as float32\n",
+      static_cast<long long>(B), static_cast<long long>(P), static_cast<long long>(S),
+      sparse ? "sparse" : "dense", threads, held64 / 1e9, held64 / 2e9);
   std::printf("same value and gradient bit for bit: %s\n", same ? "yes" : "NO");
   std::printf("median loss+grad: double %.3f ms, float32 %.3f ms, float32/double %.3f\n", median(grad64),
               median(grad32), median(grad32) / median(grad64));

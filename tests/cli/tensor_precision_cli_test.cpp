@@ -22,7 +22,8 @@ std::string write_float32_tensor(const std::filesystem::path& dir, bool sparse) 
   w.add_channel("ch0", {axis::regular(5, 0, 5, "x")});
   w.add_channel("ch0_masked", {axis::regular(2, 0, 2, "y")}, /*masked=*/true);
   w.add_data("ch0", {103, 96, 131, 77, 52});
-  w.add_process("ch0", "sig", {20.3, 31.7, 40.1, 18.9, 6.2}, true, std::vector<double>{2.1, 3.3, 4.2, 2.0, 0.7});
+  w.add_process("ch0", "sig", {20.3, 31.7, 40.1, 18.9, 6.2}, true,
+                std::vector<double>{2.1, 3.3, 4.2, 2.0, 0.7});
   w.add_process("ch0", "bkg", {80.1, 70.4, 85.6, 60.2, 45.5}, false,
                 std::vector<double>{9.1, 8.3, 9.6, 7.7, 6.1});
   w.add_process("ch0_masked", "sig", {11.1, 7.3}, true);
@@ -61,8 +62,10 @@ TEST(TensorPrecision, Float32StorageGivesTheResultsOfDoubleStorage) {
     SCOPED_TRACE(sparse ? "sparse" : "dense");
     const auto dir = test::scratch_dir(sparse ? "tensor_precision_sparse" : "tensor_precision_dense");
     const std::string tensor = write_float32_tensor(dir, sparse);
-    const std::string common = tensor + " -t 0 --unblind --doImpacts --globalImpacts --saveHists "
-                                        "--computeHistErrors --outputFormat plain -o " + dir.string();
+    const std::string common = tensor +
+                               " -t 0 --unblind --doImpacts --globalImpacts --saveHists "
+                               "--computeHistErrors --outputFormat plain -o " +
+                               dir.string();
     const auto kept = test::run_rabbit_fit_captured(common + " --outname kept.hdf5");
     ASSERT_EQ(kept.exit_code, 0) << kept.output;
     EXPECT_NE(kept.output.find("logk held as float32"), std::string::npos) << kept.output;

@@ -17,7 +17,8 @@ using testing::ShardConfig;
 
 /// The test input with its logk rounded to float32 values, held as double (`.first`) and as
 /// float32 (`.second`).
-std::pair<std::shared_ptr<FitInputData>, std::shared_ptr<FitInputData>> both_precisions(const ShardConfig& c) {
+std::pair<std::shared_ptr<FitInputData>, std::shared_ptr<FitInputData>> both_precisions(
+    const ShardConfig& c) {
   auto as_double = testing::make_test_input(c);
   for (double& v : as_double->logk) v = static_cast<float>(v);
   for (double& v : as_double->logk_sparse.values) v = static_cast<float>(v);
