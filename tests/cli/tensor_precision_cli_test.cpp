@@ -1,7 +1,7 @@
-// rabbit_fit on a tensor stored as float32 (docs/input-reader.md "Precision"): with the default
+// rabbit_fit on a tensor stored as float32 (docs/input-reader.md "Precision"): with
 // --tensorPrecision file the logk stays float32 in memory and every result (values, uncertainties,
-// impacts, histograms and their errors) is the one of --tensorPrecision double, bit for bit, dense and
-// sparse.
+// impacts, histograms and their errors) is the one of --tensorPrecision double (the default), bit for
+// bit, dense and sparse.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -66,7 +66,7 @@ TEST(TensorPrecision, Float32StorageGivesTheResultsOfDoubleStorage) {
                                " -t 0 --unblind --doImpacts --globalImpacts --saveHists "
                                "--computeHistErrors --outputFormat plain -o " +
                                dir.string();
-    const auto kept = test::run_rabbit_fit_captured(common + " --outname kept.hdf5");
+    const auto kept = test::run_rabbit_fit_captured(common + " --tensorPrecision file --outname kept.hdf5");
     ASSERT_EQ(kept.exit_code, 0) << kept.output;
     EXPECT_NE(kept.output.find("logk held as float32"), std::string::npos) << kept.output;
     const auto promoted =

@@ -28,8 +28,8 @@ struct FitOptions {
   int verbose = 3;
   bool no_color_logger = false;
   /// --tensorPrecision: "file" holds a float32 logk as float32, "double" promotes it
-  /// (docs/input-reader.md "Precision").
-  std::string tensor_precision = "file";
+  /// (docs/input-reader.md "Precision"; docs/benchmarks.md "Float32 tensors" for the default).
+  std::string tensor_precision = "double";
 
   // ---- B. model and likelihood (most go straight into ModelOptions)
   ModelOptions model;
