@@ -38,10 +38,10 @@ int main(int argc, char** argv) {
       for (const auto& d : diagnostics)
         if (!d.ok) return 1;
   } catch (const rabbit::Error& e) {
-    std::cerr << "rabbit_inspect: error: " << e.what() << "\n";
+    rabbit::print_error_line("rabbit_inspect", e.what());
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
-    std::cerr << "rabbit_inspect: error: " << e.what() << "\n";
+    rabbit::print_error_line("rabbit_inspect", e.what());
     return 1;
   }
   return 0;

@@ -320,10 +320,10 @@ int main(int argc, char** argv) {
   try {
     make_tensor(args);
   } catch (const rabbit::Error& e) {
-    std::cerr << "rabbit_make_tensor: error: " << e.what() << "\n";
+    rabbit::print_error_line("rabbit_make_tensor", e.what());
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
-    std::cerr << "rabbit_make_tensor: error: " << e.what() << "\n";
+    rabbit::print_error_line("rabbit_make_tensor", e.what());
     return 1;
   }
   return 0;

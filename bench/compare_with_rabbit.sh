@@ -5,12 +5,21 @@
 #
 #   bench/compare_with_rabbit.sh [-b BUILD_DIR] [-p PYTHON] [-r RABBIT_SRC] [-n REPEAT] [-c CORES]
 #                                [-w WORK_DIR] [--bins B --procs P --systs S]
+#                                [--tensors LIST] [--opts 'OPTS;OPTS...'] [--contention]
 #
-# Tensors: (a) examples/example_tensor.hdf5, (b) a larger one written by BUILD_DIR/make_bench_tensor
-# (bench/make_bench_tensor.cpp). Option sets: "-t 0" and "-t 0 --doImpacts --globalImpacts"
-# (both with --unblind). Every run is repeated REPEAT times; the minimum wall time is reported
-# (the machine is shared; the minimum is the least disturbed run). Prints one table row per
-# (tensor, options): seconds of upstream, ours, and the ratio, plus both reduced NLLs as a check.
+# Tensors (--tensors, space-separated; default "example bench:BxPxS" with --bins/--procs/--systs,
+# 2000x5x200): "example" is examples/example_tensor.hdf5, "bench:BxPxS" one written by
+# BUILD_DIR/make_bench_tensor (symmetric, our writer), "rabbit:BxPxS" one written by upstream's own
+# TensorWriter (bench/make_rabbit_tensor.py: asymmetric, 1 + P + S parameters) as analyses write
+# them. Option sets (--opts, separated by ';'): default "-t 0 --unblind" and "-t 0 --unblind
+# --doImpacts --globalImpacts". Runs alternate upstream, ours, upstream, ours … REPEAT times per
+# (tensor, options); the minimum wall time is reported (the machine is shared; the minimum is the
+# least disturbed run) with the CPU seconds (user + sys, all threads) and peak RSS of that run; on a
+# loaded machine wall times measure the queue, and the CPU seconds are the comparable number.
+# --contention: a busy loop pinned to the last of the CORES runs during every run of both programs
+# (a shared node). Prints one row per (tensor, options): wall seconds of upstream and ours and their
+# ratio, CPU seconds and their ratio, both peak RSS, both reduced NLLs as a check. The output of the
+# last run is in WORK_DIR/last.log.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +30,9 @@ repeat=3
 cores=2
 work=$(mktemp -d /tmp/compare_with_rabbit.XXXXXX)
 bins=2000 procs=5 systs=200
+tensors=""
+opt_sets="-t 0 --unblind;-t 0 --unblind --doImpacts --globalImpacts"
+contention=0
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -33,12 +45,16 @@ while [ $# -gt 0 ]; do
     --bins) bins=$2; shift 2 ;;
     --procs) procs=$2; shift 2 ;;
     --systs) systs=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --tensors) tensors=$2; shift 2 ;;
+    --opts) opt_sets=$2; shift 2 ;;
+    --contention) contention=1; shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
+[ -n "$tensors" ] || tensors="example bench:${bins}x${procs}x${systs}"
 
-for f in "$build/rabbit_fit" "$build/make_bench_tensor" "$rabbit/bin/rabbit_fit.py" "$python"; do
+for f in "$build/rabbit_fit" "$rabbit/bin/rabbit_fit.py" "$python" /usr/bin/time; do
   [ -e "$f" ] || { echo "missing $f" >&2; exit 2; }
 done
 mkdir -p "$work"
@@ -49,28 +65,62 @@ pin=(taskset -c "$cpu_list")
 command -v taskset >/dev/null || pin=()
 export OMP_NUM_THREADS=$cores TF_NUM_INTRAOP_THREADS=$cores TF_NUM_INTEROP_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2
 
-large="$work/bench_${bins}x${procs}x${systs}.hdf5"
-"$build/make_bench_tensor" -o "$large" --bins "$bins" --procs "$procs" --systs "$systs" >/dev/null
-
-# min wall seconds over $repeat runs of "$@"; the output of the last run goes to $work/last.log
-time_min() {
-  local best="" t0 t1 dt
-  for _ in $(seq "$repeat"); do
-    t0=$(date +%s.%N)
-    "${pin[@]}" "$@" >"$work/last.log" 2>&1 || { echo "FAILED: $*" >&2; tail -20 "$work/last.log" >&2; return 1; }
-    t1=$(date +%s.%N)
-    dt=$(echo "$t1 - $t0" | bc -l)
-    if [ -z "$best" ] || [ "$(echo "$dt < $best" | bc -l)" = 1 ]; then best=$dt; fi
-  done
-  printf '%.2f' "$best"
+# the file of a tensor spec, written into $work the first time
+tensor_file() {
+  local spec=$1 kind b p s out
+  case "$spec" in
+    example) echo "$here/examples/example_tensor.hdf5"; return ;;
+    bench:*x*x* | rabbit:*x*x*) kind=${spec%%:*}; IFS=x read -r b p s <<<"${spec#*:}" ;;
+    *) echo "--tensors: unknown tensor $spec (example, bench:BxPxS, rabbit:BxPxS)" >&2; return 2 ;;
+  esac
+  out="$work/${kind}_${b}x${p}x${s}.hdf5"
+  if [ ! -e "$out" ]; then
+    if [ "$kind" = bench ]; then
+      [ -e "$build/make_bench_tensor" ] || { echo "missing $build/make_bench_tensor" >&2; return 2; }
+      "$build/make_bench_tensor" -o "$out" --bins "$b" --procs "$p" --systs "$s" >/dev/null
+    else
+      PYTHONPATH="$rabbit" "$python" "$here/bench/make_rabbit_tensor.py" -o "$out" --bins "$b" --procs "$p" \
+        --systs "$s" >"$work/make_tensor.log" 2>&1 || { tail -5 "$work/make_tensor.log" >&2; return 2; }
+    fi
+  fi
+  echo "$out"
 }
 
-nll_of() {  # reduced NLL of the fit to data in a result file (ours: plain HDF5; rabbit: pickled)
-  "$python" - "$1" "$2" <<'EOF'
+busy_pid=""
+stop_busy() {
+  if [ -n "$busy_pid" ]; then kill "$busy_pid" 2>/dev/null || true; wait "$busy_pid" 2>/dev/null || true; fi
+  busy_pid=""
+}
+trap stop_busy EXIT
+start_busy() {  # with --contention: one busy loop on the last of the cores for the duration of a run
+  [ "$contention" = 1 ] || return 0
+  taskset -c "$((cores - 1))" sh -c 'while :; do :; done' &
+  busy_pid=$!
+}
+
+# one run of "$@" on the pinned cores: prints "wall_s cpu_s peak_rss_MB"; its output goes to last.log
+time_one() {
+  local t0 t1
+  start_busy
+  t0=$(date +%s.%N)
+  if ! /usr/bin/time -f '%U %S %M' -o "$work/usage" "${pin[@]}" "$@" >"$work/last.log" 2>&1; then
+    stop_busy
+    echo "FAILED: $*" >&2
+    tail -20 "$work/last.log" >&2
+    return 1
+  fi
+  t1=$(date +%s.%N)
+  stop_busy
+  local user sys rss
+  read -r user sys rss < <(tail -1 "$work/usage")
+  echo "$(echo "$t1 - $t0" | bc -l) $(echo "$user + $sys" | bc -l) $((rss / 1024))"
+}
+
+nll_of() {  # reduced NLL of the fit to data in a result file (plain HDF5 or rabbit's pickled layout)
+  "$python" - "$1" <<'EOF'
 import sys, h5py
-kind, path = sys.argv[1], sys.argv[2]
-with h5py.File(path, "r") as f:
-    if kind == "ours":
+with h5py.File(sys.argv[1], "r") as f:
+    if isinstance(f.get("results/nllvalreduced"), h5py.Dataset):
         print(f"{float(f['results/nllvalreduced'][()]):.10f}")
     else:
         from wums import ioutils
@@ -78,16 +128,28 @@ with h5py.File(path, "r") as f:
 EOF
 }
 
-printf '%-34s %-36s %10s %10s %8s  %s\n' tensor options rabbit_s ours_s ratio "nll rabbit / ours"
-for tensor in "$here/examples/example_tensor.hdf5" "$large"; do
-  for opts in "-t 0 --unblind" "-t 0 --unblind --doImpacts --globalImpacts"; do
-    # shellcheck disable=SC2086
-    t_up=$(time_min env PYTHONPATH="$rabbit" "$python" "$rabbit/bin/rabbit_fit.py" "$tensor" $opts \
-      -o "$work/up" --outname fit.hdf5)
-    # shellcheck disable=SC2086
-    t_ours=$(time_min "$build/rabbit_fit" "$tensor" $opts -o "$work/ours" --outname fit.hdf5)
-    ratio=$(echo "$t_up / $t_ours" | bc -l)
-    printf '%-34s %-36s %10s %10s %8.1f  %s / %s\n' "$(basename "$tensor")" "$opts" "$t_up" "$t_ours" "$ratio" \
-      "$(nll_of rabbit "$work/up/fit.hdf5")" "$(nll_of ours "$work/ours/fit.hdf5")"
+if [ "$contention" = 1 ]; then echo "contention: a busy loop on CPU $((cores - 1)) during every run"; fi
+printf '%-28s %-64s %9s %9s %6s %9s %9s %6s %9s %9s  %s\n' tensor options rabbit_s ours_s ratio \
+  rabbit_cpu ours_cpu ratio rabbit_MB ours_MB "nll rabbit / ours"
+IFS=';' read -r -a sets <<<"$opt_sets"
+for spec in $tensors; do
+  tensor=$(tensor_file "$spec")
+  for opts in "${sets[@]}"; do
+    best_up="" best_ours="" cpu_up="" cpu_ours="" rss_up="" rss_ours=""
+    for _ in $(seq "$repeat"); do
+      # shellcheck disable=SC2086
+      out=$(time_one env PYTHONPATH="$rabbit" "$python" "$rabbit/bin/rabbit_fit.py" "$tensor" $opts \
+        -o "$work/up" --outname fit.hdf5)
+      read -r t c m <<<"$out"
+      if [ -z "$best_up" ] || [ "$(echo "$t < $best_up" | bc -l)" = 1 ]; then best_up=$t cpu_up=$c rss_up=$m; fi
+      # shellcheck disable=SC2086
+      out=$(time_one "$build/rabbit_fit" "$tensor" $opts -o "$work/ours" --outname fit.hdf5)
+      read -r t c m <<<"$out"
+      if [ -z "$best_ours" ] || [ "$(echo "$t < $best_ours" | bc -l)" = 1 ]; then best_ours=$t cpu_ours=$c rss_ours=$m; fi
+    done
+    printf '%-28s %-64s %9.2f %9.2f %6.1f %9.2f %9.2f %6.1f %9s %9s  %s / %s\n' "$(basename "$tensor")" "$opts" \
+      "$best_up" "$best_ours" "$(echo "$best_up / $best_ours" | bc -l)" "$cpu_up" "$cpu_ours" \
+      "$(echo "$cpu_up / $cpu_ours" | bc -l)" "$rss_up" "$rss_ours" \
+      "$(nll_of "$work/up/fit.hdf5")" "$(nll_of "$work/ours/fit.hdf5")"
   done
 done

@@ -324,6 +324,20 @@ MAPPING_CASES = {
     ),
     # two mappings without --compositeMapping (upstream saves BaseMapping only when no -m is given)
     "map_two_mappings": ("dense.hdf5", DATA + HIST_OUT + ["-m", "Project", "ch1", "a", "-m", "Select", "ch0"]),
+    # Histograms without --computeHistErrors: upstream stores the propagated variances (weighted
+    # storage) whenever it propagates them anyway, for --computeHistCov (the covariance's diagonal)
+    # as for --computeHistImpacts, and plain double storage otherwise (per-process histograms too).
+    "map_hist_cov_no_errors": (
+        "dense.hdf5",
+        DATA
+        + ["--saveHists", "--saveHistsPerProcess", "--computeHistCov", "--binByBinStatMode", "full"]
+        + ["-m", "BaseMapping", "-m", "Project", "ch1", "a", "-m", "Ratio", "ch0", "ch1", "None:None", "b:sum"],
+    ),
+    "map_hist_impacts_no_errors": (
+        "dense.hdf5",
+        DATA + ["--saveHists", "--computeHistImpacts", "-m", "BaseMapping", "-m", "Normalize", "ch0", "x"],
+    ),
+    "hists_no_errors": ("dense.hdf5", DATA + ["--saveHists", "--saveHistsPerProcess", "-m", "Project", "ch1", "a"]),
     # AngularCoefficients and LamTung on angular.hdf5 (pt x helicity, ch0 observed, ch_gen masked)
     "map_angular_coefficients": (
         "angular.hdf5",
@@ -359,6 +373,9 @@ def to_json(obj):
         variances = obj.variances()
         return {
             "axes": axes,
+            # "Double" or "Weight": boost-histogram reads a Double storage's variances back as its values,
+            # so only the storage tells whether rabbit stored variances.
+            "storage": obj.storage_type.__name__,
             "values": np.asarray(obj.values(), dtype=float).tolist(),
             "variances": None if variances is None else np.asarray(variances, dtype=float).tolist(),
         }
@@ -392,39 +409,41 @@ def rabbit_commit(rabbit_dir):
         return "unknown"
 
 
-_rabbit_fit_main = None
+_script_mains = {}
 
 
-def rabbit_fit(rabbit_dir, argv):
-    """Runs rabbit_fit.py's main() with argv in this process: TensorFlow is imported once for all
-    cases (each main() builds its own Fitter, sets its own seeds and writes its own file)."""
-    global _rabbit_fit_main
-    if _rabbit_fit_main is None:
+def run_script(rabbit_dir, script, argv):
+    """Runs upstream's bin/SCRIPT.py main() (SCRIPT: rabbit_fit or rabbit_limit) with argv in this
+    process: TensorFlow is imported once for all cases (each main() builds its own Fitter, sets its
+    own seeds and writes its own file)."""
+    if script not in _script_mains:
         import importlib.util
 
-        sys.path.insert(0, rabbit_dir)
-        script = os.path.join(rabbit_dir, "bin", "rabbit_fit.py")
-        spec = importlib.util.spec_from_file_location("rabbit_fit_script", script)
+        if rabbit_dir not in sys.path:
+            sys.path.insert(0, rabbit_dir)
+        path = os.path.join(rabbit_dir, "bin", f"{script}.py")
+        spec = importlib.util.spec_from_file_location(f"{script}_script", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        _rabbit_fit_main = module.main
+        _script_mains[script] = module.main
     saved = sys.argv
-    sys.argv = ["rabbit_fit.py", *argv]
+    sys.argv = [f"{script}.py", *argv]
     try:
-        _rabbit_fit_main()
+        _script_mains[script]()
     finally:
         sys.argv = saved
 
 
-def run_case(name, tensor, args, rabbit_dir, commit, outdir):
+def run_case(name, tensor, args, rabbit_dir, commit, outdir, script="rabbit_fit"):
+    """Runs SCRIPT on tests/reference/tensors/TENSOR with args and writes outdir/NAME.json."""
     import h5py
     from wums import ioutils
 
     tensor_path = os.path.join(REFDIR, "tensors", tensor)
     with tempfile.TemporaryDirectory() as tmp:
-        rabbit_fit(rabbit_dir, [tensor_path, *args, "-o", tmp, "--outname", "fit.hdf5"])
+        run_script(rabbit_dir, script, [tensor_path, *args, "-o", tmp, "--outname", "out.hdf5"])
         results = {}
-        with h5py.File(os.path.join(tmp, "fit.hdf5"), "r") as f:
+        with h5py.File(os.path.join(tmp, "out.hdf5"), "r") as f:
             meta = ioutils.pickle_load_h5py(f["meta"])
             for key in f.keys():
                 if key == "results" or key.startswith("results_"):
@@ -442,6 +461,23 @@ def run_case(name, tensor, args, rabbit_dir, commit, outdir):
         json.dump(out, f, indent=None, separators=(",", ":"))
         f.write("\n")
     return path
+
+
+def run_cases(cases, names, rabbit_dir, outdir, script="rabbit_fit"):
+    """Runs the named cases (default: all) one after the other; exits non-zero naming the failed ones."""
+    commit = rabbit_commit(rabbit_dir)
+    os.makedirs(outdir, exist_ok=True)
+    failed = []
+    for name in names or cases:
+        tensor, cargs = cases[name]
+        print(f"{name}: {tensor} {' '.join(cargs)}", flush=True)
+        try:
+            print("  ->", run_case(name, tensor, cargs, rabbit_dir, commit, outdir, script), flush=True)
+        except (Exception, SystemExit) as e:  # one failing case must not stop the others
+            print(f"  FAILED: {type(e).__name__}: {e}", flush=True)
+            failed.append(name)
+    if failed:
+        sys.exit(f"failed cases: {' '.join(failed)}")
 
 
 def main():
@@ -463,19 +499,7 @@ def main():
         for name, (tensor, cargs) in cases.items():
             print(name, tensor, " ".join(cargs))
         return
-    commit = rabbit_commit(args.rabbit)
-    os.makedirs(outdir, exist_ok=True)
-    failed = []
-    for name in args.cases or cases:
-        tensor, cargs = cases[name]
-        print(f"{name}: {tensor} {' '.join(cargs)}", flush=True)
-        try:
-            print("  ->", run_case(name, tensor, cargs, args.rabbit, commit, outdir), flush=True)
-        except (Exception, SystemExit) as e:  # one failing case must not stop the others
-            print(f"  FAILED: {type(e).__name__}: {e}", flush=True)
-            failed.append(name)
-    if failed:
-        sys.exit(f"failed cases: {' '.join(failed)}")
+    run_cases(cases, args.cases, args.rabbit, outdir)
 
 
 if __name__ == "__main__":

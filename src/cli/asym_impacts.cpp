@@ -11,6 +11,7 @@
 #include "rabbit/core/logging.hpp"
 #include "rabbit/postfit/scans.hpp"
 #include "refit_impacts.hpp"
+#include "refit_pool.hpp"
 
 namespace rabbit::cli {
 namespace {
@@ -20,43 +21,33 @@ using Eigen::VectorXd;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// The contour searches of one run: Δ(2NLL) = 1 around the best fit x (docs/output-format.md "Likelihood
-// scans and contours"), each step a profile fit with the run's minimizer over a chosen floating set.
-class ContourSearch {
- public:
-  ContourSearch(FitContext& ctx, FitSession& session, const VectorXd& x, const MatrixXd& cov)
-      : ctx_(ctx), x_(x), cov_(cov), lmin_(ctx.fitter->value(x)) {
-    minimizer_ = [&session](Objective& obj, const std::vector<int64_t>& fl, const VectorXd& start) {
-      return session.profile_minimize(obj, fl, start);
-    };
-  }
-
-  /// x_contour − x̂ on side −1 / +1 of parameter p with `floating` profiled; NaN when the search fails.
-  VectorXd displacement(const std::vector<int64_t>& floating, int64_t p, int side) {
-    // The Gaussian start moves the floating parameters only: the others stay at x̂ (rabbit zeroes the frozen
-    // ones' start displacement alike).
-    VectorXd column = VectorXd::Zero(cov_.rows());
-    for (auto i : floating) column(i) = cov_(i, p);
-    auto pt = postfit::contour_point(*ctx_.fitter, minimizer_, floating, x_, lmin_, p, column, 1.0, side,
-                                     ctx_.options.asym_impacts_tol);
-    if (!pt.success)
-      log().warn("--asymImpacts: the contour search for {} (side {:+d}) did not converge",
-                 ctx_.model->parameters.names[p], side);
-    return pt.displacement;
-  }
-
-  /// Signed [down, up] interval of p: its own displacement on each side.
-  Eigen::Vector2d interval(const std::vector<int64_t>& floating, int64_t p) {
-    return Eigen::Vector2d(displacement(floating, p, -1)(p), displacement(floating, p, 1)(p));
-  }
-
- private:
-  FitContext& ctx_;
-  const VectorXd& x_;
-  const MatrixXd& cov_;
-  double lmin_;
-  postfit::ProfileMinimizer minimizer_;
+// One contour search: Δ(2NLL) = 1 around the best fit x (docs/output-format.md "Likelihood scans and
+// contours") on one side of parameter p with `floating` profiled, each step a profile fit with the run's
+// minimizer. The searches are independent of each other and run as parallel refits (refit_pool.hpp).
+struct ContourTask {
+  const std::vector<int64_t>* floating;
+  int64_t p;
+  int side;  // -1 or +1
 };
+
+// x_contour − x̂ of one search on the worker's fitter; NaN when the search fails.
+VectorXd contour_displacement(RefitWorker& w, const ContourTask& t, const VectorXd& x, const MatrixXd& cov,
+                              double lmin) {
+  const postfit::ProfileMinimizer minimizer = [&w](Objective& obj, const std::vector<int64_t>& fl,
+                                                   const VectorXd& start) {
+    return w.session.profile_minimize(obj, fl, start);
+  };
+  // The Gaussian start moves the floating parameters only: the others stay at x̂ (rabbit zeroes the frozen
+  // ones' start displacement alike).
+  VectorXd column = VectorXd::Zero(cov.rows());
+  for (auto i : *t.floating) column(i) = cov(i, t.p);
+  auto pt = postfit::contour_point(*w.ctx.fitter, minimizer, *t.floating, x, lmin, t.p, column, 1.0, t.side,
+                                   w.ctx.options.asym_impacts_tol);
+  if (!pt.success)
+    log().warn("--asymImpacts: the contour search for {} (side {:+d}) did not converge",
+               w.ctx.model->parameters.names[t.p], t.side);
+  return pt.displacement;
+}
 
 // The nuisances to scan: every systematic, restricted by --asymImpactsInclude/Exclude (x-indices).
 std::vector<int64_t> selected_nuisances(const FitContext& ctx) {
@@ -98,24 +89,60 @@ void write_asym_impacts(FitContext& ctx, FitSession& session, ResultLayoutWriter
   const auto& ps = ctx.model->parameters;
   const auto& layout = ctx.layout;
   const int64_t npar = ps.size();
-  ContourSearch search(ctx, session, x, cov);
+  const double lmin = ctx.fitter->value(x);
   auto clock = Clock::now();
 
-  // Per nuisance: the displacement of every parameter at the two contour points that extremise it.
+  // The floating sets: nothing frozen (0), each group frozen at x̂ (1 + g), every constrained systematic
+  // frozen (last, "stat").
+  std::vector<std::vector<int64_t>> sets{layout.floating};
+  auto without = [&](const std::vector<int64_t>& members) {
+    std::vector<int64_t> floating;
+    for (auto i : layout.floating)
+      if (std::find(members.begin(), members.end(), i) == members.end()) floating.push_back(i);
+    return floating;
+  };
+  for (const auto& members : layout.groups) sets.push_back(without(members));
+  std::vector<int64_t> constrained;
+  for (int64_t i = ps.nparams(); i < npar; ++i)
+    if (ps.constraint_weights(i) > 0.0) constrained.push_back(i);
+  sets.push_back(without(constrained));
+
+  // Every search, in the order of the sequential run: per nuisance its two sides (the displacement of every
+  // parameter, impacts_asym), then per floating set the two sides of each POI/NOI that floats in it.
   const std::vector<int64_t> nuisances = selected_nuisances(ctx);
+  std::vector<ContourTask> tasks;
+  std::vector<int64_t> nuisance_task(nuisances.size(), -1);  // index of the side −1 search, or -1 (frozen)
   std::vector<std::string> labels;
-  MatrixXd rows = MatrixXd::Zero(2 * static_cast<int64_t>(nuisances.size()), npar);
-  log().info("asym_impacts: scanning {} nuisances", nuisances.size());
   for (size_t k = 0; k < nuisances.size(); ++k) {
     const int64_t p = nuisances[k];
     labels.push_back(ps.names[p]);
-    log().info("  [{}/{}] contour scan for {}", k + 1, nuisances.size(), ps.names[p]);
     if (ps.frozen[p]) {
       log().warn("--asymImpacts: {} is frozen; its row stays 0", ps.names[p]);
       continue;
     }
+    nuisance_task[k] = static_cast<int64_t>(tasks.size());
+    for (int side : {-1, 1}) tasks.push_back({&sets[0], p, side});
+  }
+  const std::vector<int64_t>& targets = layout.reported;
+  std::vector<std::vector<int64_t>> interval_task(sets.size(), std::vector<int64_t>(targets.size(), -1));
+  for (size_t s = 0; s < sets.size(); ++s)
+    for (size_t r = 0; r < targets.size(); ++r) {
+      if (ps.frozen[targets[r]] || std::find(sets[s].begin(), sets[s].end(), targets[r]) == sets[s].end())
+        continue;
+      interval_task[s][r] = static_cast<int64_t>(tasks.size());
+      for (int side : {-1, 1}) tasks.push_back({&sets[s], targets[r], side});
+    }
+  log().info("asym_impacts: scanning {} nuisances", nuisances.size());
+  std::vector<VectorXd> found(tasks.size());
+  run_refits(ctx, session, "asym impacts", tasks.size(),
+             [&](RefitWorker& w, size_t i) { found[i] = contour_displacement(w, tasks[i], x, cov, lmin); });
+
+  // Per nuisance: the displacement of every parameter at the two contour points that extremise it.
+  MatrixXd rows = MatrixXd::Zero(2 * static_cast<int64_t>(nuisances.size()), npar);
+  for (size_t k = 0; k < nuisances.size(); ++k) {
+    if (nuisance_task[k] < 0) continue;
     for (int side = 0; side < 2; ++side) {
-      const VectorXd d = search.displacement(layout.floating, p, side == 0 ? -1 : 1);
+      const VectorXd& d = found[static_cast<size_t>(nuisance_task[k] + side)];
       if (d.allFinite())
         rows.row(2 * static_cast<int64_t>(k) + side) = d.transpose();  // failed: 0, as rabbit
     }
@@ -124,20 +151,17 @@ void write_asym_impacts(FitContext& ctx, FitSession& session, ResultLayoutWriter
 
   // Grouped (freeze-group): per POI/NOI its interval with nothing frozen (Total), with each group frozen at x̂
   // (group: the quadrature difference to Total) and with every constrained systematic frozen (stat).
-  const std::vector<int64_t>& targets = layout.reported;
-  std::vector<Eigen::Vector2d> totals;
-  for (auto t : targets)
-    totals.push_back(ps.frozen[t] ? Eigen::Vector2d(kNaN, kNaN) : search.interval(layout.floating, t));
-  auto intervals_with_frozen = [&](const std::vector<int64_t>& members) {
-    std::vector<int64_t> floating;
-    for (auto i : layout.floating)
-      if (std::find(members.begin(), members.end(), i) == members.end()) floating.push_back(i);
+  auto intervals = [&](size_t s) {
     std::vector<Eigen::Vector2d> iv(targets.size(), Eigen::Vector2d(kNaN, kNaN));
-    for (size_t r = 0; r < targets.size(); ++r)
-      if (std::find(floating.begin(), floating.end(), targets[r]) != floating.end())
-        iv[r] = search.interval(floating, targets[r]);
+    for (size_t r = 0; r < targets.size(); ++r) {
+      const int64_t t = interval_task[s][r];
+      if (t < 0) continue;
+      iv[r] = Eigen::Vector2d(found[static_cast<size_t>(t)](targets[r]),
+                              found[static_cast<size_t>(t) + 1](targets[r]));
+    }
     return iv;
   };
+  const std::vector<Eigen::Vector2d> totals = intervals(0);
   std::vector<std::string> glabels;
   MatrixXd grouped = MatrixXd::Constant(2 * static_cast<int64_t>(layout.groups.size() + 2), npar, kNaN);
   auto set_row = [&](size_t g, size_t r, const Eigen::Vector2d& v) {
@@ -145,15 +169,11 @@ void write_asym_impacts(FitContext& ctx, FitSession& session, ResultLayoutWriter
     grouped(2 * static_cast<int64_t>(g) + 1, targets[r]) = v(1);
   };
   for (size_t g = 0; g < layout.groups.size(); ++g) {
-    log().debug("asym_impacts: group {} frozen", layout.group_names[g]);
-    const auto frozen = intervals_with_frozen(layout.groups[g]);
+    const auto frozen = intervals(1 + g);
     for (size_t r = 0; r < targets.size(); ++r) set_row(g, r, quadrature_difference(totals[r], frozen[r]));
     glabels.push_back(layout.group_names[g]);
   }
-  std::vector<int64_t> constrained;
-  for (int64_t i = ps.nparams(); i < npar; ++i)
-    if (ps.constraint_weights(i) > 0.0) constrained.push_back(i);
-  const auto stat = intervals_with_frozen(constrained);
+  const auto stat = intervals(sets.size() - 1);
   for (size_t r = 0; r < targets.size(); ++r) {
     set_row(layout.groups.size(), r, stat[r]);
     set_row(layout.groups.size() + 1, r, totals[r]);

@@ -133,8 +133,10 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
   req.global_impacts = o.compute_hist_impacts;
   req.gaussian_global_impacts = o.compute_hist_gaussian_impacts;
   auto h = postfit::compute_histograms(*ctx_.model, c, *ctx_.fitter, mapping, x, cov, req);
-  // rabbit writes the variances whenever it propagates them for the impacts too.
-  const bool write_var = req.errors || req.global_impacts || req.gaussian_global_impacts;
+  // rabbit writes the variances whenever it propagates them, for the covariance (its diagonal) or the
+  // impacts as for --computeHistErrors; without any of these, plain double storage
+  // (docs/output-format.md "Histogram uncertainties").
+  const bool write_var = req.errors || req.covariance || req.global_impacts || req.gaussian_global_impacts;
   // docs/output-format.md "Global impacts on histogram bins": name suffix, per source, grouped.
   struct HistImpacts {
     std::string suffix;

@@ -70,10 +70,10 @@ void scan(FitContext& ctx, FitSession& session, result::Group group, VectorXd& x
   }
   tau = tau0;
   const auto n = static_cast<int64_t>(taus.size());
-  // Variances equal to the values, as rabbit's add_1D_integer_hist stores them (docs/output-format.md).
-  result::write_hist(group, "step_tau", {Axis::integer("step", 0, n)}, taus.data(), taus.data(), "step tau");
-  result::write_hist(group, "step_lcurve", {Axis::integer("step", 0, n)}, curvatures.data(),
-                     curvatures.data(), "step lcurve");
+  // No variances: rabbit's add_1D_integer_hist stores these as Double histograms (docs/output-format.md).
+  result::write_hist(group, "step_tau", {Axis::integer("step", 0, n)}, taus.data(), nullptr, "step tau");
+  result::write_hist(group, "step_lcurve", {Axis::integer("step", 0, n)}, curvatures.data(), nullptr,
+                     "step lcurve");
 }
 
 // rabbit's l_curve_optimize_tau: Newton steps on −κ(τ) with x re-minimised before each, until the
@@ -108,8 +108,8 @@ void optimize(FitContext& ctx, FitSession& session, result::Group group, VectorX
   log().info("  maximum curvature: {}", py_float(-value));
   log().info("  tau: {}", py_float(tau));
   const double best_tau = tau;
-  result::write_hist(group, "best_tau", {Axis::integer("best", 0, 1)}, &best_tau, &best_tau, "best tau");
-  result::write_hist(group, "best_lcurve", {Axis::integer("best", 0, 1)}, &value, &value, "best lcurve");
+  result::write_hist(group, "best_tau", {Axis::integer("best", 0, 1)}, &best_tau, nullptr, "best tau");
+  result::write_hist(group, "best_lcurve", {Axis::integer("best", 0, 1)}, &value, nullptr, "best lcurve");
 }
 
 }  // namespace

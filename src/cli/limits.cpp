@@ -1,26 +1,32 @@
 // The rabbit_limit run (docs/user-guide.md "rabbit_limit", docs/output-format.md "Asymptotic limits"):
-// rabbit_limit.py's sequence on our fitter. Its own options are taken off the command line here; the rest
-// is rabbit_fit's option set (load, backend, --nDevices, minimizer, -t, --allowNegativeParam, ...).
+// rabbit_limit.py's sequence on our fitter, for every fit of -t (Asimov, data, toys) and every data set
+// (the data or the --pseudoData sets), on parameters or on the first -m mapping. The command line is
+// limit_options.cpp's.
 #include "rabbit/cli/limits.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <iostream>
 #include <limits>
-#include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include "data_sets.hpp"
 #include "fit_context.hpp"
 #include "fit_session.hpp"
+#include "limit_options.hpp"
 #include "rabbit/cli/options.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/core/termination.hpp"
+#include "rabbit/model/parameter_space.hpp"
 #include "rabbit/postfit/asymptotic_limits.hpp"
+#include "rabbit/postfit/histograms.hpp"
+#include "rabbit/postfit/mapping.hpp"
 #include "rabbit/postfit/scans.hpp"
 #include "rabbit/postfit/uncertainties.hpp"
 #include "result_layout_writer.hpp"
@@ -33,77 +39,10 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using result::Axis;
 
-struct LimitOptions {
-  std::vector<std::string> params;  // --asymptoticLimits
-  std::vector<double> levels = {0.05};
-  bool gaussian = true, likelihood = true;  // --modes
+// One limit's inputs: the best-fit value and σ on the Asimov data set and on the observed one.
+struct LimitInputs {
+  double xbest = 0.0, xerr = 0.0, xobs = 0.0, xobs_err = 0.0;
 };
-
-// argparse's rule: a word starting with '-' is an option unless it reads as a negative number.
-bool looks_like_option(const std::string& word) {
-  if (word.size() < 2 || word[0] != '-') return false;
-  char* end = nullptr;
-  std::strtod(word.c_str(), &end);
-  return *end != '\0';
-}
-
-// Takes rabbit_limit.py's own options (nargs="+") off argv; the rest goes to rabbit_fit's parser.
-std::vector<std::string> take_limit_options(int argc, const char* const* argv, LimitOptions& lo) {
-  std::vector<std::string> rest = {argv[0]};
-  bool outname = false, modes_given = false;
-  std::vector<std::string> modes;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--asymptoticLimits" || a == "--levels" || a == "--modes") {
-      std::vector<std::string> vals;
-      while (i + 1 < argc && !looks_like_option(argv[i + 1])) vals.emplace_back(argv[++i]);
-      if (vals.empty()) throw OptionError(a + ": expected at least one argument");
-      if (a == "--asymptoticLimits") lo.params = vals;
-      if (a == "--modes") modes = vals, modes_given = true;
-      if (a == "--levels") {
-        lo.levels.clear();
-        for (const auto& v : vals) {
-          size_t used = 0;
-          double cl = 0.0;
-          try {
-            cl = std::stod(v, &used);
-          } catch (const std::exception&) {
-            used = 0;
-          }
-          if (used != v.size() || !(cl > 0.0 && cl < 0.5))
-            throw OptionError(fmt::format("--levels: '{}' is not a CLs level in (0, 0.5)", v));
-          lo.levels.push_back(cl);
-        }
-      }
-      continue;
-    }
-    if (a == "--outname" || a.rfind("--outname=", 0) == 0) outname = true;
-    rest.push_back(a);
-  }
-  if (modes_given) {
-    lo.gaussian = lo.likelihood = false;
-    for (const auto& m : modes) {
-      if (m == "gaussian")
-        lo.gaussian = true;
-      else if (m == "likelihood")
-        lo.likelihood = true;
-      else
-        throw OptionError(
-            fmt::format("--modes: invalid choice '{}' (choose from 'gaussian', 'likelihood')", m));
-    }
-  }
-  if (!outname) rest.insert(rest.end(), {"--outname", "limits.hdf5"});  // rabbit_limit.py's default
-  return rest;
-}
-
-void check_supported(const FitOptions& o, const LimitOptions& lo) {
-  if (lo.params.empty()) throw OptionError("--asymptoticLimits: no parameter given");
-  if (!o.mappings.empty())
-    throw OptionError("-m/--mapping: limits on mappings are not supported by rabbit_limit");
-  if (o.pseudo_data) throw OptionError("--pseudoData: not supported by rabbit_limit");
-  for (auto t : o.toys)
-    if (t != -1 && t != 0) throw OptionError("-t/--toys: rabbit_limit takes -1 (Asimov) and 0 (data) only");
-}
 
 class LimitRun {
  public:
@@ -111,10 +50,12 @@ class LimitRun {
   void execute();
 
  private:
-  void run_one(int64_t fit, const std::string& name);
+  void run_one(int64_t fit, const std::string& name, const DataSet& data);
   VectorXd covariance_at(const VectorXd& x, MatrixXd& cov);
   double reported_value(int64_t p, const VectorXd& x) const;
   double reported_error(int64_t p, const VectorXd& x, const MatrixXd& cov) const;
+  std::pair<double, double> mapping_value(const VectorXd& x, const MatrixXd& cov, const VectorXd& nobs,
+                                          const VectorXd& varnobs);
 
   const FitOptions& o_;
   const LimitOptions& lo_;
@@ -122,7 +63,9 @@ class LimitRun {
   std::unique_ptr<FitSession> session_;
   std::unique_ptr<ToyGenerator> toys_;
   std::unique_ptr<ResultLayoutWriter> out_;
-  std::vector<int64_t> params_;
+  std::unique_ptr<postfit::Mapping> mapping_;    // the first -m: the limit is on its first output
+  std::vector<int64_t> params_;                  // per --asymptoticLimits entry (parameter limits only)
+  std::vector<int64_t> background_only_frozen_;  // frozen in the background-only fit
 };
 
 // Covariance from the Hessian at x (rabbit's edmval_cov); returns the gradient.
@@ -149,7 +92,20 @@ double LimitRun::reported_error(int64_t p, const VectorXd& x, const MatrixXd& co
   return (p < ps.npoi && ps.squared_pois) ? 2.0 * s * std::sqrt(reported_value(p, x)) : s;
 }
 
-void LimitRun::run_one(int64_t fit, const std::string& name) {
+// The mapping's first output and its σ at x with β profiled on (nobs, varnobs): rabbit's
+// expected_with_variance(compute_flat, profile=True, inclusive=True)[0] (docs/output-format.md
+// "Histogram uncertainties").
+std::pair<double, double> LimitRun::mapping_value(const VectorXd& x, const MatrixXd& cov,
+                                                  const VectorXd& nobs, const VectorXd& varnobs) {
+  ctx_.fitter->set_observed(nobs, varnobs);
+  postfit::HistogramRequest req;
+  req.errors = true;
+  const auto h =
+      postfit::compute_histograms(*ctx_.model, ctx_.yield_model(), *ctx_.fitter, *mapping_, x, cov, req);
+  return {h.inclusive(0), std::sqrt(h.inclusive_var(0))};
+}
+
+void LimitRun::run_one(int64_t fit, const std::string& name, const DataSet& data) {
   auto& ps = ctx_.model->parameters;
   auto& fitter = *ctx_.fitter;
   ps.reset_state();
@@ -163,61 +119,87 @@ void LimitRun::run_one(int64_t fit, const std::string& name) {
                                        &nobs);
     if (chi2_like) varnobs = nobs;
   };
-  VectorXd data_obs = ctx_.input->data_obs, data_var;
-  if (chi2_like) data_var = ctx_.input->data_var ? *ctx_.input->data_var : data_obs;
+  // The data set that the observed fit sees: for a toy too, rabbit_limit.py fits the data set (not the
+  // toy) unconditionally, with the toy's randomised constraint centres (docs/differences-from-rabbit.md
+  // "rabbit_limit").
+  const VectorXd& data_obs = data.values;
+  VectorXd data_var;
+  if (chi2_like) data_var = data.variances.size() ? data.variances : data_obs;
   VectorXd nobs, varnobs;
-  if (fit == -1)
+  if (fit == -1) {
     asimov_at(x, nobs, varnobs);
-  else
+  } else if (fit == 0) {
     nobs = data_obs, varnobs = data_var;
+  } else {
+    toys_->throw_toy(data.values, data.variances, nobs, varnobs);
+    if (o_.toys_randomize_parameters) toys_->randomize_start(x);
+  }
   fitter.set_observed(nobs, varnobs);
 
   auto g = result::create_group(out_->root(), name, "result");
+  result::set_attr(g, "fit_index", fit);
+  if (!data.name.empty()) result::set_attr(g, "pseudodata", data.name);
   VectorXd prefit_var = prefit_variances(*ctx_.model);
   result::write_hist(g, "parms_prefit", {out_->shared("parms")}, x.data(), prefit_var.data());
 
-  if (fit == 0) {
-    ps.blinding_enabled = ps.blinding_available;
+  if (fit >= 0) {
+    const bool blinded = fit == 0 || o_.toys_data_mode == "observed";
+    ps.blinding_enabled = blinded && ps.blinding_available;
     log().info("Perform background only fit");
     std::vector<int64_t> others;
     for (auto i : ctx_.layout.floating)
-      if (std::find(params_.begin(), params_.end(), i) == params_.end()) others.push_back(i);
+      if (std::find(background_only_frozen_.begin(), background_only_frozen_.end(), i) ==
+          background_only_frozen_.end())
+        others.push_back(i);
     x = session_->profile_minimize(fitter, others, x);
     asimov_at(x, nobs, varnobs);
     fitter.set_observed(nobs, varnobs);
   }
   MatrixXd cov_asimov;
-  if (!o_.no_hessian)
-    covariance_at(x, cov_asimov);
-  else
-    cov_asimov = prefit_covariance(*ctx_.model);
+  covariance_at(x, cov_asimov);
   const VectorXd x_asimov = x;
   const double nll_asimov = fitter.value(x_asimov);
-  // The Asimov fitter's state is (x_asimov, nobs); the data fitter's is (x_data, data).
+  const VectorXd asimov_obs = nobs, asimov_var = varnobs;
+  // The Asimov fitter's state is (x_asimov, asimov_obs); the data fitter's is (x_data, data_obs).
   VectorXd x_data = x;
-  MatrixXd cov_data;
-  if (fit == 0) {
+  if (fit >= 0) {
     log().info("Unconditional fit to real data");
     fitter.set_observed(data_obs, data_var);
     MinimizerResult mr;
     x_data = session_->minimize_full(x, true, &mr);
   }
-  covariance_at(x_data, cov_data);
-  VectorXd asimov_obs = nobs, asimov_var = varnobs;
+  const VectorXd& observed_obs = fit >= 0 ? data_obs : asimov_obs;
+  const VectorXd& observed_var = fit >= 0 ? data_var : asimov_var;
+  MatrixXd cov_data;
+  LimitInputs mapping_inputs;
+  if (mapping_) {
+    // rabbit_limit.py's data fitter keeps the covariance of the Asimov fit for a mapping.
+    log().info("Get the limit on the mapping");
+    std::tie(mapping_inputs.xbest, mapping_inputs.xerr) =
+        mapping_value(x_asimov, cov_asimov, asimov_obs, asimov_var);
+    std::tie(mapping_inputs.xobs, mapping_inputs.xobs_err) =
+        mapping_value(x_data, cov_asimov, observed_obs, observed_var);
+  } else {
+    covariance_at(x_data, cov_data);
+  }
 
   postfit::ProfileMinimizer pm = [this](Objective& obj, const std::vector<int64_t>& fl, const VectorXd& x0) {
     return session_->profile_minimize(obj, fl, x0);
   };
   const auto& clb = postfit::kExpectedClb;
-  const int64_t np = static_cast<int64_t>(params_.size()), nl = static_cast<int64_t>(lo_.levels.size());
+  const int64_t np = static_cast<int64_t>(lo_.params.size()), nl = static_cast<int64_t>(lo_.levels.size());
   const int64_t nb = static_cast<int64_t>(clb.size());
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> expected(np * nl * nb, nan), observed(np * nl, nan), expected_nll(np * nl * nb, nan);
   for (int64_t i = 0; i < np; ++i) {
-    const int64_t p = params_[i];
-    const double xbest = reported_value(p, x_asimov), xerr = reported_error(p, x_asimov, cov_asimov);
-    const double xobs = reported_value(p, x_data), xobs_err = reported_error(p, x_data, cov_data);
-    log().debug("Best fit {} = {} +/- {}", ps.names[p], py_float(xbest), py_float(xerr));
+    const std::string& key = lo_.params[i];
+    LimitInputs in = mapping_inputs;
+    if (!mapping_) {
+      const int64_t p = params_[i];
+      in = {reported_value(p, x_asimov), reported_error(p, x_asimov, cov_asimov), reported_value(p, x_data),
+            reported_error(p, x_data, cov_data)};
+    }
+    log().debug("Best fit {} = {} +/- {}", key, py_float(in.xbest), py_float(in.xerr));
     for (int64_t j = 0; j < nl; ++j) {
       const double cls = lo_.levels[j];
       log().info(" -- AsymptoticLimits ( CLs={:4.1f}% ) -- ", cls * 100.0);
@@ -226,36 +208,35 @@ void LimitRun::run_one(int64_t fit, const std::string& name) {
         log().debug("Find r with q_(r,A)=-2ln(L)/ln(L0) = {}", py_float(q));
         const int64_t at = (i * nl + j) * nb + k;
         if (lo_.gaussian) {
-          expected[at] = xbest + xerr * std::sqrt(q);
-          log().info("Expected (Gaussian) {:4.1f}%: {} < {}", clb[k] * 100.0, ps.names[p],
-                     py_float(expected[at]));
+          expected[at] = in.xbest + in.xerr * std::sqrt(q);
+          log().info("Expected (Gaussian) {:4.1f}%: {} < {}", clb[k] * 100.0, key, py_float(expected[at]));
         }
         if (lo_.likelihood) {
           // rabbit's contour_scan on the Asimov fit at Δ(2NLL) = q, upper side: the limit is reported
-          // as the displacement of x_p (docs/differences-from-rabbit.md "rabbit_limit").
+          // as the displacement of x_p (docs/differences-from-rabbit.md "rabbit_limit"). Parameters
+          // only: check_limit_options refuses this mode with a mapping.
+          const int64_t p = params_[i];
           fitter.set_observed(asimov_obs, asimov_var);
           auto pt = postfit::contour_point(fitter, pm, ctx_.layout.floating, x_asimov, nll_asimov, p,
                                            cov_asimov.col(p), std::sqrt(q), 1);
-          if (!pt.success)
-            log().warn("contour search for {} at q = {} did not converge", ps.names[p], py_float(q));
+          if (!pt.success) log().warn("contour search for {} at q = {} did not converge", key, py_float(q));
           expected_nll[at] = pt.displacement(p);
-          log().info("Expected (Likelihood) {:4.1f}%: {} < {}", clb[k] * 100.0, ps.names[p],
+          log().info("Expected (Likelihood) {:4.1f}%: {} < {}", clb[k] * 100.0, key,
                      py_float(expected_nll[at]));
         }
       }
       if (lo_.gaussian) {
-        log().info("Measured xobs +/- xobs_err (asimov err) = {} +/- {} ({})", py_float(xobs),
-                   py_float(xobs_err), py_float(xerr));
-        observed[i * nl + j] = postfit::gaussian_observed_limit(xobs, xobs_err, xerr, cls);
-        log().info("Observed (Gaussian): {} < {}", ps.names[p], py_float(observed[i * nl + j]));
+        log().info("Measured xobs +/- xobs_err (asimov err) = {} +/- {} ({})", py_float(in.xobs),
+                   py_float(in.xobs_err), py_float(in.xerr));
+        observed[i * nl + j] = postfit::gaussian_observed_limit(in.xobs, in.xobs_err, in.xerr, cls);
+        log().info("Observed (Gaussian): {} < {}", key, py_float(observed[i * nl + j]));
       }
     }
   }
-  std::vector<std::string> names, levels, clbs;
-  for (auto p : params_) names.push_back(ps.names[p]);
+  std::vector<std::string> levels, clbs;
   for (auto l : lo_.levels) levels.push_back(py_float(l));
   for (auto c : clb) clbs.push_back(py_float(c));
-  const Axis a_par = Axis::strcat("parms", names), a_cls = Axis::strcat("cls", levels),
+  const Axis a_par = Axis::strcat("parms", lo_.params), a_cls = Axis::strcat("cls", levels),
              a_clb = Axis::strcat("clb", clbs);
   const std::string label = "Asymptotic limits (CLs)";
   if (lo_.gaussian) {
@@ -276,20 +257,30 @@ void LimitRun::execute() {
   make_run_fitter(ctx_);
   describe_layout(ctx_);
   const auto& ps = ctx_.model->parameters;
-  for (const auto& n : lo_.params) {
-    const int64_t p = ps.index(n);
-    if (p < 0) throw OptionError(fmt::format("--asymptoticLimits: unknown parameter '{}'", n));
-    if (ps.frozen[p]) throw OptionError(fmt::format("--asymptoticLimits: parameter '{}' is frozen", n));
-    params_.push_back(p);
+  if (!o_.mappings.empty()) {
+    mapping_ = postfit::make_mapping(*ctx_.input, o_.mappings.front());
+  } else {
+    for (const auto& n : lo_.params) {
+      const int64_t p = ps.index(n);
+      if (p < 0) throw OptionError(fmt::format("--asymptoticLimits: unknown parameter '{}'", n));
+      if (ps.frozen[p]) throw OptionError(fmt::format("--asymptoticLimits: parameter '{}' is frozen", n));
+      params_.push_back(p);
+    }
   }
+  // rabbit's freeze_params(asymptoticLimits) for the background-only fit: names or full-match regexes
+  // (with a mapping, the entries are labels that may match no parameter).
+  background_only_frozen_ = match_names(lo_.params, ps.names, "--asymptoticLimits");
+  const std::vector<DataSet> datasets = fit_data_sets(o_, *ctx_.input);  // a bad --pseudoData fails here
   session_ = std::make_unique<FitSession>(ctx_);
   toys_ = std::make_unique<ToyGenerator>(ctx_);
   out_ = std::make_unique<ResultLayoutWriter>(ctx_);
   out_->write_meta();
   out_->flush();
-  for (auto t : o_.toys) {
-    run_one(t, t == -1 ? "results_asimov" : "results");
-    out_->flush();
+  for (auto fit : fit_indices(o_.toys)) {
+    for (const auto& d : datasets) {
+      run_one(fit, fit_group_name(fit, d), d);
+      out_->flush();  // each fit's group is written when complete, as upstream does
+    }
   }
   out_->commit();
   std::cout << "Results written in file " << out_->final_path() << std::endl;
@@ -305,9 +296,10 @@ int rabbit_limit_main(int argc, const char* const* argv) {
     std::vector<const char*> args;
     for (const auto& s : rest) args.push_back(s.c_str());
     FitOptions options = parse_fit_options(static_cast<int>(args.size()), args.data());
-    check_supported(options, lo);
+    const std::vector<std::string> limit_warnings = check_limit_options(options, lo);
     set_verbosity(options.verbose);
     for (const auto& w : options.warnings) log().warn("{}", w);
+    for (const auto& w : limit_warnings) log().warn("{}", w);
     termination::install_handlers("rabbit_limit");
     LimitRun run(options, lo);
     run.execute();
@@ -319,14 +311,10 @@ int rabbit_limit_main(int argc, const char* const* argv) {
                  "  --modes {gaussian,likelihood} [...]  approximations (default both)\n";
     return 0;
   } catch (const Error& e) {
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::cerr << "rabbit_limit: error: " << msg << std::endl;
+    print_error_line("rabbit_limit", e.what());
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::cerr << "rabbit_limit: error: " << msg << std::endl;
+    print_error_line("rabbit_limit", e.what());
     return 1;
   }
 }

@@ -47,9 +47,9 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
   if (!rank) rank = std::getenv("PMI_RANK");
   if (!rank || std::string(rank) == "0")
-    std::cerr << "rabbit_fit: error: started by an MPI launcher with " << size
-              << " ranks, but this build has no MPI (configure with -DRABBIT_MPI=ON; docs/mpi.md)"
-              << std::endl;
+    print_error_line("rabbit_fit", "started by an MPI launcher with " + std::to_string(size) +
+                                       " ranks, but this build has no MPI (configure with "
+                                       "-DRABBIT_MPI=ON; docs/mpi.md)");
   return static_cast<int>(ExitCode::option);
 }
 
@@ -89,7 +89,7 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
   try {
     started = std::make_unique<mpi::Session>(&mpi_argc, &mpi_argv);
   } catch (const Error& e) {
-    std::cerr << "rabbit_fit: error: " << e.what() << std::endl;
+    print_error_line("rabbit_fit", e.what());
     return static_cast<int>(e.code());
   }
   const mpi::Session& session = *started;
@@ -137,7 +137,7 @@ int rabbit_fit_ranks_main(int argc, const char* const* argv) {
     });
   } catch (const std::exception& e) {
     // Only what breaks the exchange itself lands here: rank 0 cannot be told, so this rank says it.
-    std::cerr << "rabbit_fit: error: rank " << session.rank() << ": " << e.what() << std::endl;
+    print_error_line("rabbit_fit", "rank " + std::to_string(session.rank()) + ": " + e.what());
     mpi::abort_ranks(static_cast<int>(ExitCode::failure));
   }
 }

@@ -203,6 +203,8 @@ void check_option_rules(const FitOptions& o) {
   if (o.hvp_batch < 1) throw OptionError("argument --hvpBatch: must be >= 1");
   if (o.n_threads < 0)
     throw OptionError("argument --nThreads: must be >= 0 (0: the CPUs the process may use)");
+  if (o.refit_workers < 0)
+    throw OptionError("argument --refitWorkers: must be >= 0 (0: one per thread of the fit)");
   if (!(o.precondition_block_threshold >= 0.0) || !std::isfinite(o.precondition_block_threshold))
     throw OptionError(
         fmt::format("argument --preconditionBlockThreshold: must be a finite number >= 0, got {}",

@@ -230,6 +230,10 @@ const std::vector<Spec>& specs() {
       {"--nThreads", "nThreads", K::scalar, T::integer, "0", {}, R::implemented,
        "CPU threads of the fit (all CPU shards together); 0: the CPUs of the process's affinity mask and cgroup "
        "CPU quota, whichever is fewer (rabbit-cpp option)"},
+      {"--refitWorkers", "refitWorkers", K::scalar, T::integer, "0", {}, R::implemented,
+       "refits of --asymImpacts, --nonProfiledImpacts and --globalAsymImpacts run at once, each fitter with "
+       "--nThreads/N threads; 0: one per thread, fewer when memory is short; 1: one after another (rabbit-cpp "
+       "option)"},
       {"--snapshotFile", "snapshotFile", K::scalar, T::str, "null", {}, R::implemented,
        "FILE: write the parameters of the fit in progress there (x, parms: the plain --externalPostfit layout) "
        "every --snapshotInterval, on SIGTERM/SIGUSR1 and at the end of each minimization"},

@@ -382,6 +382,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
     for (const auto& s : *v) o.devices.push_back(to_int("devices", s));
   integer("hvpBatch", o.hvp_batch);
   integer("nThreads", o.n_threads);
+  integer("refitWorkers", o.refit_workers);
   o.precondition = flag("precondition");
   if (auto* v = last("preconditionParams")) o.precondition_params = nonempty(*v);
   if (auto* v = last("preconditionBlocks"))

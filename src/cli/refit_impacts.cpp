@@ -10,6 +10,7 @@
 #include "asym_impacts.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
+#include "refit_pool.hpp"
 
 namespace rabbit::cli {
 namespace {
@@ -73,10 +74,21 @@ void write_table(ResultLayoutWriter& out, result::Group group, const std::string
   write_down_up_table(out, group, name + "_grouped", glabels, grouped);
 }
 
-// One refit from `start` over the run's floating parameters, with the model's current constraint centres.
-VectorXd refit(FitContext& ctx, FitSession& session, const VectorXd& start, const std::string& what) {
+// One refit from `start` over the run's floating parameters on the worker's fitter, with centre i of its
+// model moved to `centre` for the refit (restored after it, also when it throws).
+VectorXd refit(RefitWorker& w, int64_t i, double centre, const VectorXd& start, const std::string& what) {
+  auto& centres = w.ctx.model->parameters.constraint_centres;
+  const double saved = centres(i);
+  centres(i) = centre;
   MinimizerResult r;
-  VectorXd x = session.profile_minimize(*ctx.fitter, ctx.layout.floating, start, &r);
+  VectorXd x;
+  try {
+    x = w.session.profile_minimize(*w.ctx.fitter, w.ctx.layout.floating, start, &r);
+  } catch (...) {
+    centres(i) = saved;
+    throw;
+  }
+  centres(i) = saved;
   if (!r.converged) log().warn("{}: the refit did not converge ({})", what, r.stop_reason);
   return x;
 }
@@ -89,24 +101,20 @@ RefitTable nonprofiled_impacts(FitContext& ctx, FitSession& session, const Vecto
   RefitTable t;
   t.sources = ps.frozen_indices();
   t.shifts.resize(2 * static_cast<int64_t>(t.sources.size()), ps.size());
+  for (auto i : t.sources) t.labels.push_back(ps.names[i]);
   const VectorXd centres = ps.constraint_centres;
-  for (size_t k = 0; k < t.sources.size(); ++k) {
+  // Refit 2k + side: source k moved by +σ (side 0) or −σ (side 1).
+  run_refits(ctx, session, "nonprofiled impacts", 2 * t.sources.size(), [&](RefitWorker& w, size_t j) {
+    const size_t k = j / 2;
     const int64_t i = t.sources[k];
-    t.labels.push_back(ps.names[i]);
-    log().info("Now at parameter {}", ps.names[i]);
+    if (j % 2 == 0) log().debug("Now at parameter {}", ps.names[i]);
     const double sigma = ps.constraint_weights(i) > 0.0 ? 1.0 / std::sqrt(ps.constraint_weights(i)) : 1.0;
-    for (int side = 0; side < 2; ++side) {
-      const double shifted = centres(i) + (side == 0 ? sigma : -sigma);
-      auto clock = Clock::now();
-      ps.constraint_centres(i) = shifted;
-      VectorXd start = xbest;
-      start(i) = shifted;
-      const VectorXd x = refit(ctx, session, start, fmt::format("--nonProfiledImpacts {}", ps.names[i]));
-      t.shifts.row(2 * static_cast<int64_t>(k) + side) = (xbest - x).transpose();
-      log().debug("    {} {}σ refit took {:.3f}s", ps.names[i], side == 0 ? "+" : "-", seconds_since(clock));
-    }
-    ps.constraint_centres(i) = centres(i);
-  }
+    const double shifted = centres(i) + (j % 2 == 0 ? sigma : -sigma);
+    VectorXd start = xbest;
+    start(i) = shifted;
+    const VectorXd x = refit(w, i, shifted, start, fmt::format("--nonProfiledImpacts {}", ps.names[i]));
+    t.shifts.row(static_cast<int64_t>(j)) = (xbest - x).transpose();
+  });
   return t;
 }
 
@@ -159,25 +167,22 @@ RefitTable global_asym_impacts(FitContext& ctx, FitSession& session, const Vecto
   t.shifts.resize(2 * static_cast<int64_t>(t.sources.size()), ps.size());
   const VectorXd centres = ps.constraint_centres;
   auto total = Clock::now();
-  for (size_t k = 0; k < t.sources.size(); ++k) {
+  // Refit 2k + side: source k's centre moved by −Sigma·σ (side 0) or +Sigma·σ (side 1).
+  run_refits(ctx, session, "global asym impacts", 2 * t.sources.size(), [&](RefitWorker& w, size_t j) {
+    const size_t k = j / 2;
     const int64_t i = t.sources[k];
-    log().info("  [{}/{}] x0-shift refit for {}", k + 1, t.sources.size(), t.labels[k]);
-    auto clock = Clock::now();
+    if (j % 2 == 0) log().debug("  [{}/{}] x0-shift refit for {}", k + 1, t.sources.size(), t.labels[k]);
     const double width = 1.0 / std::sqrt(ps.constraint_weights(i));
-    for (int side = 0; side < 2; ++side) {
-      const double shift = (side == 0 ? -1.0 : 1.0) * o.global_asym_impacts_sigma * width;
-      ps.constraint_centres(i) = centres(i) + shift;
-      VectorXd start = xbest;
-      if (o.global_asym_impacts_linear_warmstart)
-        start += cov.col(i) * (ps.constraint_weights(i) * d1(i) * shift);
-      else
-        start(i) += shift;
-      const VectorXd x = refit(ctx, session, start, fmt::format("--globalAsymImpacts {}", t.labels[k]));
-      t.shifts.row(2 * static_cast<int64_t>(k) + side) = (x - xbest).transpose();
-    }
-    ps.constraint_centres(i) = centres(i);
-    log().info("    took {:.2f}s", seconds_since(clock));
-  }
+    const double shift = (j % 2 == 0 ? -1.0 : 1.0) * o.global_asym_impacts_sigma * width;
+    VectorXd start = xbest;
+    if (o.global_asym_impacts_linear_warmstart)
+      start += cov.col(i) * (ps.constraint_weights(i) * d1(i) * shift);
+    else
+      start(i) += shift;
+    const VectorXd x =
+        refit(w, i, centres(i) + shift, start, fmt::format("--globalAsymImpacts {}", t.labels[k]));
+    t.shifts.row(static_cast<int64_t>(j)) = (x - xbest).transpose();
+  });
   log().info("global_asym_impacts: total {:.1f}s", seconds_since(total));
   return t;
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "data_sets.hpp"
 #include "external_postfit.hpp"
 #include "fit_context.hpp"
 #include "fit_session.hpp"
@@ -33,12 +34,6 @@ namespace {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-// One data set to fit: the observed data, or one pseudodata column.
-struct DataSet {
-  std::string name;
-  VectorXd values, variances;
-};
-
 class Run {
  public:
   explicit Run(const FitOptions& o) : o_(o), ctx_(o) {}
@@ -46,7 +41,6 @@ class Run {
 
  private:
   void load();
-  std::vector<DataSet> data_sets() const;
   void run_one(int64_t fit, const std::string& group_name, const DataSet& data);
   void observed_for(int64_t fit, const DataSet& data, VectorXd& x, VectorXd& nobs, VectorXd& varnobs);
   VectorXd minimize_fit(int64_t fit_index, const VectorXd& nobs, VectorXd x, const VectorXd& x_unrandomized,
@@ -77,31 +71,6 @@ void Run::load() {
   check_refit_impacts(ctx_);
   session_ = std::make_unique<FitSession>(ctx_);
   toys_ = std::make_unique<ToyGenerator>(ctx_);
-}
-
-// The observed data, or the selected pseudodata columns (in file order).
-std::vector<DataSet> Run::data_sets() const {
-  const auto& input = *ctx_.input;
-  std::vector<DataSet> datasets;
-  if (!o_.pseudo_data) {
-    datasets.push_back({"", input.data_obs, input.data_var ? *input.data_var : VectorXd()});
-    return datasets;
-  }
-  std::vector<int64_t> cols;
-  if (o_.pseudo_data->empty()) {
-    for (size_t i = 0; i < input.pseudodatanames.size(); ++i) cols.push_back(static_cast<int64_t>(i));
-  } else {
-    for (const auto& n : *o_.pseudo_data) cols.push_back(input.pseudodata_index(n));
-    std::sort(cols.begin(), cols.end());
-  }
-  if (cols.empty())
-    throw InputError(o_.filename + ": --pseudoData given but the input has no pseudodata sets");
-  for (size_t j = 0; j < cols.size(); ++j) {
-    DataSet d{input.pseudodatanames[cols[j]], input.pseudodata.col(cols[j]), VectorXd()};
-    if (input.pseudodatavar) d.variances = input.pseudodatavar->col(cols[j]);
-    datasets.push_back(d);
-  }
-  return datasets;
 }
 
 // What fit `fit` sees as data: the Asimov expectation (-1), the data set (0) or a toy (≥ 1, which
@@ -277,19 +246,11 @@ void Run::execute() {
   out_->flush();
   log().debug("{} seconds initialization time", seconds_since(t_start));
 
-  const std::vector<DataSet> datasets = data_sets();
-  std::vector<int64_t> fits;
-  for (auto t : o_.toys) {
-    if (t <= 0) fits.push_back(t);
-    for (int64_t k = 1; k <= t; ++k) fits.push_back(k);
-  }
+  const std::vector<DataSet> datasets = fit_data_sets(o_, *ctx_.input);
+  const std::vector<int64_t> fits = fit_indices(o_.toys);
   for (auto fit : fits) {
     for (const auto& d : datasets) {
-      std::string name = "results";
-      if (fit == -1) name += "_asimov";
-      if (fit >= 1) name += "_toy" + std::to_string(fit);
-      if (!d.name.empty()) name += "_" + d.name;
-      run_one(fit, name, d);
+      run_one(fit, fit_group_name(fit, d), d);
       out_->flush();  // each fit's group is written when complete, as upstream does
     }
   }
@@ -332,17 +293,13 @@ int rabbit_fit_process_main(int argc, const char* const* argv) {
     std::cout << h.text;
     return 0;
   } catch (const Error& e) {
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::cerr << "rabbit_fit: error: " << msg << std::endl;
+    print_error_line("rabbit_fit", e.what());
     return static_cast<int>(e.code());
   } catch (const std::bad_alloc&) {
-    std::cerr << "rabbit_fit: error: " << memory::out_of_memory_message() << std::endl;
+    print_error_line("rabbit_fit", memory::out_of_memory_message());
     return static_cast<int>(ExitCode::resource);
   } catch (const std::exception& e) {
-    std::string msg = e.what();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::cerr << "rabbit_fit: error: " << msg << std::endl;
+    print_error_line("rabbit_fit", e.what());
     return 1;
   }
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rabbit/io/fit_input_data.hpp"
@@ -114,6 +115,9 @@ class FitInputReader {
   bool keep_float32_ = false;         // FitInputReadOptions::keep_float32
   /// The tensor rows whose logk is read: row_end_, or logk_bins_ when set.
   int64_t logk_row_end() const;
+  /// With logk_bins_: the masked rows [nbins, nbinsfull), whose logk is read after that of the rows
+  /// up to logk_row_end() (docs/input-reader.md "Ranged reads"); otherwise an empty range.
+  std::pair<int64_t, int64_t> masked_logk_rows() const;
   int64_t obs_begin_ = 0, obs_end_ = 0;
   int64_t row_begin_ = 0, row_end_ = 0;
   std::vector<ChannelInfo> meta_channels_;

@@ -5,6 +5,7 @@
 // binary search over the stored indices (one index row read per probe) and reads only them
 // (docs/input-reader.md "Ranged reads").
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "fit_input_reader.hpp"
@@ -114,12 +115,16 @@ void FitInputReader::read_sparse_tensors() {
     m0 = first_entry_of_row(r_, logk.indices, logk.nnz, k0);
     m1 = first_entry_of_row(r_, logk.indices, logk.nnz, k1);
   }
-  // FitInputReadOptions::logk_bins: the columns and values of the logk entries [m0, m_keep) only.
-  int64_t m_keep = m1;
-  if (logk_row_end() < row_end_)
-    m_keep = first_entry_of_row(r_, logk.indices, logk.nnz,
-                                first_entry_of_row(r_, norm.indices, norm.nnz, logk_row_end()));
-  const int64_t held_norm = k1 - k0, held_logk = m_keep - m0;
+  // FitInputReadOptions::logk_bins: the columns and values of the logk entries [m0, m_keep) and of
+  // the masked bins' entries [m_masked, m1) only, stored one after the other.
+  auto first_logk_entry_of_bin = [&](int64_t bin) {
+    return first_entry_of_row(r_, logk.indices, logk.nnz,
+                              first_entry_of_row(r_, norm.indices, norm.nnz, bin));
+  };
+  const int64_t m_keep = logk_row_end() < row_end_ ? first_logk_entry_of_bin(logk_row_end()) : m1;
+  const auto [masked_begin, masked_end] = masked_logk_rows();
+  const int64_t m_masked = masked_end > masked_begin ? first_logk_entry_of_bin(masked_begin) : m1;
+  const int64_t held_norm = k1 - k0, held_logk = (m_keep - m0) + (m1 - m_masked);
   // Flat indices relative to the first held bin (docs/input-reader.md "Ranged reads").
   const int64_t flat_offset = row_begin_ * d_.nproc;
   d_.norm_index.resize(static_cast<size_t>(held_norm));
@@ -137,16 +142,32 @@ void FitInputReader::read_sparse_tensors() {
   scan_indices(r_, logk.dense_shape, logk.indices, m0, m1, k0, k1,
                [&](int64_t m, int64_t row, int64_t col, int64_t) {
                  csr.rowptr[static_cast<size_t>(row - k0 + 1)]++;
-                 if (m < m_keep) csr.cols[static_cast<size_t>(m - m0)] = static_cast<int32_t>(col);
+                 if (m < m_keep)
+                   csr.cols[static_cast<size_t>(m - m0)] = static_cast<int32_t>(col);
+                 else if (m >= m_masked)
+                   csr.cols[static_cast<size_t>(m - m0 - (m_masked - m_keep))] = static_cast<int32_t>(col);
                });
   for (int64_t i = 0; i < held_norm; ++i) {
     csr.rowptr[static_cast<size_t>(i + 1)] += csr.rowptr[static_cast<size_t>(i)];
   }
-  if (hold_float32(logk.values)) {
-    d_.logk_float32 = true;
-    csr.values_f32 = read_float_slab_checked(logk.values, 0, m0, m_keep);
-  } else {
-    csr.values = read_slab_checked(logk.values, 0, m0, m_keep);
+  // Both value ranges straight into the one array (no copy: this is the tensor), held as float32
+  // when the file's are and the reader was asked to keep them (docs/input-reader.md "Precision").
+  const bool f32 = hold_float32(logk.values);
+  d_.logk_float32 = f32;
+  if (f32)
+    csr.values_f32.resize(static_cast<size_t>(held_logk));
+  else
+    csr.values.resize(static_cast<size_t>(held_logk));
+  const std::array<std::array<int64_t, 3>, 2> slabs{{{m0, m_keep, 0}, {m_masked, m1, m_keep - m0}}};
+  for (const auto& [begin, end, at] : slabs) {
+    if (end <= begin) continue;
+    if (f32) {
+      r_.read_floats_slab(logk.values, 0, begin, end, csr.values_f32.data() + at);
+      check_finite(logk.values.path, csr.values_f32.data() + at, end - begin, logk.values.shape, 0, begin);
+    } else {
+      r_.read_doubles_slab(logk.values, 0, begin, end, csr.values.data() + at);
+      check_finite(logk.values.path, csr.values.data() + at, end - begin, logk.values.shape, 0, begin);
+    }
   }
 }
 

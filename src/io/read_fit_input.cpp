@@ -47,6 +47,11 @@ int64_t FitInputReader::logk_row_end() const {
   return logk_bins_ ? std::clamp<int64_t>(*logk_bins_, row_begin_, row_end_) : row_end_;
 }
 
+std::pair<int64_t, int64_t> FitInputReader::masked_logk_rows() const {
+  if (!logk_bins_ || d_.ranged) return {row_end_, row_end_};
+  return {d_.nbins, row_end_};
+}
+
 FitInputData FitInputReader::read() {
   check_structure();
   read_names();

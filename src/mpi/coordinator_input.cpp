@@ -1,5 +1,6 @@
-// Rank 0's input (docs/mpi.md "Memory per rank"): the logk of its own bins only, or, where rank 0
-// must compute yields from every bin's tensor, the whole input.
+// Rank 0's input (docs/mpi.md "Memory per rank"): the logk of its own bins and of the masked bins
+// (whose yields rank 0 computes) only, or, where rank 0 must compute yields from every bin's tensor,
+// the whole input.
 #include <fmt/format.h>
 
 #include <string>
@@ -13,16 +14,14 @@ namespace rabbit::mpi {
 FitInputData read_coordinator_input(const std::string& filename, int ranks, bool whole_input) {
   int64_t own_end = 0;
   {
-    // Everything but the logk: enough for the partition (the sparse costs read the CSR rowptr) and
-    // for deciding whether rank 0 can do without the other ranks' logk.
+    // Everything but the observed bins' logk: enough for the partition (the sparse costs read the CSR
+    // rowptr) and for deciding whether rank 0 can do without the other ranks' logk.
     const FitInputData outline = read_fit_input(filename, FitInputReadOptions{.logk_bins = 0});
     std::string why;
     if (whole_input)
       why = "--computeSaturatedProjectionTests fits a model built from every bin's tensor";
-    else if (outline.nbinsmasked > 0)
-      why = fmt::format("the {} masked bins' yields are computed on rank 0", outline.nbinsmasked);
     else if (outline.betavariations)
-      why = "hbetavariations couple the bins";
+      why = "hbetavariations make the masked bins' yields follow the β of the observed bins";
     if (!why.empty()) {
       log().info("rank 0 reads the whole input: {}", why);
       return read_fit_input(filename);

@@ -134,6 +134,12 @@ double mib(double bytes) {
   return bytes / (1024.0 * 1024.0);
 }
 
+// The bytes of rank 0's tensor, for the memory report of release_ranks (the input is gone by then).
+int64_t& coordinator_tensor_bytes() {
+  static int64_t bytes = 0;
+  return bytes;
+}
+
 // What cannot run with the bins of one likelihood on several ranks: the same model features as
 // --nDevices (docs/sharding-and-gpu.md "Refused in multi-device mode"), and bin-dependent param
 // models, whose rates a shard server (holding no channels) cannot build.
@@ -194,16 +200,19 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
     layout.push_back(fmt::format("rank{}:[{},{})", r, ranges[r].first, ranges[r].second));
   log().info("Sharding {} bins over {} MPI ranks ({} thread(s) each): [{}]", input.nbins, size, threads,
              fmt::join(layout, ", "));
+  coordinator_tensor_bytes() = detail::tensor_bytes(input);
   if (input.logk_end >= 0) {
     // The file's logk values: dense rows of every bin, or the end of the complete sparse rowptr.
     const int64_t held =
         static_cast<int64_t>(input.sparse ? input.logk_sparse.values.size() : input.logk.size());
     const int64_t in_file =
         input.sparse ? input.logk_sparse.rowptr.back() : input.nbinsfull * input.nproc * input.logk_width();
+    const std::string masked =
+        input.nbinsmasked > 0 ? fmt::format(" and the {} masked bins'", input.nbinsmasked) : "";
     log().info(
-        "rank 0: bins [0, {}), logk {} of the file's {} values (data, norm and MC statistics of all bins), "
-        "tensor {:.1f} MiB, peak memory {:.1f} MiB",
-        input.logk_end, held, in_file, mib(static_cast<double>(detail::tensor_bytes(input))),
+        "rank 0: bins [0, {}), logk {} of the file's {} values (its bins'{}; data, norm and MC statistics of "
+        "all bins), tensor {:.1f} MiB, peak memory {:.1f} MiB",
+        input.logk_end, held, in_file, masked, mib(static_cast<double>(detail::tensor_bytes(input))),
         mib(static_cast<double>(detail::peak_rss_bytes())));
   } else {
     log().info("rank 0: the whole input, tensor {:.1f} MiB, peak memory {:.1f} MiB",
@@ -231,6 +240,16 @@ void release_ranks(int exit_code) {
   detail::Request release{detail::Op::release, exit_code, 0, 0, {}};
   detail::broadcast(release);
   detail::released() = true;
+  // Every rank answers with its peak resident memory over the whole run (VmHWM) and its tensor's
+  // bytes (docs/mpi.md "Memory per rank"); logged after a successful run.
+  auto answers = detail::gather({});
+  answers[0] = {static_cast<double>(detail::peak_rss_bytes()),
+                static_cast<double>(coordinator_tensor_bytes())};
+  if (exit_code != 0) return;
+  for (size_t r = 0; r < answers.size(); ++r)
+    if (answers[r].size() == 2)
+      log().info("rank {}: peak memory {:.1f} MiB over the run, tensor {:.1f} MiB", r, mib(answers[r][0]),
+                 mib(answers[r][1]));
 }
 
 }  // namespace rabbit::mpi

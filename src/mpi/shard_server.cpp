@@ -106,6 +106,12 @@ std::vector<double> guarded(Fn&& fn) {
   }
 }
 
+// Every rank's answer to the release: its peak memory over the whole run and the bytes of its tensor,
+// which rank 0 logs (docs/mpi.md "Memory per rank").
+void answer_release(int64_t tensor_bytes) {
+  detail::gather({static_cast<double>(detail::peak_rss_bytes()), static_cast<double>(tensor_bytes)});
+}
+
 }  // namespace
 
 Assignment await_assignment() {
@@ -113,6 +119,7 @@ Assignment await_assignment() {
   detail::broadcast(r);
   Assignment a;
   if (r.op == Op::release) {
+    answer_release(0);
     a.released = true;
     a.exit_code = static_cast<int>(r.n);
     return a;
@@ -139,7 +146,10 @@ int serve_shard_range(const Assignment& assignment,
   for (;;) {
     Request r;
     detail::broadcast(r);
-    if (r.op == Op::release) return static_cast<int>(r.n);
+    if (r.op == Op::release) {
+      answer_release(local.model ? detail::tensor_bytes(*local.model->input) : 0);
+      return static_cast<int>(r.n);
+    }
     detail::gather(guarded([&] {
       if (!local.shard) throw Error("this rank holds no shard");
       return answer(*local.shard, r, assignment);

@@ -60,6 +60,8 @@ TEST(Regularization, LCurveOutputsInBothLayouts) {
     const auto tau = f->hist("results/step_tau");
     EXPECT_EQ(tau.axis_names, std::vector<std::string>{"step"});
     EXPECT_EQ(tau.values, rabbit::postfit::l_curve_scan_taus());
+    // Double storage as rabbit's add_1D_integer_hist writes them (docs/output-format.md)
+    EXPECT_TRUE(tau.variances.empty());
     const auto curvature = f->hist("results/step_lcurve");
     ASSERT_EQ(curvature.values.size(), 5u);
     for (double k : curvature.values) EXPECT_TRUE(std::isfinite(k));
@@ -67,6 +69,7 @@ TEST(Regularization, LCurveOutputsInBothLayouts) {
     EXPECT_EQ(best.axis_names, std::vector<std::string>{"best"});
     ASSERT_EQ(best.values.size(), 1u);
     EXPECT_TRUE(std::isfinite(best.values[0]));
+    EXPECT_TRUE(best.variances.empty());
     ASSERT_EQ(f->hist("results/best_lcurve").values.size(), 1u);
   }
   EXPECT_EQ(a.hist("results/step_lcurve").values, b.hist("results/step_lcurve").values);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -66,4 +67,62 @@ TEST(WorkerPool, ExceptionOfAWorkerReachesTheCaller) {
   std::atomic<int> n{0};
   pool.run(3, [&](int) { ++n; });
   EXPECT_EQ(n.load(), 3);
+}
+
+// share(): the items of a shared queue are each done once, whoever joins; a worker never runs a
+// share() call's function after that call has returned (a late worker skips the run).
+TEST(WorkerPool, ShareDoesEveryItemOnceAndNothingAfterReturning) {
+  WorkerPool pool(3);
+  constexpr int kItems = 16;
+  std::atomic<int> finished{-1}, late{0};
+  for (int r = 0; r < 2000; ++r) {
+    std::vector<std::atomic<int>> done(kItems);
+    std::atomic<int> next{0};
+    pool.share(1 + r % 3, [&](int) {
+      if (finished.load() >= r) ++late;
+      for (int i; (i = next.fetch_add(1)) < kItems;) ++done[i];
+      if (finished.load() >= r) ++late;
+    });
+    finished.store(r);
+    for (int i = 0; i < kItems; ++i) ASSERT_EQ(done[i].load(), 1) << "run " << r << " item " << i;
+    // give a late worker time to find this run before the next one starts
+    if (r % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  EXPECT_EQ(late.load(), 0);
+}
+
+// A worker that starts while the caller is still in fn(0) is waited for.
+TEST(WorkerPool, ShareWaitsForAWorkerThatJoined) {
+  WorkerPool pool(2);
+  for (int r = 0; r < 50; ++r) {
+    std::atomic<bool> worker_in{false}, worker_out{false};
+    pool.share(2, [&](int t) {
+      if (t == 0) {
+        while (!worker_in.load()) std::this_thread::yield();
+      } else {
+        worker_in = true;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        worker_out = true;
+      }
+    });
+    EXPECT_TRUE(worker_out.load()) << "run " << r;
+  }
+}
+
+TEST(WorkerPool, ShareRethrowsAWorkersException) {
+  WorkerPool pool(2);
+  std::atomic<bool> worker_in{false};
+  EXPECT_THROW(pool.share(2,
+                          [&](int t) {
+                            if (t == 0) {
+                              while (!worker_in.load()) std::this_thread::yield();
+                            } else {
+                              worker_in = true;
+                              throw std::runtime_error("worker 1");
+                            }
+                          }),
+               std::runtime_error);
+  std::atomic<int> n{0};
+  pool.run(2, [&](int) { ++n; });
+  EXPECT_EQ(n.load(), 2);
 }

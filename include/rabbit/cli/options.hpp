@@ -120,7 +120,8 @@ struct FitOptions {
   double stall_rel_tol = 0.0;
   std::string backend = "auto";  // --backend auto|cpu|cuda
   int64_t n_devices = 1;
-  int64_t n_threads = 0;  // --nThreads; 0: from the affinity mask and the cgroup CPU quota
+  int64_t n_threads = 0;      // --nThreads; 0: from the affinity mask and the cgroup CPU quota
+  int64_t refit_workers = 0;  // --refitWorkers; 0: from the thread budget (cli/refit_pool.hpp)
   std::vector<int64_t> devices;
   int64_t hvp_batch = 256;
   // Internal-coordinate preconditioner (docs/minimizers.md "Preconditioner").

@@ -3,6 +3,7 @@
 // once, prints the message as one line and exits with the code of its kind.
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace rabbit {
 
@@ -48,5 +49,10 @@ class NumericalError : public Error {
  public:
   explicit NumericalError(const std::string& what) : Error(what, ExitCode::numerical) {}
 };
+
+/// Prints "TOOL: error: MESSAGE" on standard error as one line (newlines in MESSAGE become
+/// spaces) in a single write, after flushing standard output. A launcher (mpirun, srun) that
+/// merges the streams of several ranks then cannot split the line with another stream's text.
+void print_error_line(std::string_view tool, std::string_view message);
 
 }  // namespace rabbit

@@ -69,6 +69,9 @@ class Fitter : public Objective {
   /// Toys: the stored β of the shards' yield models and the host yield model (yields with
   /// BetaMode::stored; the profiled NLL of every shard does not read it).
   void set_stored_beta(const Eigen::VectorXd& beta);
+  /// The BB centres and stored β last set (empty: the defaults), for replicas (fitter_replica.hpp).
+  const Eigen::VectorXd& beta_centres() const { return beta0_; }
+  const Eigen::VectorXd& stored_beta() const { return stored_beta_; }
 
   /// Threads of the host yield model built for non-CPU fits (0: all cores).
   void set_postfit_threads(int threads) { postfit_threads_ = threads; }

@@ -80,8 +80,8 @@ struct FitInputReadOptions {
   /// everything that is not per bin (names, constraints, channels, external terms) is complete.
   std::optional<BinRange> bins;
   /// Set, with `bins` unset: everything is read except the logk of the observed bins from this one
-  /// on (dense rows, sparse values and columns; the sparse CSR rowptr stays complete), for rank 0 of
-  /// an MPI fit without masked channels (docs/mpi.md "Memory per rank").
+  /// on (dense rows, sparse values and columns; the CSR rowptr stays complete; the masked bins' logk
+  /// is read), for rank 0 of an MPI fit (docs/mpi.md "Memory per rank").
   std::optional<int64_t> logk_bins;
   /// A logk stored as float32 in the file stays float32 in memory (FitInputData::logk_float32,
   /// docs/input-reader.md "Precision"); false: promoted to double like every other dataset.
@@ -137,8 +137,8 @@ struct FitInputData {
   std::vector<float> logk_f32;
   /// Sparse only.
   SparseLogk logk_sparse;
-  /// -1: logk holds every held bin. Otherwise (FitInputReadOptions::logk_bins) only the bins
-  /// [0, logk_end): no evaluation may reach a bin from logk_end on.
+  /// -1: logk holds every held bin. Otherwise (FitInputReadOptions::logk_bins) the bins [0, logk_end),
+  /// then the masked bins [nbins, nbinsfull): no evaluation may reach the bins [logk_end, nbins).
   int64_t logk_end = -1;
 
   // ---- Monte-Carlo statistics (docs/input-reader.md "Monte-Carlo statistics"), [nbinsfull * nproc] ----

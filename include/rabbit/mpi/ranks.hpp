@@ -54,7 +54,8 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, int threa
 FitInputData read_coordinator_input(const std::string& filename, int ranks, bool whole_input);
 
 /// Rank 0: releases the shard servers (they return `exit_code` from serve_shard_ranges). Called once,
-/// at the end of the run, also after an error; a no-op when no rank is waiting any more.
+/// at the end of the run, also after an error; a no-op when no rank is waiting any more. Every rank
+/// answers with its peak memory over the run, logged per rank when `exit_code` is 0.
 void release_ranks(int exit_code);
 
 /// What a shard server was told to hold.

@@ -365,7 +365,7 @@ inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs,
     });
   } else {
     ChunkQueue queue(chunks.count());
-    s.pool->run(T, [&](int) {
+    s.pool->share(T, [&](int) {
       for (int64_t c; (c = queue.take()) >= 0;)
         for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) one_bin(b, accs[c]);
     });

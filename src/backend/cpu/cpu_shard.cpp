@@ -210,7 +210,8 @@ double CpuShardEvaluator::full_value(const VectorXd& xi) {
 namespace {
 
 // An input read with FitInputReadOptions::logk_bins (rank 0 of an MPI fit, docs/mpi.md "Memory per
-// rank") holds no logk from bin logk_end on: no shard or yield model may reach those bins.
+// rank") holds no logk of the observed bins from logk_end on (the masked bins' it holds): no shard or
+// yield model may reach those bins.
 void check_logk_held(const FitInputData& in, int64_t bin_end) {
   if (in.logk_end >= 0 && bin_end > in.logk_end)
     throw Error(fmt::format("{}: the logk of bins [0, {}) was read, a CPU shard needs bins up to {}",
@@ -227,7 +228,7 @@ std::unique_ptr<ShardEvaluator> make_cpu_shard(std::shared_ptr<const Model> mode
 
 std::unique_ptr<YieldModel> make_host_yield_model(std::shared_ptr<const Model> model, int threads) {
   const int64_t nbins = model->input->nbins;
-  check_logk_held(*model->input, model->input->nbinsfull);
+  check_logk_held(*model->input, nbins);
   return std::make_unique<CpuShardEvaluator>(std::move(model), 0, nbins, threads);
 }
 

@@ -45,6 +45,12 @@ EntryLayout EntryLayout::build(const FitInputData& in) {
     if (e != nnz)
       throw InputError(fmt::format("{}: hnorm_sparse indices are not sorted by bin", in.filename));
   }
+  if (in.logk_end >= 0 && in.logk_end < in.nbins && !in.ranged) {
+    L.gap_entry = L.bin_ptr[in.nbins];
+    const int64_t first_missing = L.bin_ptr[in.logk_end];
+    L.gap = L.sparse ? in.logk_sparse.rowptr[L.gap_entry] - in.logk_sparse.rowptr[first_missing]
+                     : (L.gap_entry - first_missing) * L.W;
+  }
   return L;
 }
 

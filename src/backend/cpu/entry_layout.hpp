@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "rabbit/io/fit_input_data.hpp"
@@ -31,6 +32,11 @@ struct EntryLayout {
   bool float32 = false;
   const double* values64 = nullptr;
   const float* values32 = nullptr;
+  /// An input without the logk of the observed bins [logk_end, nbins) (FitInputData::logk_end, MPI
+  /// rank 0): the masked bins' rows follow bin logk_end − 1's, so from entry `gap_entry` on a row is
+  /// found `gap` earlier (dense: values; sparse: values and cols). No gap: gap_entry past the end.
+  int64_t gap_entry = std::numeric_limits<int64_t>::max();
+  int64_t gap = 0;
 
   /// The layout of `in`; InputError naming the file when hnorm_sparse is not sorted by bin.
   static EntryLayout build(const FitInputData& in);
@@ -47,13 +53,18 @@ struct EntryLayout {
     return m;
   }
 
+  /// Where row e's values begin: dense, at e·W minus this shift; sparse, at rowptr[e] minus it.
+  int64_t held_shift(int64_t e) const { return e >= gap_entry ? gap : 0; }
+
   /// Dense: the rows of entries [e0, e0 + ne) as one block, in place for double storage, else
   /// converted into `scratch` (the caller's, one per thread) so that the products over it are the
   /// double path's (docs/input-reader.md "Precision"). The block lives until scratch is reused.
   RowBlock dense_block(int64_t e0, int64_t ne, std::vector<double>& scratch) const {
-    if (!float32) return RowBlock(values64 + e0 * W, ne, W);
+    // a bin's rows are contiguous: the gap lies between bins
+    const int64_t at = e0 * W - held_shift(e0);
+    if (!float32) return RowBlock(values64 + at, ne, W);
     scratch.resize(static_cast<size_t>(ne * W));
-    const float* src = values32 + e0 * W;
+    const float* src = values32 + at;
     for (int64_t i = 0; i < ne * W; ++i) scratch[static_cast<size_t>(i)] = src[i];
     return RowBlock(scratch.data(), ne, W);
   }
@@ -85,28 +96,30 @@ struct EntryLayout {
   double row_dot_of(const T* values, int64_t e, const double* m) const {
     double acc = 0.0;
     if (!sparse) {
-      const T* row = values + e * W;
+      const T* row = values + (e * W - held_shift(e));
       for (int64_t c = 0; c < W; ++c) acc += static_cast<double>(row[c]) * m[c];
     } else {
       const auto& L = in->logk_sparse;
-      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) acc += static_cast<double>(values[i]) * m[L.cols[i]];
+      const int64_t d = held_shift(e);
+      for (int64_t i = L.rowptr[e] - d; i < L.rowptr[e + 1] - d; ++i) acc += static_cast<double>(values[i]) * m[L.cols[i]];
     }
     return acc;
   }
   template <class T>
   void row_axpy_of(const T* values, int64_t e, double w, double* y) const {
     if (!sparse) {
-      const T* row = values + e * W;
+      const T* row = values + (e * W - held_shift(e));
       for (int64_t c = 0; c < W; ++c) y[c] += w * static_cast<double>(row[c]);
     } else {
       const auto& L = in->logk_sparse;
-      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) y[L.cols[i]] += w * static_cast<double>(values[i]);
+      const int64_t d = held_shift(e);
+      for (int64_t i = L.rowptr[e] - d; i < L.rowptr[e + 1] - d; ++i) y[L.cols[i]] += w * static_cast<double>(values[i]);
     }
   }
   template <class T>
   void row_E_axpy_of(const T* values, int64_t e, double w, const double* hp, double* out) const {
     if (!sparse) {
-      const T* row = values + e * W;
+      const T* row = values + (e * W - held_shift(e));
       if (symmetric) {
         for (int64_t c = 0; c < S; ++c) out[c] += w * static_cast<double>(row[c]);
       } else {
@@ -115,7 +128,8 @@ struct EntryLayout {
       }
     } else {
       const auto& L = in->logk_sparse;
-      for (int64_t i = L.rowptr[e]; i < L.rowptr[e + 1]; ++i) {
+      const int64_t d = held_shift(e);
+      for (int64_t i = L.rowptr[e] - d; i < L.rowptr[e + 1] - d; ++i) {
         const int64_t c = L.cols[i];
         if (c < S)
           out[c] += w * static_cast<double>(values[i]);

@@ -43,7 +43,7 @@ inline void ShardEvaluation::run_cached(const Request& req, std::vector<Accum>& 
   if (k > 0) {
     const int64_t maxe = L.max_entries(s.begin_, s.end_);
     ChunkQueue queue(chunks.count());
-    s.pool->run(T, [&](int) {
+    s.pool->share(T, [&](int) {
       BinScratch sc;
       sc.resize(maxe, 1, nc, k);
       for (int64_t c; (c = queue.take()) >= 0;) {

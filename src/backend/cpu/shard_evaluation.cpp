@@ -144,7 +144,7 @@ inline double ShardEvaluation::run(Request& req) {
       });
     } else {
       ChunkQueue queue(chunks.count());
-      s.pool->run(T, [&](int) {
+      s.pool->share(T, [&](int) {
         BinScratch sc;
         sc.resize(maxe, 1, nc, k);
         for (int64_t c; (c = queue.take()) >= 0;) {

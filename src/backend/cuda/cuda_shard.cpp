@@ -58,11 +58,10 @@ class CudaOps {
     *total = t;
     return f;
   }
-  // 40 % of the free device memory for the HVP batch: the rest stays for cuBLAS workspaces and for
-  // other shards on this device that size their batch after this one (--devices 0,0).
+  // The HVP batch's share of the free device memory (shard_memory.hpp batch_budget_of_free).
   uint64_t batch_budget() const {
     uint64_t total = 0;
-    return free_memory(&total) / 5 * 2;
+    return pipeline::batch_budget_of_free(free_memory(&total));
   }
   void* alloc(size_t bytes, const char* what) {
     void* p = nullptr;
@@ -184,7 +183,7 @@ class CudaOps {
 }  // namespace
 
 uint64_t cuda_shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_end) {
-  return pipeline::shard_bytes(model, bin_begin, bin_end);
+  return pipeline::plan_shard_memory(model, bin_begin, bin_end).minimum_bytes();
 }
 
 std::unique_ptr<ShardEvaluator> make_cuda_shard(std::shared_ptr<const Model> model, int64_t bin_begin,

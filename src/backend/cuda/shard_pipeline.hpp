@@ -37,40 +37,12 @@
 #include "rabbit/model/param_model.hpp"
 #include "rabbit/model/regularizer.hpp"
 #include "rabbit/model/shard_evaluator.hpp"
+#include "shard_memory.hpp"
 
 namespace rabbit::pipeline {
 
 namespace bm = bin_math;
 using likelihood::BBKind;
-
-/// Device memory in bytes a shard over [bin_begin, bin_end) allocates (estimate, checked first).
-inline uint64_t shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_end) {
-  const FitInputData& in = *model.input;
-  const uint64_t B = std::max<int64_t>(0, bin_end - bin_begin), P = in.nproc, W = in.logk_width();
-  const uint64_t npar = model.parameters.size();
-  uint64_t E = B * P, tensor = 0;
-  if (!in.sparse) {
-    tensor = E * W * 8;
-  } else {
-    const auto lo =
-        std::lower_bound(in.norm_index.begin(), in.norm_index.end(), bin_begin * static_cast<int64_t>(P));
-    const auto hi =
-        std::lower_bound(in.norm_index.begin(), in.norm_index.end(), bin_end * static_cast<int64_t>(P));
-    E = hi - lo;
-    const int64_t i0 = lo - in.norm_index.begin(), i1 = hi - in.norm_index.begin();
-    const uint64_t nnz =
-        in.logk_sparse.rowptr.empty() ? 0 : in.logk_sparse.rowptr[i1] - in.logk_sparse.rowptr[i0];
-    tensor = 2 * nnz * 12 + (E + 1 + W + 1) * 8;
-  }
-  // The HVP batch adapts to free memory at the first HVP (ShardPipeline::batch_width()); plan for 256.
-  const uint64_t k = std::min<uint64_t>(std::max<uint64_t>(npar, 1), 256);
-  const uint64_t entries = E * (4 + 4 + 8 * 5);               // bin, proc, norm, Λ, q, N, gw
-  const uint64_t per_bp = B * P * (8 * 10 + 2);               // N, φ, u1, u2, d, pw, β, stats, flags
-  const uint64_t per_bin = B * (8 * 12);                      // nobs, var, log, m, value, stats
-  const uint64_t batch = k * (E * 16 + B * P * 24 + W * 16);  // δΛ, ω, δN, z, t, O, directions
-  const uint64_t slack = 64ull << 20;                         // cuBLAS workspace and alignment
-  return tensor + entries + per_bp + per_bin + batch + slack;
-}
 
 struct HostShardData {
   int64_t nbins = 0, nentries = 0;
@@ -137,7 +109,8 @@ class ShardPipeline : public ShardEvaluator {
     masked_host_ = h.masked;
 
     ops_->select();
-    const uint64_t need = shard_bytes(*model_, begin, end);
+    // Refused only when even a one-column HVP batch cannot fit (shard_memory.hpp).
+    const uint64_t need = plan_shard_memory(*model_, begin, end).minimum_bytes();
     uint64_t total_bytes = 0;
     const uint64_t free_bytes = ops_->free_memory(&total_bytes);
     if (need > free_bytes)
@@ -313,12 +286,9 @@ class ShardPipeline : public ShardEvaluator {
  private:
   bool full() const { return cfg_.mode == BBMode::full; }
 
-  // Device bytes of one HVP batch column: δΛ and ω per entry, δN, z and t per (bin, process), the
-  // direction and the result per tensor column, dr and the per-process sums per process.
+  // Device bytes of one HVP batch column (shard_memory.hpp, the same figure as the memory plan's).
   uint64_t batch_column_bytes() const {
-    const uint64_t nbp = static_cast<uint64_t>(nbins_) * nproc_;
-    return 8 * (2 * static_cast<uint64_t>(nentries_) + 3 * nbp + 2 * static_cast<uint64_t>(width_) +
-                2 * static_cast<uint64_t>(nproc_));
+    return pipeline::batch_column_bytes(nentries_, static_cast<uint64_t>(nbins_) * nproc_, width_, nproc_);
   }
 
   // The HVP batch width, and its buffers allocated once at that width on the first call (after every
@@ -328,8 +298,7 @@ class ShardPipeline : public ShardEvaluator {
   int64_t batch_width() {
     if (batch_ > 0) return batch_;
     const uint64_t budget = ops_->batch_budget(), per_column = std::max<uint64_t>(1, batch_column_bytes());
-    const int64_t width =
-        std::min<int64_t>(std::max<int64_t>(npar_, 1), static_cast<int64_t>(budget / per_column));
+    const int64_t width = batch_columns(budget, per_column, npar_);
     if (width < 1)
       throw ResourceError(fmt::format(
           "{}: one HVP batch column of the shard over bins [{}, {}) needs {:.2f} MiB of device memory, "

@@ -188,8 +188,8 @@ void agrees_at_scale(Where where, const ShardConfig& cfg) {
   expect_close(evaluate(*pipeline_fitter(where, model, {0, 7001, 7001 + B / 3, B}), x, V), ref);
 }
 
-// HVP directions and Hessian columns wider than one batch (249 columns in the host policy's 8 MiB;
-// 256 in the GPU estimate of shard_bytes): 301 parameters, 300 directions.
+// HVP directions and Hessian columns wider than one batch (249 columns in the host policy's 8 MiB):
+// 301 parameters, 300 directions.
 void batches_cross_the_width(Where where, bool sparse) {
   ShardConfig cfg;
   cfg.sparse = sparse;

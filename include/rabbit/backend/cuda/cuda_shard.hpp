@@ -38,7 +38,9 @@ std::unique_ptr<ShardEvaluator> make_cuda_shard(std::shared_ptr<const Model> mod
 /// of `bytes` bytes each.
 double cuda_copy_bandwidth(int ordinal, size_t bytes = size_t(1) << 30);
 
-/// Device memory in bytes a shard over [bin_begin, bin_end) would allocate (the estimate above).
+/// The least free device memory in bytes with which a shard over [bin_begin, bin_end) runs (the
+/// estimate above): its tensor and work arrays plus the free memory that leaves a one-column HVP batch
+/// (docs/sharding-and-gpu.md "Memory check first").
 uint64_t cuda_shard_bytes(const Model& model, int64_t bin_begin, int64_t bin_end);
 
 }  // namespace rabbit
