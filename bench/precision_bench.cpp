@@ -2,7 +2,9 @@
 // loss+grad and loss+grad+HVP time per evaluation of two CPU shards on one synthetic dense tensor
 // whose logk values are float32 numbers, one holding them as float32 and one as double, measured in
 // alternating rounds (the machine's load drifts; docs/benchmarks.md "Float32 tensors"), with the
-// medians, their ratio and a check that both give the same value and gradient bit for bit.
+// medians, their ratio and a check that value and gradient agree within 1e-12 relative (the dense
+// float32 products round differently from Eigen's, src/backend/cpu/float_row_products.hpp; sparse
+// storage agrees bit for bit).
 //   precision_bench [nbins=10000] [nproc=10] [nsyst=1000] [seconds=1] [threads=all] [rounds=6] [--sparse]
 #include <omp.h>
 
@@ -170,7 +172,10 @@ int main(int argc, char** argv) {
   xi[0] = 1.1;
   for (int64_t s = 0; s < S; ++s) xi[1 + s] = 0.3 * std::sin(0.1 * s);
   const double f64 = shard64.value_grad(xi, g64), f32 = shard32.value_grad(xi, g32);
-  const bool same = f64 == f32 && g64 == g32;
+  const double f_rel = std::abs(f32 - f64) / std::abs(f64);
+  const double g_rel = (g32 - g64).cwiseAbs().maxCoeff() / g64.cwiseAbs().maxCoeff();
+  const bool bitwise = f64 == f32 && g64 == g32;
+  const bool close = f_rel <= 1e-12 && g_rel <= 1e-12;
 
   // ms per call, at a new point every call (a repeated point is served by the per-point cache)
   Eigen::VectorXd xmove = xi;
@@ -210,10 +215,13 @@ int main(int argc, char** argv) {
       "logk %.3f GB as double, %.3f GB as float32\n",
       static_cast<long long>(B), static_cast<long long>(P), static_cast<long long>(S),
       sparse ? "sparse" : "dense", threads, held64 / 1e9, held64 / 2e9);
-  std::printf("same value and gradient bit for bit: %s\n", same ? "yes" : "NO");
+  std::printf(
+      "value and gradient within 1e-12 relative: %s (value %.2e, gradient %.2e of its largest element; bit "
+      "for bit: %s)\n",
+      close ? "yes" : "NO", f_rel, g_rel, bitwise ? "yes" : "no");
   std::printf("median loss+grad: double %.3f ms, float32 %.3f ms, float32/double %.3f\n", median(grad64),
               median(grad32), median(grad32) / median(grad64));
   std::printf("median loss+grad+HVP: double %.3f ms, float32 %.3f ms, float32/double %.3f\n", median(hvp64),
               median(hvp32), median(hvp32) / median(hvp64));
-  return same ? 0 : 1;
+  return close ? 0 : 1;
 }

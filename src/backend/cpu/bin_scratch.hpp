@@ -13,7 +13,6 @@ struct BinScratch {
   std::vector<double> M;    // per bin ncol × ncol
   std::vector<double> nu;   // per bin final yield
   std::vector<double> aux;  // per bin: gamma-full 1/(1 + q t)
-  std::vector<double> logk_rows;  // a float32 bin's logk rows in double (EntryLayout::dense_block)
   int ncol = 1;
   int64_t k = 0;  // HVP directions (dN, dLam per entry × k)
   void resize(int64_t entries, int64_t bins, int ncols, int64_t kk) {

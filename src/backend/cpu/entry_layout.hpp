@@ -28,7 +28,8 @@ struct EntryLayout {
   std::vector<int64_t> entry_flat;  // b*P + p of entry e
   // The logk values (dense rows, or the sparse values) in the precision they are held in: values32
   // when float32 (FitInputData::logk_float32, docs/input-reader.md "Precision"), else values64. Every
-  // read converts an element to double, so the arithmetic is the double path's on the same values.
+  // read converts an element to double and accumulates in double; the row loops below are the
+  // double path's on the same values, the dense block products float_row_products.hpp's.
   bool float32 = false;
   const double* values64 = nullptr;
   const float* values32 = nullptr;
@@ -56,18 +57,14 @@ struct EntryLayout {
   /// Where row e's values begin: dense, at e·W minus this shift; sparse, at rowptr[e] minus it.
   int64_t held_shift(int64_t e) const { return e >= gap_entry ? gap : 0; }
 
-  /// Dense: the rows of entries [e0, e0 + ne) as one block, in place for double storage, else
-  /// converted into `scratch` (the caller's, one per thread) so that the products over it are the
-  /// double path's (docs/input-reader.md "Precision"). The block lives until scratch is reused.
-  RowBlock dense_block(int64_t e0, int64_t ne, std::vector<double>& scratch) const {
-    // a bin's rows are contiguous: the gap lies between bins
-    const int64_t at = e0 * W - held_shift(e0);
-    if (!float32) return RowBlock(values64 + at, ne, W);
-    scratch.resize(static_cast<size_t>(ne * W));
-    const float* src = values32 + at;
-    for (int64_t i = 0; i < ne * W; ++i) scratch[static_cast<size_t>(i)] = src[i];
-    return RowBlock(scratch.data(), ne, W);
+  /// Dense, double storage: the rows of entries [e0, e0 + ne) as one block, in place (a bin's rows
+  /// are contiguous: the gap lies between bins).
+  RowBlock dense_block(int64_t e0, int64_t ne) const {
+    return RowBlock(values64 + (e0 * W - held_shift(e0)), ne, W);
   }
+  /// Dense, float32 storage: where row e0 begins; a bin's rows follow it contiguously, multiplied
+  /// by float_row_products.hpp without a double copy (docs/input-reader.md "Precision").
+  const float* dense_rows32(int64_t e0) const { return values32 + (e0 * W - held_shift(e0)); }
 
   /// logk row e · m (m of length W).
   double row_dot(int64_t e, const double* m) const {

@@ -60,7 +60,6 @@ struct Accum {
   int64_t npos = 0, nneg = 0;
   Eigen::MatrixXd Lrows, Rrows;  // n × blk
   int64_t nrows = 0;
-  std::vector<double> logk_rows;  // a float32 bin's logk rows in double (EntryLayout::dense_block)
 };
 
 /// Rank updates of the Hessian are batched in blocks of this many columns.
