@@ -29,7 +29,7 @@ struct FitOptions {
   bool no_color_logger = false;
   /// --tensorPrecision: "file" holds a float32 logk as float32, "double" promotes it
   /// (docs/input-reader.md "Precision"; docs/benchmarks.md "Float32 tensors" for the default).
-  std::string tensor_precision = "double";
+  std::string tensor_precision = "file";
 
   // ---- B. model and likelihood (most go straight into ModelOptions)
   ModelOptions model;

@@ -135,7 +135,8 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
       }
     }
     if (rows32)
-      float_rows::rows_transpose_times_add(K32, ne, W, Omega.data(), ne, k, acc.O.data(), acc.O.outerStride());
+      float_rows::rows_transpose_times_add(K32, ne, W, Omega.data(), ne, k, acc.O.data(),
+                                           acc.O.outerStride());
     else if (!L.sparse && ne > 0)
       acc.O.noalias() += Kb.transpose() * Omega;
   }

@@ -2,13 +2,13 @@
 // double, for row counts around the register block and widths around the lane count, with strided
 // operands; and a row's result does not depend on the rows it shares a register block with
 // (docs/likelihood.md "Threads": fixed summation order).
+#include "../../../src/backend/cpu/float_row_products.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include "../../../src/backend/cpu/float_row_products.hpp"
 
 namespace rabbit {
 namespace {
@@ -22,10 +22,10 @@ constexpr double kBound = 3e-14;
 
 struct Operands {
   int64_t ne, W, ncols, ld_pad;
-  std::vector<float> K;     // ne × W row-major
-  std::vector<double> X;    // W × ncols, column stride W + ld_pad
-  std::vector<double> w;    // ne × ncols, column stride ne + ld_pad
-  std::vector<double> Y0;   // W × ncols, column stride W + ld_pad
+  std::vector<float> K;    // ne × W row-major
+  std::vector<double> X;   // W × ncols, column stride W + ld_pad
+  std::vector<double> w;   // ne × ncols, column stride ne + ld_pad
+  std::vector<double> Y0;  // W × ncols, column stride W + ld_pad
 };
 
 Operands make_operands(int64_t ne, int64_t W, int64_t ncols, unsigned seed) {
@@ -56,7 +56,8 @@ TEST(FloatRowProducts, RowsTimesMatchesLongDoubleSums) {
               exact += t;
               magnitude += std::abs(t);
             }
-            EXPECT_LE(std::abs(out[j * ldo + r] - static_cast<double>(exact)), kBound * static_cast<double>(magnitude))
+            EXPECT_LE(std::abs(out[j * ldo + r] - static_cast<double>(exact)),
+                      kBound * static_cast<double>(magnitude))
                 << "row " << r << " column " << j;
           }
           for (int64_t r = ne; r < ldo; ++r) EXPECT_EQ(out[j * ldo + r], -7.0) << "padding written";
@@ -94,7 +95,8 @@ TEST(FloatRowProducts, TransposeTimesAddMatchesLongDoubleSums) {
               exact += t;
               magnitude += std::abs(t);
             }
-            EXPECT_LE(std::abs(Y[j * ldy + c] - static_cast<double>(exact)), kBound * static_cast<double>(magnitude))
+            EXPECT_LE(std::abs(Y[j * ldy + c] - static_cast<double>(exact)),
+                      kBound * static_cast<double>(magnitude))
                 << "column " << c << " of " << j;
           }
           for (int64_t c = W; c < ldy; ++c) EXPECT_EQ(Y[j * ldy + c], o.Y0[j * ldy + c]) << "padding written";
