@@ -61,9 +61,12 @@ class FitInputReader {
   }
   /// Whether a logk dataset is held as float32 (FitInputReadOptions::keep_float32 and a float32
   /// dataset, docs/input-reader.md "Precision").
-  bool hold_float32(const DatasetInfo& info) const { return keep_float32_ && info.type_size == sizeof(float); }
+  bool hold_float32(const DatasetInfo& info) const {
+    return keep_float32_ && info.type_size == sizeof(float);
+  }
   /// read_slab_checked without the promotion to double.
-  std::vector<float> read_float_slab_checked(const DatasetInfo& info, int axis, int64_t begin, int64_t end) const;
+  std::vector<float> read_float_slab_checked(const DatasetInfo& info, int axis, int64_t begin,
+                                             int64_t end) const;
   int64_t held_rows() const { return row_end_ - row_begin_; }
   int64_t held_observed() const { return obs_end_ - obs_begin_; }
 

@@ -62,9 +62,9 @@ struct ExternalTerm {
 /// effects of norm entry i are columns cols[rowptr[i]..rowptr[i+1]) with their values. A column
 /// c < nsyst is κᵃ (or the symmetric κ) of systematic c; c >= nsyst is κᵈ of systematic c-nsyst.
 struct SparseLogk {
-  std::vector<int64_t> rowptr;  // [nnz_norm + 1]
-  std::vector<int32_t> cols;    // [nnz_logk]
-  std::vector<double> values;   // [nnz_logk]; empty when FitInputData::logk_float32
+  std::vector<int64_t> rowptr;    // [nnz_norm + 1]
+  std::vector<int32_t> cols;      // [nnz_logk]
+  std::vector<double> values;     // [nnz_logk]; empty when FitInputData::logk_float32
   std::vector<float> values_f32;  // [nnz_logk] when FitInputData::logk_float32, else empty
 };
 
