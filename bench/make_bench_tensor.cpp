@@ -1,6 +1,6 @@
 // make_bench_tensor: writes a larger fit tensor for speed comparisons (bench/compare_with_rabbit.sh).
 //
-//   make_bench_tensor -o FILE [--bins B] [--procs P] [--systs S] [--seed N] [--sparse]
+//   make_bench_tensor -o FILE [--bins B] [--procs P] [--systs S] [--seed N] [--sparse] [--float32]
 //
 // One observed channel "ch0" with B regular bins; a signal "sig" and P-1 backgrounds with smooth
 // falling/rising shapes; S shape systematics (one mirrored linear tilt each, on a process chosen
@@ -26,10 +26,13 @@ struct Options {
   int systs = 200;
   uint64_t seed = 1;
   bool sparse = false;
+  bool float32 = false;  // store norm, logk and MC statistics as float32 (docs/input-reader.md "Precision")
 };
 
 [[noreturn]] void usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s -o FILE [--bins B] [--procs P] [--systs S] [--seed N] [--sparse]\n", argv0);
+  std::fprintf(stderr,
+               "usage: %s -o FILE [--bins B] [--procs P] [--systs S] [--seed N] [--sparse] [--float32]\n",
+               argv0);
   std::exit(2);
 }
 
@@ -68,6 +71,8 @@ int main(int argc, char** argv) {
       o.seed = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--sparse")
       o.sparse = true;
+    else if (a == "--float32")
+      o.float32 = true;
     else
       usage(argv[0]);
   }
@@ -114,6 +119,7 @@ int main(int argc, char** argv) {
   }
   rabbit::WriteOptions wo;
   wo.sparse = o.sparse;
+  wo.float32 = o.float32;
   w.write(o.output, wo);
   std::printf("%s: %lld bins, %d processes, %d systematics\n", o.output.c_str(),
               static_cast<long long>(o.bins), o.procs, o.systs + o.procs);

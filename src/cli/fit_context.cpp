@@ -42,8 +42,9 @@ void arm_regularizers(FitContext& ctx, const Eigen::VectorXd& x) {
 
 void read_input(FitContext& ctx) {
   const auto& o = ctx.options;
-  ctx.input =
-      std::make_shared<FitInputData>(run_input_reader() ? run_input_reader()(o) : read_fit_input(o.filename));
+  ctx.input = std::make_shared<FitInputData>(
+      run_input_reader() ? run_input_reader()(o)
+                         : read_fit_input(o.filename, {.keep_float32 = o.tensor_precision == "file"}));
   // The front door, before the model or any shard is built (docs/user-guide.md "Rules across options").
   validate_run(o, *ctx.input, known_capabilities());
   for (const auto& ch : ctx.input->channels)

@@ -22,6 +22,9 @@ const std::vector<Spec>& specs() {
       {"-v,--verbose", "verbose", K::scalar, T::integer, "3", {"0", "1", "2", "3", "4"}, R::implemented,
        "log level: 0 critical, 1 error, 2 warning, 3 info, 4 debug"},
       {"--noColorLogger", "noColorLogger", K::flag, T::str, "false", {}, R::implemented, "log without ANSI colours"},
+      {"--tensorPrecision", "tensorPrecision", K::scalar, T::str, "\"file\"", {"file", "double"}, R::implemented,
+       "precision of the logk tensor in memory: file keeps a float32 one as float32 (accumulating in double), "
+       "double promotes it (rabbit-cpp option; docs/input-reader.md \"Precision\")"},
       // B. model and likelihood
       {"--paramModel", "paramModel", K::append, T::str, "null", {}, R::implemented,
        "MODEL [ARG...]: param model (repeatable; several form a composite); default Mu"},

@@ -213,6 +213,7 @@ FitOptions parse_fit_options(int argc, const char* const* argv) {
   str("outname", o.outname);
   if (auto* v = last("postfix")) o.postfix = v->at(0);
   str("outputFormat", o.output_format);
+  str("tensorPrecision", o.tensor_precision);
   int64_t verbose = 3;
   integer("verbose", verbose);
   o.verbose = static_cast<int>(verbose);

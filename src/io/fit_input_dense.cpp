@@ -56,7 +56,20 @@ void FitInputReader::read_dense_tensors() {
   // (masked_logk_rows(); none otherwise), two hyperslabs into one array.
   const auto [mb, me] = masked_logk_rows();
   const int64_t head = h5::Reader::slab_size(logk, 0, row_begin_, logk_row_end());
-  d_.logk.resize(static_cast<size_t>(head + h5::Reader::slab_size(logk, 0, mb, me)));
+  const int64_t tail = h5::Reader::slab_size(logk, 0, mb, me);
+  if (hold_float32(logk)) {
+    // the same two hyperslabs, held as float32 (docs/input-reader.md "Precision")
+    d_.logk_float32 = true;
+    d_.logk_f32.resize(static_cast<size_t>(head + tail));
+    r_.read_floats_slab(logk, 0, row_begin_, logk_row_end(), d_.logk_f32.data());
+    check_finite("hlogk", d_.logk_f32.data(), head, logk.shape, 0, row_begin_);
+    if (me > mb) {
+      r_.read_floats_slab(logk, 0, mb, me, d_.logk_f32.data() + head);
+      check_finite("hlogk", d_.logk_f32.data() + head, tail, logk.shape, 0, mb);
+    }
+    return;
+  }
+  d_.logk.resize(static_cast<size_t>(head + tail));
   r_.read_doubles_slab(logk, 0, row_begin_, logk_row_end(), d_.logk.data());
   check_finite("hlogk", d_.logk.data(), head, logk.shape, 0, row_begin_);
   if (me > mb) {

@@ -45,7 +45,9 @@ class FitInputReader {
                     const std::string& meaning) const;
   /// Item 12. `p` holds the slab [axis_begin, axis_begin + n/…) along `axis` of a dataset of
   /// `shape` (the whole dataset by default); the first bad entry is reported in file coordinates.
-  void check_finite(const std::string& path, const double* p, int64_t n, const std::vector<int64_t>& shape,
+  /// T: double, or float for a logk held as float32.
+  template <class T>
+  void check_finite(const std::string& path, const T* p, int64_t n, const std::vector<int64_t>& shape,
                     int axis = 0, int64_t axis_begin = 0) const;
   void check_non_negative(const std::string& path, const double* p, int64_t n,
                           const std::vector<int64_t>& shape, int axis = 0, int64_t axis_begin = 0) const;
@@ -57,6 +59,14 @@ class FitInputReader {
   std::vector<double> read_rows_checked(const DatasetInfo& info) const {
     return read_slab_checked(info, 0, row_begin_, row_end_);
   }
+  /// Whether a logk dataset is held as float32 (FitInputReadOptions::keep_float32 and a float32
+  /// dataset, docs/input-reader.md "Precision").
+  bool hold_float32(const DatasetInfo& info) const {
+    return keep_float32_ && info.type_size == sizeof(float);
+  }
+  /// read_slab_checked without the promotion to double.
+  std::vector<float> read_float_slab_checked(const DatasetInfo& info, int axis, int64_t begin,
+                                             int64_t end) const;
   int64_t held_rows() const { return row_end_ - row_begin_; }
   int64_t held_observed() const { return obs_end_ - obs_begin_; }
 
@@ -105,6 +115,7 @@ class FitInputReader {
   FitInputData d_;
   std::optional<BinRange> range_;     // the requested observed bins; unset: everything
   std::optional<int64_t> logk_bins_;  // FitInputReadOptions::logk_bins
+  bool keep_float32_ = false;         // FitInputReadOptions::keep_float32
   /// The tensor rows whose logk is read: row_end_, or logk_bins_ when set.
   int64_t logk_row_end() const;
   /// With logk_bins_: the masked rows [nbins, nbinsfull), whose logk is read after that of the rows

@@ -150,13 +150,24 @@ void FitInputReader::read_sparse_tensors() {
   for (int64_t i = 0; i < held_norm; ++i) {
     csr.rowptr[static_cast<size_t>(i + 1)] += csr.rowptr[static_cast<size_t>(i)];
   }
-  // Both value ranges straight into the one array (no copy: this is the tensor).
-  csr.values.resize(static_cast<size_t>(held_logk));
+  // Both value ranges straight into the one array (no copy: this is the tensor), held as float32
+  // when the file's are and the reader was asked to keep them (docs/input-reader.md "Precision").
+  const bool f32 = hold_float32(logk.values);
+  d_.logk_float32 = f32;
+  if (f32)
+    csr.values_f32.resize(static_cast<size_t>(held_logk));
+  else
+    csr.values.resize(static_cast<size_t>(held_logk));
   const std::array<std::array<int64_t, 3>, 2> slabs{{{m0, m_keep, 0}, {m_masked, m1, m_keep - m0}}};
   for (const auto& [begin, end, at] : slabs) {
     if (end <= begin) continue;
-    r_.read_doubles_slab(logk.values, 0, begin, end, csr.values.data() + at);
-    check_finite(logk.values.path, csr.values.data() + at, end - begin, logk.values.shape, 0, begin);
+    if (f32) {
+      r_.read_floats_slab(logk.values, 0, begin, end, csr.values_f32.data() + at);
+      check_finite(logk.values.path, csr.values_f32.data() + at, end - begin, logk.values.shape, 0, begin);
+    } else {
+      r_.read_doubles_slab(logk.values, 0, begin, end, csr.values.data() + at);
+      check_finite(logk.values.path, csr.values.data() + at, end - begin, logk.values.shape, 0, begin);
+    }
   }
 }
 

@@ -78,6 +78,14 @@ void Reader::read_doubles_slab(const DatasetInfo& info, int axis, int64_t begin,
   read_slab(info, H5T_NATIVE_DOUBLE, dst, axis, begin, end);
 }
 
+void Reader::read_floats_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end,
+                              float* dst) const {
+  if (info.type_class != TypeClass::floating || info.type_size != sizeof(float)) {
+    fail(info.path, "must be float32 to be held as float32, found " + info.type_description());
+  }
+  read_slab(info, H5T_NATIVE_FLOAT, dst, axis, begin, end);
+}
+
 void Reader::read_ints_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end,
                             int64_t* dst) const {
   if (info.type_class != TypeClass::integer) {

@@ -37,7 +37,7 @@ std::string format_double(double v) {
 }
 
 FitInputReader::FitInputReader(const std::string& filename, const FitInputReadOptions& options)
-    : r_(filename), range_(options.bins), logk_bins_(options.logk_bins) {
+    : r_(filename), range_(options.bins), logk_bins_(options.logk_bins), keep_float32_(options.keep_float32) {
   d_.filename = filename;
   if (range_ && logk_bins_)
     throw InputError(filename + ": a ranged read holds the logk of its bins; logk_bins is for full reads");
@@ -147,7 +147,8 @@ std::string slab_position(int64_t i, std::vector<int64_t> shape, int axis, int64
 
 }  // namespace
 
-void FitInputReader::check_finite(const std::string& path, const double* p, int64_t n,
+template <class T>
+void FitInputReader::check_finite(const std::string& path, const T* p, int64_t n,
                                   const std::vector<int64_t>& shape, int axis, int64_t axis_begin) const {
   int64_t bad = 0, first = -1;
   for (int64_t i = 0; i < n; ++i) {
@@ -161,6 +162,11 @@ void FitInputReader::check_finite(const std::string& path, const double* p, int6
                    slab_position(first, shape, axis, axis_begin, n) + ")");
   }
 }
+
+template void FitInputReader::check_finite(const std::string&, const double*, int64_t,
+                                           const std::vector<int64_t>&, int, int64_t) const;
+template void FitInputReader::check_finite(const std::string&, const float*, int64_t,
+                                           const std::vector<int64_t>&, int, int64_t) const;
 
 void FitInputReader::check_non_negative(const std::string& path, const double* p, int64_t n,
                                         const std::vector<int64_t>& shape, int axis,
@@ -183,6 +189,14 @@ std::vector<double> FitInputReader::read_slab_checked(const DatasetInfo& info, i
                                                       int64_t end) const {
   std::vector<double> v(static_cast<size_t>(h5::Reader::slab_size(info, axis, begin, end)));
   r_.read_doubles_slab(info, axis, begin, end, v.data());
+  check_finite(info.path, v.data(), static_cast<int64_t>(v.size()), info.shape, axis, begin);
+  return v;
+}
+
+std::vector<float> FitInputReader::read_float_slab_checked(const DatasetInfo& info, int axis, int64_t begin,
+                                                           int64_t end) const {
+  std::vector<float> v(static_cast<size_t>(h5::Reader::slab_size(info, axis, begin, end)));
+  r_.read_floats_slab(info, axis, begin, end, v.data());
   check_finite(info.path, v.data(), static_cast<int64_t>(v.size()), info.shape, axis, begin);
   return v;
 }
@@ -280,7 +294,19 @@ FitInputData read_fit_input(const std::string& filename, const FitInputReadOptio
   log().info("read {}: {}{} bins ({} masked), {} processes, {} systematics, {} tensor{}{}", filename, held,
              data.nbinsfull, data.nbinsmasked, data.nproc, data.nsyst, data.sparse ? "sparse" : "dense",
              data.symmetric_tensor ? ", symmetric" : ", asymmetric", data.has_meta ? "" : ", no meta");
+  if (data.logk_float32) log().info("{}: logk held as float32, as stored (--tensorPrecision)", filename);
   return data;
+}
+
+FitInputData with_double_logk(const FitInputData& in) {
+  FitInputData out = in;
+  if (!in.logk_float32) return out;
+  out.logk.assign(in.logk_f32.begin(), in.logk_f32.end());
+  out.logk_sparse.values.assign(in.logk_sparse.values_f32.begin(), in.logk_sparse.values_f32.end());
+  out.logk_f32 = {};
+  out.logk_sparse.values_f32 = {};
+  out.logk_float32 = false;
+  return out;
 }
 
 int64_t FitInputData::pseudodata_index(const std::string& name) const {

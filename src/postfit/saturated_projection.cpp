@@ -50,7 +50,11 @@ BinGroups projection_groups(const FitInputData& input, const Mapping& mapping) {
   return groups;
 }
 
-FitInputData with_free_group_scales(const FitInputData& input, const BinGroups& groups) {
+FitInputData with_free_group_scales(const FitInputData& held, const BinGroups& groups) {
+  // the extended tensor is built in double (docs/input-reader.md "Precision")
+  FitInputData promoted;
+  if (held.logk_float32) promoted = with_double_logk(held);
+  const FitInputData& input = held.logk_float32 ? promoted : held;
   if (input.systematic_type == SystematicType::normal)
     throw OptionError(fmt::format(
         "--computeSaturatedProjectionTests: {} has systematic_type normal, whose additive variations a free "

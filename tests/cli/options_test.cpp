@@ -168,6 +168,15 @@ TEST(Options, MultiDeviceOptions) {
   EXPECT_EQ(parse({"in.hdf5", "--nThreads", "3"}).n_threads, 3);
 }
 
+// docs/input-reader.md "Precision": a float32 logk is held as float32 unless --tensorPrecision double.
+TEST(Options, TensorPrecision) {
+  EXPECT_EQ(parse({"in.hdf5"}).tensor_precision, "file");
+  EXPECT_EQ(parse({"in.hdf5", "--tensorPrecision", "double"}).tensor_precision, "double");
+  EXPECT_EQ(parse({"in.hdf5", "--tensorPrecision", "file"}).tensor_precision, "file");
+  EXPECT_NE(error_of({"in.hdf5", "--tensorPrecision", "float"}).find("invalid choice: 'float'"),
+            std::string::npos);
+}
+
 TEST(Options, HelpDocumentsEveryOption) {
   std::string help = rabbit::cli::fit_help_text();
   for (const char* opt :

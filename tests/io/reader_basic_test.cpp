@@ -154,6 +154,39 @@ TEST(ReaderBasic, Float32StorageIsPromoted) {
   EXPECT_EQ(d.norm, spec.norm);  // small integers and halves are exact in float32
 }
 
+// docs/input-reader.md "Precision": with keep_float32 a float32 logk stays float32 (same values as the
+// promoted read), a float64 one is read as double as before.
+TEST(ReaderBasic, Float32LogkKeptWhenAsked) {
+  for (bool sparse : {false, true}) {
+    SCOPED_TRACE(sparse ? "sparse" : "dense");
+    TensorSpec spec;
+    spec.sparse = sparse;
+    spec.numeric.float32 = true;
+    spec.numeric.chunk = 3;
+    const auto path = write(sparse ? "float32_kept_sparse" : "float32_kept", spec);
+    const FitInputData promoted = read_fit_input(path);
+    const FitInputData kept = read_fit_input(path, {.keep_float32 = true});
+    EXPECT_FALSE(promoted.logk_float32);
+    ASSERT_TRUE(kept.logk_float32);
+    EXPECT_TRUE(kept.logk.empty());
+    EXPECT_TRUE(kept.logk_sparse.values.empty());
+    const std::vector<double>& want = sparse ? promoted.logk_sparse.values : promoted.logk;
+    const std::vector<float>& got = sparse ? kept.logk_sparse.values_f32 : kept.logk_f32;
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_FALSE(got.empty());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(static_cast<double>(got[i]), want[i]) << i;
+    EXPECT_EQ(kept.norm, promoted.norm);  // only logk keeps the file's precision
+    const FitInputData back = with_double_logk(kept);
+    EXPECT_FALSE(back.logk_float32);
+    EXPECT_EQ(back.logk, promoted.logk);
+    EXPECT_EQ(back.logk_sparse.values, promoted.logk_sparse.values);
+  }
+  TensorSpec f64;
+  const FitInputData d = read_fit_input(write("float64_not_kept", f64), {.keep_float32 = true});
+  EXPECT_FALSE(d.logk_float32);
+  EXPECT_EQ(d.logk, f64.logk);
+}
+
 TEST(ReaderBasic, UnflattenedNdDatasetsUseTheirDataspace) {
   TensorSpec spec;
   spec.numeric.flat = false;

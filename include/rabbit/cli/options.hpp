@@ -27,6 +27,9 @@ struct FitOptions {
   std::string output_format = "rabbit";  // --outputFormat: rabbit | plain (docs/output-format.md)
   int verbose = 3;
   bool no_color_logger = false;
+  /// --tensorPrecision: "file" holds a float32 logk as float32, "double" promotes it
+  /// (docs/input-reader.md "Precision"; docs/benchmarks.md "Float32 tensors" for the default).
+  std::string tensor_precision = "file";
 
   // ---- B. model and likelihood (most go straight into ModelOptions)
   ModelOptions model;

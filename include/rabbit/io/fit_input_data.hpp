@@ -1,6 +1,7 @@
 #pragma once
 // FitInputData: everything a rabbit fit tensor holds, host-resident and immutable once read.
-// Layouts follow docs/input-reader.md "Datasets"; all numbers are promoted to double on load.
+// Layouts follow docs/input-reader.md "Datasets"; all numbers are promoted to double on load, except
+// a float32 logk when FitInputReadOptions::keep_float32 asks (docs/input-reader.md "Precision").
 #include <Eigen/Core>
 #include <cstdint>
 #include <map>
@@ -61,9 +62,10 @@ struct ExternalTerm {
 /// effects of norm entry i are columns cols[rowptr[i]..rowptr[i+1]) with their values. A column
 /// c < nsyst is κᵃ (or the symmetric κ) of systematic c; c >= nsyst is κᵈ of systematic c-nsyst.
 struct SparseLogk {
-  std::vector<int64_t> rowptr;  // [nnz_norm + 1]
-  std::vector<int32_t> cols;    // [nnz_logk]
-  std::vector<double> values;   // [nnz_logk]
+  std::vector<int64_t> rowptr;    // [nnz_norm + 1]
+  std::vector<int32_t> cols;      // [nnz_logk]
+  std::vector<double> values;     // [nnz_logk]; empty when FitInputData::logk_float32
+  std::vector<float> values_f32;  // [nnz_logk] when FitInputData::logk_float32, else empty
 };
 
 /// A range [begin, end) of observed bins.
@@ -81,6 +83,9 @@ struct FitInputReadOptions {
   /// on (dense rows, sparse values and columns; the CSR rowptr stays complete; the masked bins' logk
   /// is read), for rank 0 of an MPI fit (docs/mpi.md "Memory per rank").
   std::optional<int64_t> logk_bins;
+  /// A logk stored as float32 in the file stays float32 in memory (FitInputData::logk_float32,
+  /// docs/input-reader.md "Precision"); false: promoted to double like every other dataset.
+  bool keep_float32 = false;
 };
 
 struct FitInputData {
@@ -122,7 +127,14 @@ struct FitInputData {
   /// Sparse only: flat index b*nproc + p of each nonzero norm entry, sorted ascending.
   std::vector<int64_t> norm_index;
   /// Dense only: [nbinsfull, nproc, nsyst] (symmetric) or [nbinsfull, nproc, 2, nsyst], row-major.
+  /// Empty when logk_float32.
   std::vector<double> logk;
+  /// True: the logk values are held as float32, in logk_f32 (dense) or logk_sparse.values_f32
+  /// (sparse), as the file stores them (FitInputReadOptions::keep_float32, docs/input-reader.md
+  /// "Precision"); `logk` and `logk_sparse.values` are then empty.
+  bool logk_float32 = false;
+  /// Dense only, when logk_float32: the layout of `logk`.
+  std::vector<float> logk_f32;
   /// Sparse only.
   SparseLogk logk_sparse;
   /// -1: logk holds every held bin. Otherwise (FitInputReadOptions::logk_bins) the bins [0, logk_end),
@@ -160,6 +172,10 @@ struct FitInputData {
   /// Index of a pseudodata set by name; throws OptionError naming the valid names if unknown.
   int64_t pseudodata_index(const std::string& name) const;
 };
+
+/// `in` with its logk in double (a copy; the values are those of the float32 ones when logk_float32),
+/// for consumers that only read double (docs/input-reader.md "Precision").
+FitInputData with_double_logk(const FitInputData& in);
 
 /// Reads a rabbit fit tensor, all of it or the per-bin arrays of a range of observed bins
 /// (options.bins). Throws InputError (one line naming file and dataset, or the file and a range

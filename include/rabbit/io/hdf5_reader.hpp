@@ -71,6 +71,8 @@ class Reader {
   /// strided hyperslab of a flat dataset (`original_shape`), an N-D hyperslab of a dataset stored
   /// with its own shape. HDF5 decodes only the chunks the selection touches.
   void read_doubles_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end, double* dst) const;
+  /// The same for a float32 dataset read as float32 (no conversion; docs/input-reader.md "Precision").
+  void read_floats_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end, float* dst) const;
   void read_ints_slab(const DatasetInfo& info, int axis, int64_t begin, int64_t end, int64_t* dst) const;
   /// Elements such a slab holds.
   static int64_t slab_size(const DatasetInfo& info, int axis, int64_t begin, int64_t end);

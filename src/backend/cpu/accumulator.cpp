@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "float_row_products.hpp"
 #include "rabbit/model/param_model.hpp"
 #include "shard_evaluation.hpp"
 
@@ -57,6 +58,12 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
   const int64_t ne = e1 - e0;
   // row of (b, p) in the per-process sums: p, or b·P + p for a bin-dependent param model
   const int64_t roff = pt.bin_dependent ? b * P : 0;
+  // a dense bin's logk rows: an Eigen block for double storage, float rows multiplied by
+  // float_row_products.hpp for float32 storage (docs/input-reader.md "Precision")
+  const bool dense_rows = !L.sparse && ne > 0 && (gradient || k > 0);
+  const bool rows32 = dense_rows && L.float32;
+  const RowBlock Kb = dense_rows && !rows32 ? L.dense_block(e0, ne) : RowBlock(nullptr, 0, W);
+  const float* K32 = rows32 ? L.dense_rows32(e0) : nullptr;
   if (!gradient) {
   } else if (!L.sparse && ne > 0) {
     VectorXd wv(ne);
@@ -65,8 +72,10 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
       wv[e - e0] = sc.phi[i] * sc.c[i];
       acc.gpi[roff + L.entry_proc[e]] += sc.phi[i] * sc.a[i];
     }
-    const RowBlock Kb(L.dense_row(e0), ne, W);
-    acc.y.noalias() += Kb.transpose() * wv;
+    if (rows32)
+      float_rows::rows_transpose_times_add(K32, ne, W, wv.data(), ne, 1, acc.y.data(), W);
+    else
+      acc.y.noalias() += Kb.transpose() * wv;
   } else {
     for (int64_t e = e0; e < e1; ++e) {
       const int64_t i = slot + e - e0;
@@ -125,10 +134,11 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
         for (int64_t j = 0; j < k; ++j) L.row_axpy(e, omega[j], acc.O.col(j).data());
       }
     }
-    if (!L.sparse && ne > 0) {
-      const RowBlock Kb(L.dense_row(e0), ne, W);
+    if (rows32)
+      float_rows::rows_transpose_times_add(K32, ne, W, Omega.data(), ne, k, acc.O.data(),
+                                           acc.O.outerStride());
+    else if (!L.sparse && ne > 0)
       acc.O.noalias() += Kb.transpose() * Omega;
-    }
   }
   if (req.hess) {
     // E-part: Σ_e (d c² + φ N [log-normal]) E Eᵀ, plus π parts per process

@@ -14,6 +14,11 @@ EntryLayout EntryLayout::build(const FitInputData& in) {
   L.lognormal = in.systematic_type == SystematicType::log_normal;
   L.W = in.logk_width();
   L.S = in.nsyst;
+  L.float32 = in.logk_float32;
+  if (L.float32)
+    L.values32 = in.sparse ? in.logk_sparse.values_f32.data() : in.logk_f32.data();
+  else
+    L.values64 = in.sparse ? in.logk_sparse.values.data() : in.logk.data();
   const int64_t nbinsfull = in.nbinsfull, nproc = in.nproc;
   L.bin_ptr.assign(nbinsfull + 1, 0);
   if (!L.sparse) {

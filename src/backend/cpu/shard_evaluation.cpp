@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 
+#include "float_row_products.hpp"
 #include "rabbit/model/regularizer.hpp"
 
 namespace rabbit::cpu_detail {
@@ -33,8 +34,19 @@ inline void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, boo
   // dense: the bin's rows are one contiguous row-major block, multiplied at once (vectorised)
   VectorXd lam_block;
   MatrixXd dlam_block;
-  if (!L.sparse && e1 > e0) {
-    const RowBlock Kb(L.dense_row(e0), e1 - e0, W);
+  if (!L.sparse && e1 > e0 && L.float32) {
+    const int64_t ne = e1 - e0;
+    const float* K = L.dense_rows32(e0);
+    if (!directions_only) {
+      lam_block.resize(ne);
+      float_rows::rows_times(K, ne, W, pt.m.data(), W, 1, lam_block.data(), ne);
+    }
+    if (k > 0) {
+      dlam_block.resize(ne, k);
+      float_rows::rows_times(K, ne, W, pt.Um.data(), pt.Um.outerStride(), k, dlam_block.data(), ne);
+    }
+  } else if (!L.sparse && e1 > e0) {
+    const RowBlock Kb = L.dense_block(e0, e1 - e0);
     if (!directions_only) lam_block.noalias() = Kb * pt.m;
     if (k > 0) dlam_block.noalias() = Kb * pt.Um;
   }

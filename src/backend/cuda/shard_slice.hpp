@@ -40,7 +40,11 @@ inline HostShardData slice_shard(const FitInputData& in, const BBStatistics& bb,
       h.proc[e] = static_cast<int32_t>(e % P);
     }
     h.norm.assign(in.norm.begin() + begin * P, in.norm.begin() + end * P);
-    h.dense_logk.assign(in.logk.begin() + begin * P * W, in.logk.begin() + end * P * W);
+    // a float32-held logk goes to the device in double (docs/input-reader.md "Precision")
+    if (in.logk_float32)
+      h.dense_logk.assign(in.logk_f32.begin() + begin * P * W, in.logk_f32.begin() + end * P * W);
+    else
+      h.dense_logk.assign(in.logk.begin() + begin * P * W, in.logk.begin() + end * P * W);
   } else {
     const auto lo = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), begin * P);
     const auto hi = std::lower_bound(in.norm_index.begin(), in.norm_index.end(), end * P);
@@ -58,7 +62,10 @@ inline HostShardData slice_shard(const FitInputData& in, const BBStatistics& bb,
     h.rowptr.resize(h.nentries + 1);
     for (int64_t e = 0; e <= h.nentries; ++e) h.rowptr[e] = L.rowptr[i0 + e] - a0;
     h.cols.assign(L.cols.begin() + a0, L.cols.begin() + a1);
-    h.vals.assign(L.values.begin() + a0, L.values.begin() + a1);
+    if (in.logk_float32)
+      h.vals.assign(L.values_f32.begin() + a0, L.values_f32.begin() + a1);
+    else
+      h.vals.assign(L.values.begin() + a0, L.values.begin() + a1);
     // The transpose (CSC) for K2ᵀ products without atomics.
     h.colptr.assign(W + 1, 0);
     for (int32_t c : h.cols) ++h.colptr[c + 1];
