@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
     Eigen::VectorXd x = model->parameters.x_default;
     for (int64_t s = 0; s < S; ++s) x[x.size() - S + s] = 0.3 * std::sin(s);
     const int64_t E = B * P, n = x.size();
-    const double tensor = 8.0 * (input->logk.size() + input->logk_f32.size());  // held in double on the device
+    const double tensor =
+        8.0 * (input->logk.size() + input->logk_f32.size());  // held in double on the device
     // Per-entry work arrays a call writes and reads (Λ, q, N, the gradient weights; δΛ, ω for an
     // HVP column) and the index/norm arrays it reads per pass (bin, proc: 4 bytes each; norm: 8).
     const double per_entry_lg = E * (8.0 * 2 * 4 + 16.0 * 2), per_entry_hvp = E * 8.0 * 2 * 2;

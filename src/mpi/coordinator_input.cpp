@@ -41,8 +41,9 @@ FitInputData read_coordinator_input(const std::string& filename, int ranks, bool
     const FitInputData outline = read_fit_input(filename, FitInputReadOptions{.logk_bins = 0});
     if (whole_input) {
       // The saturated models are built on rank 0 from every bin's tensor (docs/mpi.md "Memory per rank").
-      log().info("rank 0 reads the whole input: --computeSaturatedProjectionTests fits a model built from "
-                 "every bin's tensor");
+      log().info(
+          "rank 0 reads the whole input: --computeSaturatedProjectionTests fits a model built from "
+          "every bin's tensor");
       return read_fit_input(filename);
     }
     // Rank 0's pieces: the first shards_per_rank of the partition make_rank_fitter cuts.
@@ -50,9 +51,10 @@ FitInputData read_coordinator_input(const std::string& filename, int ranks, bool
     const int64_t source_end = beta_variation_source_end(outline);
     logk_end = std::max(own_end, source_end);
     if (source_end > own_end)
-      log().info("rank 0 reads the logk of bins [0, {}) beyond its range [0, {}): the masked bins' yields, "
-                 "which it computes, follow the β of hbetavariations source bins up to bin {}",
-                 logk_end, own_end, source_end - 1);
+      log().info(
+          "rank 0 reads the logk of bins [0, {}) beyond its range [0, {}): the masked bins' yields, "
+          "which it computes, follow the β of hbetavariations source bins up to bin {}",
+          logk_end, own_end, source_end - 1);
   }
   return read_fit_input(filename, FitInputReadOptions{.logk_bins = logk_end});
 }

@@ -280,9 +280,9 @@ std::unique_ptr<Fitter> make_rank_fitter(std::shared_ptr<Model> model, const Loc
   coordinator_tensor_bytes() = detail::tensor_bytes(input);
   if (input.logk_end >= 0) {
     // The file's logk values: dense rows of every bin, or the end of the complete sparse rowptr.
-    const int64_t held =
-        static_cast<int64_t>(input.sparse ? input.logk_sparse.values.size() + input.logk_sparse.values_f32.size()
-                                          : input.logk.size() + input.logk_f32.size());
+    const int64_t held = static_cast<int64_t>(input.sparse ? input.logk_sparse.values.size() +
+                                                                 input.logk_sparse.values_f32.size()
+                                                           : input.logk.size() + input.logk_f32.size());
     const int64_t in_file =
         input.sparse ? input.logk_sparse.rowptr.back() : input.nbinsfull * input.nproc * input.logk_width();
     const std::string sources =

@@ -82,9 +82,9 @@ void release_ranks(int exit_code);
 
 /// What a shard server was told to hold.
 struct Assignment {
-  bool released = false;  // the coordinator ended the run before building its fitter
-  int exit_code = 0;      // with released: the code to exit with
-  int64_t bin_begin = 0, bin_end = 0;               // the rank's range: the union of its pieces
+  bool released = false;               // the coordinator ended the run before building its fitter
+  int exit_code = 0;                   // with released: the code to exit with
+  int64_t bin_begin = 0, bin_end = 0;  // the rank's range: the union of its pieces
   std::vector<std::pair<int64_t, int64_t>> pieces;  // its local shards' bins, of the whole input, in order
   int threads = 1;
 };

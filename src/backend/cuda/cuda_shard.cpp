@@ -16,8 +16,8 @@
 #include "fused_kernels.hpp"
 #include "hessian_kernels.hpp"
 #include "kernels.hpp"
-#include "reduce_kernels.hpp"
 #include "rabbit/core/error.hpp"
+#include "reduce_kernels.hpp"
 #include "shard_pipeline.hpp"
 #include "stage_timer.hpp"
 
@@ -197,8 +197,9 @@ class CudaOps {
     ck::sum_over_bins(in, nbins, nproc, ld, k, out, sum_scratch_, stream_);
     launched("sum_over_bins");
   }
-  void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr, const int32_t* cols,
-                    const double* vals, const double* x, double* y, double* partial, int k) {
+  void csr_multiply(const pipeline::CsrSegments& plan, int64_t width, const int64_t* rowptr,
+                    const int32_t* cols, const double* vals, const double* x, double* y, double* partial,
+                    int k) {
     timer_.begin(stream_);
     ck::csr_multiply(plan, width, rowptr, cols, vals, x, y, partial, k, stream_);
     launched("csr_multiply");
@@ -215,8 +216,8 @@ class CudaOps {
     ck::theta_tile(K2, W, S, symmetric, h1, e0, rows, G, stream_);
     launched("theta_tile");
   }
-  void mix_tile(int64_t E, int nproc, int64_t S, const double* omega, const double* G, int64_t e0, int64_t rows,
-                double* B) {
+  void mix_tile(int64_t E, int nproc, int64_t S, const double* omega, const double* G, int64_t e0,
+                int64_t rows, double* B) {
     timer_.begin(stream_);
     ck::mix_tile(E, nproc, S, omega, G, e0, rows, B, stream_);
     launched("mix_tile");
@@ -226,8 +227,9 @@ class CudaOps {
   void syrkx_lower(int64_t n, int64_t k, const double* A, const double* B, double* C, bool accumulate) {
     const double one = 1.0, beta = accumulate ? 1.0 : 0.0;
     timer_.begin(stream_);
-    check_cublas(cublasDsyrkx_64(blas_, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, n, k, &one, A, n, B, n, &beta, C, n),
-                 ordinal_, "DSYRKX");
+    check_cublas(
+        cublasDsyrkx_64(blas_, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, n, k, &one, A, n, B, n, &beta, C, n),
+        ordinal_, "DSYRKX");
     launched("DSYRKX (dense Hessian)");
   }
   void fill(double* x, int64_t n, double value) {

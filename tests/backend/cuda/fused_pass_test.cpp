@@ -170,8 +170,9 @@ TEST(FusedPassScale, TwentyThousandBinsOneReadPerShard) {
 }
 
 // Full reads of the tensor per call: 1 for loss+grad, 2 for an HVP at the point of the last derivative
-// call, 3 at a new point (dense, fused), the dense Hessian 2 + 1 (π columns, θθ tiles) plus 1 at a new point; the cache is dropped by value(), profiled_beta(), another
-// profile flag, set_observed and set_beta_centres, after which the results follow the new state.
+// call, 3 at a new point (dense, fused), the dense Hessian 2 + 1 (π columns, θθ tiles) plus 1 at a new point;
+// the cache is dropped by value(), profiled_beta(), another profile flag, set_observed and set_beta_centres,
+// after which the results follow the new state.
 TEST(FusedPassReads, PerCallAndPerPointCache) {
   ShardConfig cfg;
   cfg.nbins = 60;
