@@ -19,6 +19,7 @@
 #include <random>
 #include <string>
 
+#include "bench_support.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/fit/cuda_plugin_loader.hpp"
@@ -29,41 +30,8 @@
 namespace {
 
 using namespace rabbit;
+using rabbit::bench::synthetic_input;
 using Clock = std::chrono::steady_clock;
-
-std::shared_ptr<FitInputData> synthetic_input(int64_t B, int64_t P, int64_t S) {
-  std::mt19937_64 rng(42);
-  std::uniform_real_distribution<double> uni(0.0, 1.0);
-  auto in = std::make_shared<FitInputData>();
-  in->filename = "synthetic";
-  in->nbins = in->nbinsfull = B;
-  in->nproc = P;
-  in->nsyst = S;
-  in->nsignals = 1;
-  for (int64_t p = 0; p < P; ++p) in->procs.push_back(p == 0 ? "sig" : fmt::format("bkg{}", p));
-  in->signals = {"sig"};
-  for (int64_t s = 0; s < S; ++s) in->systs.push_back(fmt::format("syst{}", s));
-  in->constraintweights = Eigen::VectorXd::Ones(S);
-  in->symmetric_tensor = false;
-  const int64_t W = in->logk_width();
-  in->norm.resize(B * P);
-  in->logk.resize(B * P * W);
-  in->sumw.resize(B * P);
-  in->sumw2.resize(B * P);
-  in->data_obs.resize(B);
-  for (int64_t b = 0; b < B; ++b) {
-    double total = 0;
-    for (int64_t p = 0; p < P; ++p) {
-      const double v = 10.0 + 90.0 * uni(rng);
-      in->norm[b * P + p] = in->sumw[b * P + p] = v;
-      in->sumw2[b * P + p] = 0.1 * v;
-      total += v;
-      for (int64_t w = 0; w < W; ++w) in->logk[(b * P + p) * W + w] = 0.02 * (uni(rng) - 0.5);
-    }
-    in->data_obs[b] = std::round(total);
-  }
-  return in;
-}
 
 struct Row {
   std::string what;

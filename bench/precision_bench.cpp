@@ -20,40 +20,16 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/model/model.hpp"
 #include "rabbit/model/param_model.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-class BenchMu : public rabbit::ParamModel {
- public:
-  explicit BenchMu(int64_t nproc) : nproc_(nproc) {}
-  int64_t npoi() const override { return 1; }
-  int64_t npou() const override { return 0; }
-  std::vector<std::string> names() const override { return {"sig"}; }
-  Eigen::VectorXd default_values() const override { return Eigen::VectorXd::Ones(1); }
-  void rates(const Eigen::VectorXd& pi, Eigen::VectorXd& r, Eigen::MatrixXd* jac) const override {
-    r = Eigen::VectorXd::Ones(nproc_);
-    r[0] = pi[0];
-    if (jac) {
-      jac->setZero(nproc_, 1);
-      (*jac)(0, 0) = 1.0;
-    }
-  }
-  Eigen::MatrixXd rate_curvature(const Eigen::VectorXd&, const Eigen::VectorXd&) const override {
-    return Eigen::MatrixXd::Zero(1, 1);
-  }
-
- private:
-  int64_t nproc_;
-};
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using rabbit::bench::BenchMu;
+using rabbit::bench::Clock;
+using rabbit::bench::seconds_since;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
