@@ -78,14 +78,17 @@ int main(int argc, char** argv) {
         const mpi::Assignment a = mpi::await_assignment();
         if (a.released) return a.exit_code;
         return mpi::serve_shard_range(a, [&](const mpi::Assignment& assigned) {
-          return mpi::read_shard_range(file, ModelOptions{}, assigned);
+          // CPU shards, one per rank; the thread count comes with the assignment
+          return mpi::read_shard_range(file, ModelOptions{}, assigned, mpi::LocalDeviceOptions{});
         });
       }
       int code = 0;
       try {
         auto input = std::make_shared<FitInputData>(mpi::read_coordinator_input(file, session.size(), false));
         auto model = build_model(input, ModelOptions{});
-        auto fitter = mpi::make_rank_fitter(model, threads);
+        mpi::LocalDeviceOptions devices;
+        devices.threads = threads;
+        auto fitter = mpi::make_rank_fitter(model, devices);
         report(session.size(), fmt::format("{} per rank", threads),
                seconds_per_call(*fitter, bench_point(*model), iters));
       } catch (const Error& e) {
