@@ -94,8 +94,11 @@ MappingJacobian process_beta_rows(const BBResponse& r) {
   return U;
 }
 
-// d β̂ / dx [nentries_observed × npar] by central differences of the analytic profile.
-MatrixXd profiled_beta_jacobian(Fitter& fitter, const VectorXd& x, const VectorXd& d1) {
+// d β̂ / dx [nentries_observed × npar]: analytic where the yield model offers it; else 2·npar profiles.
+MatrixXd profiled_beta_jacobian(const Model& model, YieldModel& shard, Fitter& fitter, const VectorXd& x,
+                                const VectorXd& xi, const VectorXd& d1) {
+  const MatrixXd D = shard.profiled_beta_jacobian(xi, 0, model.input->nbins);
+  if (D.size() > 0 || D.cols() == x.size()) return D * d1.asDiagonal();
   VectorXd b0 = fitter.profiled_beta(x);
   MatrixXd B = MatrixXd::Zero(b0.size(), x.size());
   for (int64_t j = 0; j < x.size(); ++j) {

@@ -31,7 +31,11 @@ BBResponse bb_response(const Model& model, YieldModel& shard, Fitter& fitter, co
 /// nonzero dN(b, p) per process of a bin, at its entry.
 MappingJacobian process_beta_rows(const BBResponse& r);
 
-/// dβ̂/dx [nentries_observed × npar] by central differences of the analytic profile (0 for frozen columns).
-Eigen::MatrixXd profiled_beta_jacobian(Fitter& fitter, const Eigen::VectorXd& x, const Eigen::VectorXd& d1);
+/// dβ̂/dx [nentries_observed × npar] (0 for frozen columns, d1 = dξ/dx = 0): the yield model's analytic
+/// dβ̂/dξ · diag(d1) (docs/likelihood.md "Profiled β"; one pass over the tensor), or, where the model
+/// does not offer it (a covariance fit's one global profile), central differences of the profile.
+Eigen::MatrixXd profiled_beta_jacobian(const Model& model, YieldModel& shard, Fitter& fitter,
+                                       const Eigen::VectorXd& x, const Eigen::VectorXd& xi,
+                                       const Eigen::VectorXd& d1);
 
 }  // namespace rabbit::postfit

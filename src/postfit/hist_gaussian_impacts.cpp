@@ -119,7 +119,7 @@ GaussianHistImpacts gaussian_hist_impacts(const Model& model, YieldModel& shard,
   t.A = A;
   t.full = r.full;
   t.nproc = P;
-  const MatrixXd B = profiled_beta_jacobian(fitter, x, d1);
+  const MatrixXd B = profiled_beta_jacobian(model, shard, fitter, x, xi, d1);
   t.B = &B;
   t.s2 = VectorXd::Zero(ne);
   for (int64_t e = 0; e < ne; ++e) {

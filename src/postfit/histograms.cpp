@@ -125,7 +125,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   if (by_process && bb && !req.prefit) {
     // ∂N/∂x holds β fixed where ∂ν/∂x follows β̂(x): add ∂N_bp/∂β_e · dβ̂_e/dx on the observed bins, as
     // the per-process errors below do.
-    const MatrixXd Bp = profiled_beta_jacobian(fitter, x, d1);
+    const MatrixXd Bp = profiled_beta_jacobian(model, shard, fitter, x, xi, d1);
     for (int64_t b = 0; b < nobs; ++b)
       for (int64_t p = 0; p < P; ++p)
         if (bbr.dN(b, p) != 0.0) J.row(b * P + p) += bbr.dN(b, p) * Bp.row(bbr.entry(b, p));
@@ -299,7 +299,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   // dβ̂/dx for the total derivatives of the per-process yields and for the postfit chi2.
   MatrixXd B;
   if (bb && !req.prefit && (req.errors_per_process || req.chi2 || req.global_impacts))
-    B = profiled_beta_jacobian(fitter, x, d1);
+    B = profiled_beta_jacobian(model, shard, fitter, x, xi, d1);
 
   if (any_impacts) {
     // rabbit's global_impacts_obs: per source S_c C J_yᵀ with S_c² = cw (0 frozen), and the β part.
