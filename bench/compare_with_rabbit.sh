@@ -19,7 +19,8 @@
 # loaded machine wall times measure the queue, and the CPU seconds are the comparable number.
 # --cpu-cap FACTOR: ours runs first, then upstream under a CPU-time limit of FACTOR × our CPU
 # seconds (prlimit --cpu): an upstream run stopped by the limit prints "> LIMIT" and a CPU ratio
-# "> FACTOR", enough to show a ≥ FACTOR goal without waiting for fits that take upstream hours.
+# "> FACTOR", enough to show a ≥ FACTOR goal without waiting for fits that take upstream hours; a
+# SIGKILL before the limit (the kernel's out-of-memory killer) is reported as such, with no ratio.
 # --contention: a busy loop pinned to the last of the CORES runs during every run of both programs
 # (a shared node). Prints one row per (tensor, options): wall seconds of upstream and ours and their
 # ratio, CPU seconds and their ratio, both peak RSS, both reduced NLLs as a check. The output of the
@@ -116,9 +117,15 @@ time_one() {
     stop_busy
     # SIGXCPU at the soft limit (SIGKILL at the hard one, 10 s later, if it was ignored)
     if [ -n "$cpu_limit" ] && grep -Eq "signal (24|9)$" "$work/usage"; then
-      local user sys rss
+      local user sys rss cpu
       read -r user sys rss < <(tail -1 "$work/usage")
-      echo "capped $(echo "$user + $sys" | bc -l) $((rss / 1024))"
+      cpu=$(echo "$user + $sys" | bc -l)
+      # a SIGKILL well before the limit is not the limit: the kernel's out-of-memory killer
+      if [ "$(echo "$cpu >= 0.98 * $cpu_limit" | bc -l)" = 1 ]; then
+        echo "capped $cpu $((rss / 1024))"
+      else
+        echo "killed $cpu $((rss / 1024))"
+      fi
       return 0
     fi
     echo "FAILED: $*" >&2
@@ -166,8 +173,8 @@ for spec in $tensors; do
         -o "$work/up" --outname fit.hdf5)
       cpu_limit=""
       read -r t c m <<<"$out"
-      if [ "$t" = capped ]; then
-        capped=1 best_up=$t cpu_up=$c rss_up=$m
+      if [ "$t" = capped ] || [ "$t" = killed ]; then
+        capped=$t best_up=$t cpu_up=$c rss_up=$m
         break
       fi
       if [ -z "$best_up" ] || [ "$(echo "$t < $best_up" | bc -l)" = 1 ]; then best_up=$t cpu_up=$c rss_up=$m; fi
@@ -177,10 +184,16 @@ for spec in $tensors; do
       read -r t c m <<<"$out"
       if [ -z "$best_ours" ] || [ "$(echo "$t < $best_ours" | bc -l)" = 1 ]; then best_ours=$t cpu_ours=$c rss_ours=$m; fi
     done
-    if [ "$capped" = 1 ]; then
+    if [ "$capped" = capped ]; then
       printf '%-28s %-64s %9s %9.2f %6s %9s %9.2f %6s %9s %9s  stopped at the CPU limit / %s\n' "$(basename "$tensor")" \
         "$opts" "-" "$best_ours" "-" "> $(printf %.0f "$cpu_up")" "$cpu_ours" "> $cpu_cap" "$rss_up" "$rss_ours" \
         "$(nll_of "$work/ours/fit.hdf5")"
+      continue
+    fi
+    if [ "$capped" = killed ]; then
+      printf '%-28s %-64s %9s %9.2f %6s %9s %9.2f %6s %9s %9s  upstream killed (SIGKILL before the CPU limit: out of memory) / %s\n' \
+        "$(basename "$tensor")" "$opts" "-" "$best_ours" "-" "$(printf %.0f "$cpu_up")" "$cpu_ours" "-" "$rss_up" \
+        "$rss_ours" "$(nll_of "$work/ours/fit.hdf5")"
       continue
     fi
     printf '%-28s %-64s %9.2f %9.2f %6.1f %9.2f %9.2f %6.1f %9s %9s  %s / %s\n' "$(basename "$tensor")" "$opts" \
