@@ -13,17 +13,15 @@ namespace {
 
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
-using testing::evaluate_shard;
-using testing::expect_same;
 using testing::ShardConfig;
-using testing::ShardOutputs;
 
 void expect_same_for_any_thread_count(const ShardConfig& c) {
   auto model = testing::make_test_model(testing::make_test_input(c), c);
-  const ShardOutputs one = evaluate_shard(model, 1, /*with_hessian=*/false);
+  const testing::ShardOutputs one = testing::evaluate_shard(model, 1, /*with_hessian=*/false);
   for (int threads : {2, 3, 5}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    expect_same(evaluate_shard(model, threads, /*with_hessian=*/false), one, /*with_hessian=*/false);
+    testing::expect_same(testing::evaluate_shard(model, threads, /*with_hessian=*/false), one,
+                         /*with_hessian=*/false);
   }
 }
 

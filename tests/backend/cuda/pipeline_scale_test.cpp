@@ -133,10 +133,7 @@ void expect_bitwise(const Evaluation& a, const Evaluation& b) {
   EXPECT_TRUE(bitwise_equal(a.beta, b.beta));
 }
 
-struct Case {
-  std::string name;
-  ShardConfig cfg;
-};
+using Case = fixtures::NamedConfig;
 
 std::vector<Case> cases() {
   std::vector<Case> out;
