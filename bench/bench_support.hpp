@@ -1,9 +1,12 @@
 #pragma once
-// What several benchmarks share: a one-POI param model, wall time since a point, and a synthetic
-// asymmetric dense input with Poisson-like data (bench/README in docs/benchmarks.md).
+// What several benchmarks share: a one-POI param model and the BB-lite model around it, wall time
+// since a point, calls per second and the median of repeated timings, and synthetic asymmetric dense
+// inputs with Poisson-like data (bench/README in docs/benchmarks.md).
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "rabbit/io/fit_input_data.hpp"
+#include "rabbit/model/model.hpp"
 #include "rabbit/model/param_model.hpp"
 
 namespace rabbit::bench {
@@ -46,28 +50,101 @@ inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// B bins × P processes × S asymmetric systematics, fixed seed: norms 10–100, |logk| < 0.01, data the
-/// rounded total.
-inline std::shared_ptr<FitInputData> synthetic_input(int64_t B, int64_t P, int64_t S) {
-  std::mt19937_64 rng(42);
-  std::uniform_real_distribution<double> uni(0.0, 1.0);
+/// Calls of fn per second: one warm-up call, then calls until `seconds` have passed and at least 3
+/// were made.
+template <class Fn>
+double calls_per_second(Fn&& fn, double seconds) {
+  fn();  // warm-up
+  int count = 0;
+  const auto t0 = Clock::now();
+  while (seconds_since(t0) < seconds || count < 3) {
+    fn();
+    ++count;
+  }
+  return count / seconds_since(t0);
+}
+
+/// The middle value of v (the mean of the two middle ones for an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// A synthetic input of B bins × P processes × S asymmetric systematics, one signal process, every
+/// constraint weight 1, its arrays sized for the caller to fill.
+inline std::shared_ptr<FitInputData> sized_input(int64_t B, int64_t P, int64_t S) {
   auto in = std::make_shared<FitInputData>();
   in->filename = "synthetic";
   in->nbins = in->nbinsfull = B;
   in->nproc = P;
   in->nsyst = S;
   in->nsignals = 1;
-  for (int64_t p = 0; p < P; ++p) in->procs.push_back(p == 0 ? "sig" : fmt::format("bkg{}", p));
-  in->signals = {"sig"};
-  for (int64_t s = 0; s < S; ++s) in->systs.push_back(fmt::format("syst{}", s));
-  in->constraintweights = Eigen::VectorXd::Ones(S);
   in->symmetric_tensor = false;
-  const int64_t W = in->logk_width();
+  in->constraintweights = Eigen::VectorXd::Ones(S);
   in->norm.resize(B * P);
-  in->logk.resize(B * P * W);
+  in->logk.resize(B * P * in->logk_width());
   in->sumw.resize(B * P);
   in->sumw2.resize(B * P);
   in->data_obs.resize(B);
+  return in;
+}
+
+/// B bins × P processes × S asymmetric log-normal systematics, filled by `threads` threads with a
+/// generator each (seed 1234 + thread number): norms 10–100, sumw2 0.2·norm, data the total times
+/// 0.9–1.1, rounded; each logk value is logk_value(rng, uniform on [0, 1)).
+template <class LogkValue>
+std::shared_ptr<FitInputData> lognormal_input(int64_t B, int64_t P, int64_t S, int threads,
+                                              LogkValue&& logk_value) {
+  auto in = sized_input(B, P, S);
+  in->systematic_type = SystematicType::log_normal;
+#pragma omp parallel num_threads(threads)
+  {
+    std::mt19937_64 rng(1234 + omp_get_thread_num());
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < B; ++b) {
+      double tot = 0.0;
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t e = b * P + p;
+        in->norm[e] = 10.0 + 90.0 * u(rng);
+        in->sumw[e] = in->norm[e];
+        in->sumw2[e] = 0.2 * in->norm[e];
+        tot += in->norm[e];
+        double* row = in->logk.data() + e * 2 * S;
+        for (int64_t w = 0; w < 2 * S; ++w) row[w] = logk_value(rng, u);
+      }
+      in->data_obs[b] = std::round(tot * (0.9 + 0.2 * u(rng)));
+    }
+  }
+  return in;
+}
+
+/// The model the loss+grad benchmarks time: mu on the first process (BenchMu), BB lite gamma, default
+/// point mu = 1 and every systematic at 0.
+inline std::shared_ptr<Model> bb_lite_model(std::shared_ptr<FitInputData> in) {
+  auto model = std::make_shared<Model>();
+  const int64_t P = in->nproc, S = in->nsyst;
+  model->input = std::move(in);
+  model->options.bin_by_bin_stat = true;
+  model->options.bb_mode = BBMode::lite;
+  model->bb_type = BBType::gamma;
+  model->param_model = std::make_shared<BenchMu>(P);
+  model->parameters.x_default = Eigen::VectorXd::Zero(1 + S);
+  model->parameters.x_default[0] = 1.0;
+  return model;
+}
+
+/// B bins × P processes × S asymmetric systematics, fixed seed: norms 10–100, |logk| < 0.01, data the
+/// rounded total.
+inline std::shared_ptr<FitInputData> synthetic_input(int64_t B, int64_t P, int64_t S) {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> uni(0.0, 1.0);
+  auto in = sized_input(B, P, S);
+  for (int64_t p = 0; p < P; ++p) in->procs.push_back(p == 0 ? "sig" : fmt::format("bkg{}", p));
+  in->signals = {"sig"};
+  for (int64_t s = 0; s < S; ++s) in->systs.push_back(fmt::format("syst{}", s));
+  const int64_t W = in->logk_width();
   for (int64_t b = 0; b < B; ++b) {
     double total = 0;
     for (int64_t p = 0; p < P; ++p) {

@@ -23,7 +23,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -34,8 +33,8 @@
 
 namespace {
 
-using rabbit::bench::BenchMu;
 using rabbit::bench::Clock;
+using rabbit::bench::median;
 using rabbit::bench::seconds_since;
 
 // Best-of-5 triad a = b + s c over arrays far larger than the caches; 3 × 8 bytes per element.
@@ -84,12 +83,6 @@ void stop_busy_process(pid_t pid) {
   waitpid(pid, nullptr, 0);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // Flop rate of `threads` concurrent products (one per thread, as the Hessian's threads each update
 // their own sum), repeated until they have done `work` flops in all, so that a rate is taken over as
 // long as the Hessian it is compared with (the machine is shared: its load drifts). DGEMM
@@ -136,47 +129,9 @@ int main(int argc, char** argv) {
   const double seconds = arg(3) ? std::atof(arg(3)) : 3.0;
   const int threads = arg(4) ? std::atoi(arg(4)) : omp_get_max_threads();
 
-  auto in = std::make_shared<rabbit::FitInputData>();
-  in->filename = "synthetic";
-  in->nbins = in->nbinsfull = B;
-  in->nproc = P;
-  in->nsyst = S;
-  in->nsignals = 1;
-  in->symmetric_tensor = false;
-  in->systematic_type = rabbit::SystematicType::log_normal;
-  in->constraintweights = Eigen::VectorXd::Ones(S);
-  in->norm.resize(B * P);
-  in->logk.resize(B * P * 2 * S);
-  in->sumw.resize(B * P);
-  in->sumw2.resize(B * P);
-  in->data_obs.resize(B);
-#pragma omp parallel num_threads(threads)
-  {
-    std::mt19937_64 rng(1234 + omp_get_thread_num());
-    std::uniform_real_distribution<double> u(0.0, 1.0);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < B; ++b) {
-      double tot = 0.0;
-      for (int64_t p = 0; p < P; ++p) {
-        const int64_t e = b * P + p;
-        in->norm[e] = 10.0 + 90.0 * u(rng);
-        in->sumw[e] = in->norm[e];
-        in->sumw2[e] = 0.2 * in->norm[e];
-        tot += in->norm[e];
-        double* row = in->logk.data() + e * 2 * S;
-        for (int64_t w = 0; w < 2 * S; ++w) row[w] = 0.01 * (u(rng) - 0.5);
-      }
-      in->data_obs[b] = std::round(tot * (0.9 + 0.2 * u(rng)));
-    }
-  }
-  auto model = std::make_shared<rabbit::Model>();
-  model->input = in;
-  model->options.bin_by_bin_stat = true;
-  model->options.bb_mode = rabbit::BBMode::lite;
-  model->bb_type = rabbit::BBType::gamma;
-  model->param_model = std::make_shared<BenchMu>(P);
-  model->parameters.x_default = Eigen::VectorXd::Zero(1 + S);
-  model->parameters.x_default[0] = 1.0;
+  auto in = rabbit::bench::lognormal_input(B, P, S, threads,
+                                           [](auto& rng, auto& u) { return 0.01 * (u(rng) - 0.5); });
+  auto model = rabbit::bench::bb_lite_model(in);
 
   rabbit::CpuShardEvaluator shard(model, 0, B, threads);
   Eigen::VectorXd xi = Eigen::VectorXd::Zero(1 + S), grad;
@@ -187,16 +142,7 @@ int main(int argc, char** argv) {
   const double other_bytes = 8.0 * (3.0 * B * P);  // norm plus the per-entry BB/stat arrays touched
   const double bytes = tensor_bytes + other_bytes;
 
-  auto measure = [&](auto&& fn) {
-    fn();  // warm-up
-    int count = 0;
-    const auto t0 = Clock::now();
-    while (seconds_since(t0) < seconds || count < 3) {
-      fn();
-      ++count;
-    }
-    return count / seconds_since(t0);
-  };
+  auto measure = [&](auto&& fn) { return rabbit::bench::calls_per_second(fn, seconds); };
   // a new point for every call (a repeated point is served by the shard's per-point cache)
   Eigen::VectorXd xmove = xi;
   int moves = 0;

@@ -9,14 +9,11 @@
 #include <omp.h>
 
 #include <Eigen/Core>
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -27,53 +24,15 @@
 
 namespace {
 
-using rabbit::bench::BenchMu;
-using rabbit::bench::Clock;
-using rabbit::bench::seconds_since;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using rabbit::bench::bb_lite_model;
+using rabbit::bench::median;
 
 /// An asymmetric log-normal tensor with BB lite, logk values rounded to float32, held as double.
 std::shared_ptr<rabbit::FitInputData> make_input(int64_t B, int64_t P, int64_t S, bool sparse, int threads) {
-  auto in = std::make_shared<rabbit::FitInputData>();
-  in->filename = "synthetic";
-  in->nbins = in->nbinsfull = B;
-  in->nproc = P;
-  in->nsyst = S;
-  in->nsignals = 1;
-  in->symmetric_tensor = false;
-  in->systematic_type = rabbit::SystematicType::log_normal;
-  in->constraintweights = Eigen::VectorXd::Ones(S);
-  in->norm.resize(B * P);
-  in->logk.resize(B * P * 2 * S);
-  in->sumw.resize(B * P);
-  in->sumw2.resize(B * P);
-  in->data_obs.resize(B);
-#pragma omp parallel num_threads(threads)
-  {
-    std::mt19937_64 rng(1234 + omp_get_thread_num());
-    std::uniform_real_distribution<double> u(0.0, 1.0);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < B; ++b) {
-      double tot = 0.0;
-      for (int64_t p = 0; p < P; ++p) {
-        const int64_t e = b * P + p;
-        in->norm[e] = 10.0 + 90.0 * u(rng);
-        in->sumw[e] = in->norm[e];
-        in->sumw2[e] = 0.2 * in->norm[e];
-        tot += in->norm[e];
-        double* row = in->logk.data() + e * 2 * S;
-        // sparse: about a quarter of the columns set
-        for (int64_t w = 0; w < 2 * S; ++w)
-          row[w] = sparse && u(rng) > 0.25 ? 0.0 : static_cast<float>(0.01 * (u(rng) - 0.5));
-      }
-      in->data_obs[b] = std::round(tot * (0.9 + 0.2 * u(rng)));
-    }
-  }
+  // sparse: about a quarter of the columns set
+  auto in = rabbit::bench::lognormal_input(B, P, S, threads, [sparse](auto& rng, auto& u) {
+    return sparse && u(rng) > 0.25 ? 0.0 : static_cast<float>(0.01 * (u(rng) - 0.5));
+  });
   if (sparse) {
     in->sparse = true;
     in->norm_index.resize(B * P);
@@ -105,19 +64,6 @@ std::shared_ptr<rabbit::FitInputData> as_float32(const rabbit::FitInputData& d) 
   return f;
 }
 
-std::shared_ptr<rabbit::Model> make_model(std::shared_ptr<rabbit::FitInputData> in) {
-  auto model = std::make_shared<rabbit::Model>();
-  const int64_t P = in->nproc, S = in->nsyst;
-  model->input = std::move(in);
-  model->options.bin_by_bin_stat = true;
-  model->options.bb_mode = rabbit::BBMode::lite;
-  model->bb_type = rabbit::BBType::gamma;
-  model->param_model = std::make_shared<BenchMu>(P);
-  model->parameters.x_default = Eigen::VectorXd::Zero(1 + S);
-  model->parameters.x_default[0] = 1.0;
-  return model;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,8 +87,8 @@ int main(int argc, char** argv) {
   auto in32 = as_float32(*in64);
   const double held64 =
       8.0 * static_cast<double>(sparse ? in64->logk_sparse.values.size() : in64->logk.size());
-  rabbit::CpuShardEvaluator shard64(make_model(in64), 0, B, threads),
-      shard32(make_model(in32), 0, B, threads);
+  rabbit::CpuShardEvaluator shard64(bb_lite_model(in64), 0, B, threads),
+      shard32(bb_lite_model(in32), 0, B, threads);
 
   Eigen::VectorXd xi = Eigen::VectorXd::Zero(1 + S), g64, g32;
   xi[0] = 1.1;
@@ -166,14 +112,7 @@ int main(int argc, char** argv) {
       else
         shard.value_grad(xmove, grad);
     };
-    call();  // warm-up
-    int count = 0;
-    const auto t0 = Clock::now();
-    while (seconds_since(t0) < seconds || count < 3) {
-      call();
-      ++count;
-    }
-    return 1e3 * seconds_since(t0) / count;
+    return 1e3 / rabbit::bench::calls_per_second(call, seconds);
   };
   std::vector<double> grad64, grad32, hvp64, hvp32;
   for (int r = 0; r < rounds; ++r) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rabbit/core/error.hpp"
+#include "support/exception_message.hpp"
 
 using rabbit::BBMode;
 using rabbit::BBType;
@@ -19,6 +20,7 @@ using rabbit::OptionError;
 using rabbit::ResourceError;
 using rabbit::RunCapabilities;
 using rabbit::cli::FitOptions;
+using rabbit::test::message_of;
 
 namespace {
 
@@ -46,16 +48,6 @@ RunCapabilities cpu_build() {
   RunCapabilities caps = rabbit::cli::known_capabilities();
   caps.cuda.built = false;
   return caps;
-}
-
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "no " + std::string(typeid(E).name());
 }
 
 std::string rule_error(const FitOptions& o) {

@@ -12,22 +12,14 @@
 #include "rabbit/cli/validate_run.hpp"
 #include "rabbit/core/error.hpp"
 #include "support/command.hpp"
+#include "support/exception_message.hpp"
 #include "support/test_paths.hpp"
 
 namespace rabbit {
 namespace {
 
 using cli::FitOptions;
-
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "no " + std::string(typeid(E).name());
-}
+using test::message_of;
 
 std::string rule_error(const FitOptions& o) {
   return message_of<OptionError>([&] { cli::check_option_rules(o); });

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "rabbit/core/error.hpp"
+#include "support/exception_message.hpp"
 
 namespace rabbit {
 namespace {
+
+using test::message_of;
 
 GpuInfo gpu(int ordinal, uint32_t bus) {
   GpuInfo g;
@@ -21,16 +24,6 @@ std::vector<int> ordinals(const GpuSelection& s) {
   std::vector<int> out;
   for (const auto& g : s.gpus) out.push_back(g.ordinal);
   return out;
-}
-
-template <class E>
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no exception>";
 }
 
 TEST(Devices, ParsesPciBusIds) {

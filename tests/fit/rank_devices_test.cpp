@@ -4,13 +4,15 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <string>
 
 #include "rabbit/core/error.hpp"
+#include "support/exception_message.hpp"
 
 namespace rabbit {
 namespace {
+
+using test::message_of;
 
 RankGpuRequest request(int peer, int peers, int visible, int n, std::vector<int> devices = {}) {
   RankGpuRequest r;
@@ -20,16 +22,6 @@ RankGpuRequest request(int peer, int peers, int visible, int n, std::vector<int>
   r.n_devices = n;
   r.devices = std::move(devices);
   return r;
-}
-
-template <class E>
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no exception>";
 }
 
 TEST(RankDevices, RanksSharingANodesGpusTakeConsecutiveOnes) {

@@ -1,10 +1,9 @@
 // Device memory bandwidth by a plain copy kernel: the roofline the shard's loss+grad is compared
 // with in bench/sharding_bench and scripts/gpu-check.
 #include <cuda_runtime.h>
-#include <fmt/format.h>
 
+#include "cuda_check.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
-#include "rabbit/core/error.hpp"
 
 namespace rabbit {
 namespace {
@@ -14,23 +13,16 @@ __global__ void copy_kernel(const double* __restrict__ in, double* __restrict__ 
     out[i] = in[i];
 }
 
-void check(cudaError_t e, int ordinal, const char* what) {
-  if (e == cudaSuccess) return;
-  cudaGetLastError();
-  throw ResourceError(
-      fmt::format("CUDA error on cuda:{} during {}: {}", ordinal, what, cudaGetErrorString(e)));
-}
-
 }  // namespace
 
 double cuda_copy_bandwidth(int ordinal, size_t bytes) {
-  check(cudaSetDevice(ordinal), ordinal, "selecting the device");
+  cuda_check::cuda(cudaSetDevice(ordinal), ordinal, "selecting the device");
   const size_t n = bytes / sizeof(double);
   double *a = nullptr, *b = nullptr;
-  check(cudaMalloc(&a, n * sizeof(double)), ordinal, "allocating the bandwidth buffers");
+  cuda_check::cuda(cudaMalloc(&a, n * sizeof(double)), ordinal, "allocating the bandwidth buffers");
   if (cudaError_t e = cudaMalloc(&b, n * sizeof(double)); e != cudaSuccess) {
     cudaFree(a);
-    check(e, ordinal, "allocating the bandwidth buffers");
+    cuda_check::cuda(e, ordinal, "allocating the bandwidth buffers");
   }
   cudaMemset(a, 0, n * sizeof(double));
   cudaEvent_t start, stop;
@@ -48,7 +40,7 @@ double cuda_copy_bandwidth(int ordinal, size_t bytes) {
   cudaEventDestroy(stop);
   cudaFree(a);
   cudaFree(b);
-  check(e, ordinal, "the copy kernel");
+  cuda_check::cuda(e, ordinal, "the copy kernel");
   // Each element is read once and written once.
   return 2.0 * n * sizeof(double) * reps / (ms * 1e-3) / 1e9;
 }

@@ -4,6 +4,7 @@
 // the block's partial (coalesced across the warp). The tile's rows are read from device memory for
 // Λ and found again in L2 for the gradient (plan_fused_tiles sizes the tiles for that).
 #include "fused_kernels.hpp"
+#include "grid_stride.hpp"
 
 namespace rabbit::cuda_kernels {
 namespace {
@@ -43,9 +44,7 @@ __global__ void __launch_bounds__(kFusedThreads) fused_loss_grad_kernel(pipeline
 }
 
 __global__ void reduce_partials_kernel(const double* partial, int blocks, int64_t width, double* y) {
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < width;
-       c += int64_t(gridDim.x) * blockDim.x)
-    pipeline::fused_reduce_column(c, partial, blocks, width, y);
+  RABBIT_GRID_STRIDE(c, width) pipeline::fused_reduce_column(c, partial, blocks, width, y);
 }
 
 }  // namespace

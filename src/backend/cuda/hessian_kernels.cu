@@ -1,19 +1,9 @@
 // Grid-stride kernels over the dense Hessian's SYRK-path element bodies (hessian_elements.hpp).
+#include "grid_stride.hpp"
 #include "hessian_kernels.hpp"
 
 namespace rabbit::cuda_kernels {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > int64_t(65535) * 32 ? int64_t(65535) * 32 : b));
-}
-
-#define RABBIT_GRID_STRIDE(i, n)                                            \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
-       i += int64_t(gridDim.x) * blockDim.x)
 
 __global__ void process_indicator_kernel(pipeline::EntryArrays e, double* dl, int64_t total) {
   RABBIT_GRID_STRIDE(t, total) pipeline::process_indicator(t, e, dl);

@@ -1,18 +1,8 @@
+#include "grid_stride.hpp"
 #include "kernels.hpp"
 
 namespace rabbit::cuda_kernels {
 namespace {
-
-constexpr int kThreads = 256;
-
-inline unsigned grid_for(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 * 32 ? 65535 * 32 : blocks));
-}
-
-#define RABBIT_GRID_STRIDE(i, n)                                            \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
-       i += int64_t(gridDim.x) * blockDim.x)
 
 __global__ void entry_yields_kernel(EntryArrays e, bool log_normal, const double* lambda, const double* rates,
                                     const double* rho, double* q, double* N, double* Nbp, int nproc) {
@@ -57,21 +47,21 @@ __global__ void fill_kernel(double* x, int64_t n, double value) {
 void entry_yields(const EntryArrays& e, bool log_normal, const double* lambda, const double* rates,
                   const double* rho, double* q, double* N, double* Nbp, int nproc, cudaStream_t s) {
   if (e.nentries == 0) return;
-  entry_yields_kernel<<<grid_for(e.nentries), kThreads, 0, s>>>(e, log_normal, lambda, rates, rho, q, N, Nbp,
-                                                                nproc);
+  entry_yields_kernel<<<blocks_for(e.nentries), kThreads, 0, s>>>(e, log_normal, lambda, rates, rho, q, N,
+                                                                  Nbp, nproc);
 }
 
 void profile_bins(const bin_math::BinConfig& cfg, const BinArrays& b, const double* Nbp, double* beta,
                   double* phi, double* u1, double* u2, double* d, double* m, double* value, cudaStream_t s) {
   if (b.nbins == 0) return;
-  profile_bins_kernel<<<grid_for(b.nbins), kThreads, 0, s>>>(cfg, b, Nbp, beta, phi, u1, u2, d, m, value);
+  profile_bins_kernel<<<blocks_for(b.nbins), kThreads, 0, s>>>(cfg, b, Nbp, beta, phi, u1, u2, d, m, value);
 }
 
 void gradient_weights(const EntryArrays& e, bool log_normal, const double* phi_bp, const double* q,
                       const double* N, const double* rho, double* gw, double* pw, int nproc, cudaStream_t s) {
   if (e.nentries == 0) return;
-  gradient_weights_kernel<<<grid_for(e.nentries), kThreads, 0, s>>>(e, log_normal, phi_bp, q, N, rho, gw, pw,
-                                                                    nproc);
+  gradient_weights_kernel<<<blocks_for(e.nentries), kThreads, 0, s>>>(e, log_normal, phi_bp, q, N, rho, gw,
+                                                                      pw, nproc);
 }
 
 void delta_yields(const EntryArrays& e, bool log_normal, const double* q, const double* N, const double* rho,
@@ -79,15 +69,15 @@ void delta_yields(const EntryArrays& e, bool log_normal, const double* q, const 
                   cudaStream_t s) {
   const int64_t total = e.nentries * k;
   if (total == 0) return;
-  delta_yields_kernel<<<grid_for(total), kThreads, 0, s>>>(e, log_normal, q, N, rho, dlambda, dr, dNbp, nbp,
-                                                           nproc, total);
+  delta_yields_kernel<<<blocks_for(total), kThreads, 0, s>>>(e, log_normal, q, N, rho, dlambda, dr, dNbp, nbp,
+                                                             nproc, total);
 }
 
 void apply_psi(int64_t nbins, int nproc, int k, const double* u1, const double* u2, const double* d,
                const double* m, const double* dNbp, double* z, cudaStream_t s) {
   const int64_t total = nbins * k;
   if (total == 0) return;
-  apply_psi_kernel<<<grid_for(total), kThreads, 0, s>>>(nbins, nproc, u1, u2, d, m, dNbp, z, total);
+  apply_psi_kernel<<<blocks_for(total), kThreads, 0, s>>>(nbins, nproc, u1, u2, d, m, dNbp, z, total);
 }
 
 void hvp_weights(const EntryArrays& e, bool log_normal, const double* z, const double* phi_bp,
@@ -95,13 +85,13 @@ void hvp_weights(const EntryArrays& e, bool log_normal, const double* z, const d
                  double* omega, double* tbp, int64_t nbp, int nproc, int k, cudaStream_t s) {
   const int64_t total = e.nentries * k;
   if (total == 0) return;
-  hvp_weights_kernel<<<grid_for(total), kThreads, 0, s>>>(e, log_normal, z, phi_bp, q, N, rho, dlambda, dr,
-                                                          omega, tbp, nbp, nproc, total);
+  hvp_weights_kernel<<<blocks_for(total), kThreads, 0, s>>>(e, log_normal, z, phi_bp, q, N, rho, dlambda, dr,
+                                                            omega, tbp, nbp, nproc, total);
 }
 
 void fill(double* x, int64_t n, double value, cudaStream_t s) {
   if (n == 0) return;
-  fill_kernel<<<grid_for(n), kThreads, 0, s>>>(x, n, value);
+  fill_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n, value);
 }
 
 }  // namespace rabbit::cuda_kernels

@@ -1,20 +1,10 @@
 // The load-balanced sparse products (csr_segments.hpp; docs/sharding-and-gpu.md "Sparse products"):
 // one thread per (segment, column), then one per (long row, column) adding its pieces in order.
+#include "grid_stride.hpp"
 #include "reduce_kernels.hpp"
 
 namespace rabbit::cuda_kernels {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > int64_t(65535) * 32 ? int64_t(65535) * 32 : b));
-}
-
-#define RABBIT_GRID_STRIDE(i, n)                                            \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
-       i += int64_t(gridDim.x) * blockDim.x)
 
 __global__ void csr_segment_kernel(pipeline::CsrSegments g, int64_t width, const int64_t* rowptr,
                                    const int32_t* cols, const double* vals, const double* x, double* y,

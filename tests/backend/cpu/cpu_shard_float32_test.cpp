@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "shard_outputs.hpp"
 #include "support/shard_test_helpers.hpp"
 
 namespace rabbit {
@@ -18,7 +19,10 @@ namespace {
 
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
+using testing::evaluate_shard;
+using testing::expect_same;
 using testing::ShardConfig;
+using testing::ShardOutputs;
 
 /// The test input with its logk rounded to float32 values, held as double (`.first`) and as
 /// float32 (`.second`).
@@ -37,31 +41,6 @@ std::pair<std::shared_ptr<FitInputData>, std::shared_ptr<FitInputData>> both_pre
   return {as_double, as_float};
 }
 
-struct Outputs {
-  double f = 0, f_grad = 0, f_hvp = 0, f_cached = 0, f_hess = 0;
-  VectorXd g, g_hvp, g_hess, beta;
-  MatrixXd hv, hv_cached, H;
-};
-
-Outputs evaluate(const std::shared_ptr<Model>& model, int threads) {
-  CpuShardEvaluator shard(model, 0, model->input->nbins, threads);
-  const VectorXd xi = testing::test_point(*model);
-  VectorXd x2 = xi;
-  x2[0] += 0.01;
-  MatrixXd V(xi.size(), 3);
-  for (int64_t i = 0; i < V.rows(); ++i)
-    for (int j = 0; j < 3; ++j) V(i, j) = std::sin(0.7 * i + 1.3 * j);
-  Outputs o;
-  o.f = shard.value(xi);
-  o.f_grad = shard.value_grad(xi, o.g);
-  VectorXd g;
-  o.f_cached = shard.value_grad_hvp(xi, V, g, o.hv_cached);  // at the point just evaluated: cached
-  o.f_hvp = shard.value_grad_hvp(x2, V, o.g_hvp, o.hv);      // a new point
-  o.f_hess = shard.value_grad_hess(x2, o.g_hess, o.H, true);
-  o.beta = shard.profiled_beta(xi);
-  return o;
-}
-
 /// a within 1e-12 of b relative to b's largest element (an element near zero by cancellation is
 /// held to the scale of the output it belongs to).
 template <class A>
@@ -75,25 +54,7 @@ void expect_close(double a, double b, const char* what) {
   EXPECT_LE(std::abs(a - b), 1e-12 * std::abs(b)) << what;
 }
 
-/// Bit for bit; with_hessian = false leaves out the outputs of the Hessian call, whose n × n sums
-/// are per thread and so the same for a fixed thread count only (docs/likelihood.md "Threads").
-void expect_same(const Outputs& f, const Outputs& d, bool with_hessian = true) {
-  EXPECT_EQ(f.f, d.f);
-  EXPECT_EQ(f.f_grad, d.f_grad);
-  EXPECT_EQ(f.f_cached, d.f_cached);
-  EXPECT_EQ(f.f_hvp, d.f_hvp);
-  EXPECT_EQ(f.g, d.g);
-  EXPECT_EQ(f.g_hvp, d.g_hvp);
-  EXPECT_EQ(f.hv, d.hv);
-  EXPECT_EQ(f.hv_cached, d.hv_cached);
-  EXPECT_EQ(f.beta, d.beta);
-  if (!with_hessian) return;
-  EXPECT_EQ(f.f_hess, d.f_hess);
-  EXPECT_EQ(f.g_hess, d.g_hess);
-  EXPECT_EQ(f.H, d.H);
-}
-
-void expect_close(const Outputs& f, const Outputs& d) {
+void expect_close(const ShardOutputs& f, const ShardOutputs& d) {
   expect_close(f.f, d.f, "value");
   expect_close(f.f_grad, d.f_grad, "value with gradient");
   expect_close(f.f_cached, d.f_cached, "value at the cached point");
@@ -112,12 +73,12 @@ void expect_float32_storage_is_the_double_path(const ShardConfig& c) {
   const auto [as_double, as_float] = both_precisions(c);
   const auto model64 = testing::make_test_model(as_double, c);
   const auto model32 = testing::make_test_model(as_float, c);
-  const Outputs f1 = evaluate(model32, 1);
+  const ShardOutputs f1 = evaluate_shard(model32, 1, true);
   for (int threads : {1, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    const Outputs d = evaluate(model64, threads), f = evaluate(model32, threads);
-    expect_same(f, evaluate(model32, threads));         // run to run
-    expect_same(f, f1, /*with_hessian=*/threads == 1);  // any thread count
+    const ShardOutputs d = evaluate_shard(model64, threads, true), f = evaluate_shard(model32, threads, true);
+    expect_same(f, evaluate_shard(model32, threads, true), /*with_hessian=*/true);  // run to run
+    expect_same(f, f1, /*with_hessian=*/threads == 1);                              // any thread count
     expect_close(f, d);
   }
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
+#include "shard_outputs.hpp"
 #include "support/shard_test_helpers.hpp"
 
 namespace rabbit {
@@ -14,45 +15,13 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using testing::ShardConfig;
 
-struct Outputs {
-  double f = 0, f_grad = 0, f_hvp = 0, f_cached = 0;
-  VectorXd g, g_hvp, beta;
-  MatrixXd hv, hv_cached;
-};
-
-Outputs evaluate(const std::shared_ptr<Model>& model, int threads) {
-  CpuShardEvaluator shard(model, 0, model->input->nbins, threads);
-  const VectorXd xi = testing::test_point(*model);
-  VectorXd x2 = xi;
-  x2[0] += 0.01;
-  MatrixXd V(xi.size(), 3);
-  for (int64_t i = 0; i < V.rows(); ++i)
-    for (int j = 0; j < 3; ++j) V(i, j) = std::sin(0.7 * i + 1.3 * j);
-  Outputs o;
-  o.f = shard.value(xi);
-  o.f_grad = shard.value_grad(xi, o.g);
-  VectorXd g;
-  o.f_cached = shard.value_grad_hvp(xi, V, g, o.hv_cached);  // at the point just evaluated: cached
-  o.f_hvp = shard.value_grad_hvp(x2, V, o.g_hvp, o.hv);      // a new point
-  o.beta = shard.profiled_beta(xi);
-  return o;
-}
-
 void expect_same_for_any_thread_count(const ShardConfig& c) {
   auto model = testing::make_test_model(testing::make_test_input(c), c);
-  const Outputs one = evaluate(model, 1);
+  const testing::ShardOutputs one = testing::evaluate_shard(model, 1, /*with_hessian=*/false);
   for (int threads : {2, 3, 5}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    const Outputs o = evaluate(model, threads);
-    EXPECT_EQ(o.f, one.f);
-    EXPECT_EQ(o.f_grad, one.f_grad);
-    EXPECT_EQ(o.f_hvp, one.f_hvp);
-    EXPECT_EQ(o.f_cached, one.f_cached);
-    EXPECT_EQ(o.g, one.g);
-    EXPECT_EQ(o.g_hvp, one.g_hvp);
-    EXPECT_EQ(o.hv, one.hv);
-    EXPECT_EQ(o.hv_cached, one.hv_cached);
-    EXPECT_EQ(o.beta, one.beta);
+    testing::expect_same(testing::evaluate_shard(model, threads, /*with_hessian=*/false), one,
+                         /*with_hessian=*/false);
   }
 }
 

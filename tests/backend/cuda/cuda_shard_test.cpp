@@ -25,10 +25,7 @@ using testing::make_test_input;
 using testing::make_test_model;
 using testing::ShardConfig;
 
-struct Case {
-  std::string name;
-  ShardConfig cfg;
-};
+using Case = fixtures::NamedConfig;
 
 std::vector<Case> cases() {
   std::vector<Case> out;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 
+#include "fitter_evaluation.hpp"
 #include "host_ops.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
@@ -17,6 +18,8 @@
 namespace rabbit {
 namespace {
 
+using fixtures::Evaluation;
+using fixtures::expect_close;
 using fixtures::scaled_max_error;
 using pipeline::FusedTiles;
 using pipeline::plan_fused_tiles;
@@ -90,31 +93,10 @@ TEST(FusedTiling, WholeBinsWithinHalfTheCache) {
   EXPECT_FALSE(plan_fused_tiles(0, P, W, uint64_t(1) << 30, 4).fused());
 }
 
-struct Evaluation {
-  double f = 0;
-  Eigen::VectorXd g, beta;
-  Eigen::MatrixXd hv, h, h_fixed;
-};
-
+// Every path of the fused pass and the per-point cache: loss+grad, the HVP at that point, the Hessian
+// with β profiled and with β fixed.
 Evaluation evaluate(Fitter& fitter, const Eigen::VectorXd& x, const Eigen::MatrixXd& V) {
-  Evaluation e;
-  Eigen::VectorXd g;
-  e.f = fitter.value_grad(x, e.g);
-  fitter.value_grad_hvp(x, V, g, e.hv);
-  fitter.value_grad_hess(x, g, e.h, true);
-  fitter.value_grad_hess(x, g, e.h_fixed, false);
-  e.beta = fitter.profiled_beta(x);
-  return e;
-}
-
-void expect_close(const Evaluation& got, const Evaluation& ref) {
-  ASSERT_TRUE(std::isfinite(ref.f));
-  EXPECT_NEAR(got.f, ref.f, 1e-10 * std::max(1.0, std::abs(ref.f)));
-  EXPECT_LE(scaled_max_error(got.g, ref.g), 1e-10);
-  EXPECT_LE(scaled_max_error(got.hv, ref.hv), 1e-10);
-  EXPECT_LE(scaled_max_error(got.h, ref.h), 1e-10);
-  EXPECT_LE(scaled_max_error(got.h_fixed, ref.h_fixed), 1e-10);
-  EXPECT_LE(scaled_max_error(got.beta, ref.beta), 1e-10);
+  return fixtures::evaluate(fitter, x, V, {.loss_grad_first = true, .fixed_beta_hessian = true});
 }
 
 // 60 observed bins + a masked channel of 3, 3 processes, 4 asymmetric systematics: 192 bytes per bin.

@@ -24,10 +24,7 @@ using testing::ShardConfig;
 
 using testing::host_shard;
 
-struct Case {
-  std::string name;
-  ShardConfig cfg;
-};
+using Case = fixtures::NamedConfig;
 
 std::vector<Case> cases() {
   std::vector<Case> out;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 
+#include "fitter_evaluation.hpp"
 #include "host_ops.hpp"
 #include "rabbit/backend/cpu/cpu_shard.hpp"
 #include "rabbit/backend/cuda/cuda_shard.hpp"
@@ -20,7 +21,9 @@
 namespace rabbit {
 namespace {
 
-using fixtures::scaled_max_error;
+using fixtures::evaluate;
+using fixtures::Evaluation;
+using fixtures::expect_close;
 using testing::ShardConfig;
 
 struct Shape {
@@ -117,37 +120,6 @@ std::unique_ptr<Fitter> pipeline_fitter(Where where, std::shared_ptr<Model> mode
   return fixtures::fitter_over(std::move(model), std::move(shards));
 }
 
-Eigen::MatrixXd directions(int64_t n, int64_t k) {
-  Eigen::MatrixXd V(n, k);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < k; ++j) V(i, j) = std::cos(0.3 + i * 0.9 + j * 0.4);
-  return V;
-}
-
-struct Evaluation {
-  double f = 0;
-  Eigen::VectorXd g, beta;
-  Eigen::MatrixXd hv, h;
-};
-
-Evaluation evaluate(Fitter& fitter, const Eigen::VectorXd& x, const Eigen::MatrixXd& V) {
-  Evaluation e;
-  e.f = fitter.value_grad_hvp(x, V, e.g, e.hv);
-  Eigen::VectorXd g;
-  fitter.value_grad_hess(x, g, e.h, true);
-  e.beta = fitter.profiled_beta(x);
-  return e;
-}
-
-void expect_close(const Evaluation& got, const Evaluation& ref) {
-  ASSERT_TRUE(std::isfinite(ref.f));
-  EXPECT_NEAR(got.f, ref.f, 1e-10 * std::max(1.0, std::abs(ref.f)));
-  EXPECT_LE(scaled_max_error(got.g, ref.g), 1e-10);
-  EXPECT_LE(scaled_max_error(got.hv, ref.hv), 1e-10);
-  EXPECT_LE(scaled_max_error(got.h, ref.h), 1e-10);
-  EXPECT_LE(scaled_max_error(got.beta, ref.beta), 1e-10);
-}
-
 template <class M>
 bool bitwise_equal(const M& a, const M& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
@@ -161,10 +133,7 @@ void expect_bitwise(const Evaluation& a, const Evaluation& b) {
   EXPECT_TRUE(bitwise_equal(a.beta, b.beta));
 }
 
-struct Case {
-  std::string name;
-  ShardConfig cfg;
-};
+using Case = fixtures::NamedConfig;
 
 std::vector<Case> cases() {
   std::vector<Case> out;
@@ -182,7 +151,7 @@ std::vector<Case> cases() {
 void agrees_at_scale(Where where, const ShardConfig& cfg) {
   auto model = testing::make_test_model(make_scale_input(Shape(), cfg), cfg);
   const Eigen::VectorXd x = testing::test_point(*model);
-  const Eigen::MatrixXd V = directions(model->parameters.size(), 3);
+  const Eigen::MatrixXd V = fixtures::test_directions(model->parameters.size(), 3);
   const int64_t B = model->input->nbins;
   const Evaluation ref = evaluate(*fixtures::single_cpu_fitter(model), x, V);
   expect_close(evaluate(*pipeline_fitter(where, model, {0, 7001, 7001 + B / 3, B}), x, V), ref);
@@ -194,14 +163,10 @@ void batches_cross_the_width(Where where, bool sparse) {
   ShardConfig cfg;
   cfg.sparse = sparse;
   cfg.bb_mode = BBMode::full;
-  Shape shape;
-  shape.bins = 200;
-  shape.masked = 20;
-  shape.procs = 3;
-  shape.systs = 300;
+  const Shape shape{.bins = 200, .masked = 20, .procs = 3, .systs = 300};
   auto model = testing::make_test_model(make_scale_input(shape, cfg), cfg);
   const Eigen::VectorXd x = testing::test_point(*model);
-  const Eigen::MatrixXd V = directions(model->parameters.size(), 300);
+  const Eigen::MatrixXd V = fixtures::test_directions(model->parameters.size(), 300);
   const Evaluation ref = evaluate(*fixtures::single_cpu_fitter(model), x, V);
   expect_close(evaluate(*pipeline_fitter(where, model, {0, shape.bins}), x, V), ref);
 }
@@ -212,14 +177,10 @@ void batches_cross_the_width(Where where, bool sparse) {
 TEST(ScaleHostBatches, AllocatedOnceAtTheBudgetWidth) {
   ShardConfig cfg;
   cfg.bb_mode = BBMode::full;
-  Shape shape;
-  shape.bins = 200;
-  shape.masked = 20;
-  shape.procs = 3;
-  shape.systs = 300;
+  const Shape shape{.bins = 200, .masked = 20, .procs = 3, .systs = 300};
   auto model = testing::make_test_model(make_scale_input(shape, cfg), cfg);
   const Eigen::VectorXd x = testing::test_point(*model);
-  const Eigen::MatrixXd V = directions(model->parameters.size(), 300);
+  const Eigen::MatrixXd V = fixtures::test_directions(model->parameters.size(), 300);
   const Evaluation ref = evaluate(*fixtures::single_cpu_fitter(model), x, V);
   // One column: δΛ and ω (600 entries), δN, z, t (600 bin-processes), direction and result (600
   // tensor columns), dr and the per-process sums (3 processes).
@@ -275,7 +236,7 @@ void repeats_bitwise(Where where, bool sparse) {
   auto model = testing::make_test_model(make_scale_input(Shape(), cfg), cfg);
   const Eigen::VectorXd x = testing::test_point(*model);
   const Eigen::VectorXd y = x + Eigen::VectorXd::Constant(x.size(), 0.05);
-  const Eigen::MatrixXd V = directions(model->parameters.size(), 3);
+  const Eigen::MatrixXd V = fixtures::test_directions(model->parameters.size(), 3);
   const int64_t B = model->input->nbins;
   auto fitter = pipeline_fitter(where, model, {0, B / 2, B});
   const Evaluation first = evaluate(*fitter, x, V);
