@@ -6,7 +6,7 @@
 #include <Eigen/LU>
 #include <random>
 
-#include "../../src/postfit/hist_beta_impacts.hpp"
+#include "src/postfit/hist_beta_impacts.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/postfit/mapping.hpp"
 

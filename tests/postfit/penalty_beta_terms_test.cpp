@@ -2,7 +2,7 @@
 // docs/likelihood.md "Regularisation and β") against central differences: the row sums of ∂²P/∂β² (rabbit's
 // pd2ldbeta2 through the penalty) and the cross derivatives ∂²P/∂x∂β of the masked channel's entries, for
 // the BB types and modes whose yields β scales or shifts.
-#include "../../src/postfit/penalty_beta_terms.hpp"
+#include "src/postfit/penalty_beta_terms.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // double, for row counts around the register block and widths around the lane count, with strided
 // operands; and a row's result does not depend on the rows it shares a register block with
 // (docs/likelihood.md "Threads": fixed summation order).
-#include "../../../src/backend/cpu/float_row_products.hpp"
+#include "src/backend/cpu/float_row_products.hpp"
 
 #include <gtest/gtest.h>
 
