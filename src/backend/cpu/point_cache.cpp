@@ -65,33 +65,19 @@ inline void ShardEvaluation::run_cached(const Request& req, std::vector<Accum>& 
   const int64_t k = pt.k;
   for (auto& acc : accs) init_accum(acc, req, k);
   if (k > 0) {
-    const int64_t maxe = L.max_entries(s.begin_, s.end_);
-    auto self = std::make_shared<const ShardEvaluation>(*this);
-    auto job = std::make_shared<BackedUpChunks<ChunkResult>>(chunks.count());
-    Request inputs = req;  // flags only: a worker reads no input and writes no output of the caller
-    inputs.xi = nullptr;
-    inputs.V = nullptr;
-    inputs.grad_out = nullptr;
-    inputs.hv_out = inputs.hess_out = nullptr;
-    inputs.beta_out = nullptr;
-    auto fn = std::make_shared<const std::function<void(int)>>(
-        [self, job, inputs, chunks, maxe, nc, k, rows = cache.rows](int t) {
-          BinScratch sc;
-          sc.resize(maxe, 1, nc, k);
-          auto compute = [&](int64_t c, ChunkResult& r) {
-            self->init_accum(r.acc, inputs, k);
-            for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) {
-              if (job->done(c)) return false;
-              self->load_bin(b, *rows, sc);
-              self->yields(b, sc, 0, true);
-              self->accumulate(b, sc, 0, 0, inputs, r.acc, nullptr, false);
-            }
-            return true;
-          };
-          job->take(compute);
-          if (t == 0) job->back_up(compute);
-        });
-    s.pool->share_detached(T, fn);
+    auto job = run_backed_up(req, chunks, T, nc,
+                             [chunks, k, rows = cache.rows](const ShardEvaluation& ev, const Request& inputs,
+                                                            int64_t c, BinScratch& sc, ChunkResult& r,
+                                                            const BackedUpChunks<ChunkResult>& job) {
+                               ev.init_accum(r.acc, inputs, k);
+                               for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) {
+                                 if (job.done(c)) return false;
+                                 ev.load_bin(b, *rows, sc);
+                                 ev.yields(b, sc, 0, true);
+                                 ev.accumulate(b, sc, 0, 0, inputs, r.acc, nullptr, false);
+                               }
+                               return true;
+                             });
     for (int64_t c = 0; c < job->count(); ++c) accs[c] = std::move(job->result(c).acc);
   }
   accs[0].f = cache.f;

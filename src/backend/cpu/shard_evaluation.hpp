@@ -18,6 +18,8 @@
 #include <Eigen/Core>
 #include <Eigen/LU>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "bin_chunks.hpp"
@@ -126,7 +128,18 @@ class ShardEvaluation {
   double finish(Request& req, std::vector<Accum>& accs);
   double finish_bin_dependent(Request& req, const Accum& tot, const Eigen::VectorXd& yd);
 
-  // ---- the uncoupled chunk loop with backup execution (shard_evaluation.cpp) ----
+  // ---- the uncoupled chunk loops with backup execution (run_backed_up below, run_uncoupled in
+  // shard_evaluation.cpp, run_cached in point_cache.cpp) ----
+  /// The chunks of one evaluation with backup execution (bin_chunks.hpp BackedUpChunks,
+  /// docs/architecture.md "Threads"), for run_uncoupled and run_cached: compute(ev, inputs, c, sc, r,
+  /// job) fills chunk c's result r with scratch sc (sized for one bin of nc profile columns) and
+  /// returns false when job.done(c) became true first. It runs on the caller and on every worker that
+  /// joins; each call holds its own copy of this evaluation (ev) and of the request's flags (inputs:
+  /// no input or output pointer of the caller), so it must capture nothing by reference. Returns when
+  /// every chunk has a result.
+  template <class Compute>
+  std::shared_ptr<BackedUpChunks<ChunkResult>> run_backed_up(const Request& req, const BinChunks& chunks, int T,
+                                                             int nc, Compute compute) const;
   void run_uncoupled(Request& req, std::vector<Accum>& accs, const BinChunks& chunks, int T, int nc,
                      bool derivs, bool store);
 
@@ -154,5 +167,32 @@ class ShardEvaluation {
   YieldModel& owner;
   int64_t P, S, M, n, W;
 };
+
+// The detached job that run_uncoupled and run_cached share: here, not in a unit, because both units
+// instantiate it.
+template <class Compute>
+std::shared_ptr<BackedUpChunks<ChunkResult>> ShardEvaluation::run_backed_up(const Request& req,
+                                                                           const BinChunks& chunks, int T,
+                                                                           int nc, Compute compute) const {
+  const int64_t k = pt.k;
+  const int64_t maxe = L.max_entries(s.begin_, s.end_);
+  auto self = std::make_shared<const ShardEvaluation>(*this);
+  auto job = std::make_shared<BackedUpChunks<ChunkResult>>(chunks.count());
+  Request inputs = req;  // flags only: a worker reads no input and writes no output of the caller
+  inputs.xi = nullptr;
+  inputs.V = nullptr;
+  inputs.grad_out = nullptr;
+  inputs.hv_out = inputs.hess_out = nullptr;
+  inputs.beta_out = nullptr;
+  auto fn = std::make_shared<const std::function<void(int)>>([self, job, inputs, maxe, nc, k, compute](int t) {
+    BinScratch sc;
+    sc.resize(maxe, 1, nc, k);
+    auto one = [&](int64_t c, ChunkResult& r) { return compute(*self, inputs, c, sc, r, *job); };
+    job->take(one);
+    if (t == 0) job->back_up(one);
+  });
+  s.pool->share_detached(T, fn);
+  return job;
+}
 
 }  // namespace rabbit::cpu_detail
