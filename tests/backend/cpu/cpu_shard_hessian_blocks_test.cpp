@@ -1,7 +1,7 @@
 // The dense Hessian by column blocks (src/backend/cpu/hessian_blocks.cpp, docs/architecture.md
 // "Threads"): with threads made late at random after they take a block (WorkerPool::item_taken_hook),
-// the Hessian is bit for bit the same for every thread count above one and every schedule; value,
-// gradient and β are those of one thread; the Hessian agrees with one thread's to rounding.
+// the Hessian is bit for bit the same for every thread count above one and every schedule; value and
+// gradient are those of one thread; the Hessian agrees with one thread's to rounding.
 #include <gtest/gtest.h>
 
 #include <atomic>
