@@ -4,8 +4,9 @@
 // and the point, whoever computes it: the Hessian is the same for every thread count above one and
 // every schedule, and a thread that is descheduled holds up one block, not a fixed share of the bins.
 // Memory stays one triangle (the blocks) plus one n × n total, against one n × n sum per thread before;
-// the price is phase A and the profile once per block instead of once (O(W) per entry and block against
-// the block's O(n · width) of rank updates; docs/benchmarks.md "Contention").
+// the price is phase A, the profile and a read of the tensor once per block instead of once (O(W) per
+// entry and block against the block's O(n · width) of rank updates; docs/benchmarks.md "Contention,
+// short evaluations and the Hessian").
 #include <algorithm>
 
 #include "rabbit/core/worker_pool.hpp"
