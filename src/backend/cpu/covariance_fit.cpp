@@ -364,11 +364,29 @@ inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs,
       flush_E(accs[t]);
     });
   } else {
-    ChunkQueue queue(chunks.count());
-    s.pool->share(T, [&](int) {
-      for (int64_t c; (c = queue.take()) >= 0;)
-        for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) one_bin(b, accs[c]);
-    });
+    // backup execution as in run_uncoupled (docs/architecture.md "Threads"): this evaluation's
+    // per-entry quantities and z move into a block that the threads' calls own jointly, so that a
+    // worker still inside a chunk after the caller has returned reads nothing the caller frees
+    struct PhaseB {
+      BinScratch sc;
+      std::vector<double> zbuf;
+    };
+    auto shared = std::make_shared<const PhaseB>(PhaseB{std::move(sc), std::move(zbuf)});
+    const double f = accs[0].f;
+    auto job = run_backed_up(req, chunks, T, nc,
+                             [chunks, k, nc, shared](const ShardEvaluation& ev, const Request& inputs, int64_t c,
+                                                     BinScratch&, ChunkResult& r,
+                                                     const BackedUpChunks<ChunkResult>& job) {
+                               ev.init_accum(r.acc, inputs, k);
+                               for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) {
+                                 if (job.done(c)) return false;
+                                 ev.accumulate(b, shared->sc, ev.L.bin_ptr[b], b, inputs, r.acc,
+                                               k > 0 ? shared->zbuf.data() + b * k * nc : nullptr);
+                               }
+                               return true;
+                             });
+    for (int64_t c = 0; c < job->count(); ++c) accs[c] = std::move(job->result(c).acc);
+    accs[0].f += f;
   }
   if (req.hess) {
     MatrixXd J = MatrixXd::Zero(n, nvar);

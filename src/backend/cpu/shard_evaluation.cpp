@@ -92,48 +92,34 @@ inline void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, boo
 inline void ShardEvaluation::run_uncoupled(Request& req, std::vector<Accum>& accs, const BinChunks& chunks,
                                            int T, int nc, bool derivs, bool store) {
   const int64_t k = pt.k;
-  const int64_t maxe = L.max_entries(s.begin_, s.end_);
   const int64_t bw = s.beta_width();
   const bool want_beta = req.beta_out != nullptr;
-  auto self = std::make_shared<const ShardEvaluation>(*this);
-  auto job = std::make_shared<BackedUpChunks<ChunkResult>>(chunks.count());
-  Request inputs = req;  // flags only: a worker reads no input and writes no output of the caller
-  inputs.xi = nullptr;
-  inputs.V = nullptr;
-  inputs.grad_out = nullptr;
-  inputs.hv_out = inputs.hess_out = nullptr;
-  inputs.beta_out = nullptr;
-  auto fn = std::make_shared<const std::function<void(int)>>(
-      [self, job, inputs, chunks, maxe, nc, k, bw, derivs, store, want_beta](int t) {
-        const ShardEvaluation& ev = *self;
+  auto job = run_backed_up(
+      req, chunks, T, nc,
+      [chunks, k, bw, nc, derivs, store, want_beta](const ShardEvaluation& ev, const Request& inputs, int64_t c,
+                                                     BinScratch& sc, ChunkResult& r,
+                                                     const BackedUpChunks<ChunkResult>& job) {
         const EntryLayout& L = ev.L;
-        BinScratch sc;
-        sc.resize(maxe, 1, nc, k);
-        auto compute = [&](int64_t c, ChunkResult& r) {
-          const int64_t b0 = chunks.first(c), b1 = chunks.last(c);
-          ev.init_accum(r.acc, inputs, k);
-          if (store) {
-            const int64_t ne = L.bin_ptr[b1] - L.bin_ptr[b0];
-            for (auto* v : {&r.rows.N, &r.rows.a, &r.rows.c, &r.rows.phi, &r.rows.d}) v->resize(ne);
-            r.rows.U.resize(ne * nc);
-            r.rows.M.resize((b1 - b0) * nc * nc);
-          }
-          if (want_beta) r.beta.assign((b1 - b0) * bw, 0.0);
-          Accum& acc = r.acc;
-          for (int64_t b = b0; b < b1; ++b) {
-            if (job->done(c)) return false;
-            ev.yields(b, sc, 0);
-            double* bo = want_beta ? r.beta.data() + (b - b0) * bw : nullptr;
-            acc.f += ev.prof.profile_bin(b, sc, 0, 0, derivs, inputs.beta, bo);
-            if (store) ev.store_bin(b, b0, sc, r.rows);
-            if (derivs) ev.accumulate(b, sc, 0, 0, inputs, acc, nullptr);
-          }
-          return true;
-        };
-        job->take(compute);
-        if (t == 0) job->back_up(compute);
+        const int64_t b0 = chunks.first(c), b1 = chunks.last(c);
+        ev.init_accum(r.acc, inputs, k);
+        if (store) {
+          const int64_t ne = L.bin_ptr[b1] - L.bin_ptr[b0];
+          for (auto* v : {&r.rows.N, &r.rows.a, &r.rows.c, &r.rows.phi, &r.rows.d}) v->resize(ne);
+          r.rows.U.resize(ne * nc);
+          r.rows.M.resize((b1 - b0) * nc * nc);
+        }
+        if (want_beta) r.beta.assign((b1 - b0) * bw, 0.0);
+        Accum& acc = r.acc;
+        for (int64_t b = b0; b < b1; ++b) {
+          if (job.done(c)) return false;
+          ev.yields(b, sc, 0);
+          double* bo = want_beta ? r.beta.data() + (b - b0) * bw : nullptr;
+          acc.f += ev.prof.profile_bin(b, sc, 0, 0, derivs, inputs.beta, bo);
+          if (store) ev.store_bin(b, b0, sc, r.rows);
+          if (derivs) ev.accumulate(b, sc, 0, 0, inputs, acc, nullptr);
+        }
+        return true;
       });
-  s.pool->share_detached(T, fn);
   // every chunk has a result now, and no worker writes into a published one
   std::shared_ptr<CacheRows> rows;
   if (store) {
@@ -170,8 +156,9 @@ inline double ShardEvaluation::run(Request& req) {
   int T = static_cast<int>(
       std::max<int64_t>(1, std::min<int64_t>({s.threads_, std::max<int64_t>(nb, 1), by_work})));
   // Value, gradient and HVP: per-chunk sums added in chunk order (bin_chunks.hpp), the same for any
-  // thread count. The Hessian's n × n sums stay per thread over fixed bin ranges (a copy per chunk
-  // would not fit in memory): the same for a fixed thread count.
+  // thread count. The Hessian's n × n sums cannot be kept per chunk (memory): with more than one
+  // thread they are cut into column blocks instead (hessian_blocks.cpp), the same for any thread count
+  // above one; on a small model (n below two blocks) they stay per thread over fixed bin ranges.
   const int64_t sum_rows = pt.bin_dependent ? s.nbinsfull_ * P : P;
   const BinChunks chunks = BinChunks::make(s.begin_, s.end_, entries, W, W + sum_rows, k);
   if (!req.hess) T = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(T, chunks.count())));
@@ -210,7 +197,10 @@ inline double ShardEvaluation::run(Request& req) {
       acc.f += prof.profile_bin(b, sc, 0, 0, derivs, req.beta, bo);
       if (derivs) accumulate(b, sc, 0, 0, req, acc, nullptr);
     };
-    if (req.hess) {
+    const std::vector<int64_t> hess_cols = req.hess && T > 1 ? hessian_column_blocks(n) : std::vector<int64_t>{};
+    if (!hess_cols.empty()) {
+      run_hessian_blocks(req, accs, hess_cols, T, nc);
+    } else if (req.hess) {
       s.pool->run(T, [&](int t) {
         Accum& acc = accs[t];
         init_accum(acc, req, k);

@@ -18,6 +18,8 @@
 #include <Eigen/Core>
 #include <Eigen/LU>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "bin_chunks.hpp"
@@ -53,6 +55,10 @@ struct Accum {
   Eigen::VectorXd y, gpi;  // K2ᵀ(φc) [W], Σ φ a per process [P]
   Eigen::MatrixXd O, hpi;  // HVP: K2ᵀ ω [W × k], per-process π part [P × k]
   Eigen::MatrixXd H;       // Σ Jᵀ M J + Σ w E Eᵀ (θθ block): lower triangle only (n × n)
+  // a Hessian column block (run_hessian_blocks): H holds only the columns [h0, h1) of the lower
+  // triangle, rows h0 … n−1, as an (n − h0) × (h1 − h0) tile
+  bool tiled = false;
+  int64_t h0 = 0, h1 = 0;
   Eigen::MatrixXd X;       // πθ per process [P × S]
   Eigen::VectorXd Ypp;     // ππ per process [P]
   // Hessian batching
@@ -66,6 +72,14 @@ struct Accum {
 /// 256 columns (was 64): every flush rereads and rewrites the n × n triangle, and Eigen's GEMM/SYRK
 /// pack panels of about this depth; docs/benchmarks.md "Dense Hessian and dense linear algebra".
 constexpr int64_t kHessBlock = 256;
+
+/// The dense Hessian with more than one thread is cut into column blocks of its lower triangle
+/// (hessian_blocks.cpp): at most this many, each at least this wide on average; below two such
+/// blocks the threads keep one bin range each.
+constexpr int64_t kMaxHessianBlocks = 12;
+constexpr int64_t kMinHessianBlockWidth = 64;
+/// The first column of each block and n, or nothing when n is too small for two blocks.
+std::vector<int64_t> hessian_column_blocks(int64_t n);
 
 /// What one thread computes for one chunk of bins (bin_chunks.hpp BackedUpChunks): the chunk's sums,
 /// its point-cache rows when the evaluation fills the cache, its profiled β when asked for.
@@ -126,9 +140,26 @@ class ShardEvaluation {
   double finish(Request& req, std::vector<Accum>& accs);
   double finish_bin_dependent(Request& req, const Accum& tot, const Eigen::VectorXd& yd);
 
-  // ---- the uncoupled chunk loop with backup execution (shard_evaluation.cpp) ----
+  // ---- the uncoupled chunk loops with backup execution (run_backed_up below, run_uncoupled in
+  // shard_evaluation.cpp, run_cached in point_cache.cpp) ----
+  /// The chunks of one evaluation with backup execution (bin_chunks.hpp BackedUpChunks,
+  /// docs/architecture.md "Threads"), for run_uncoupled and run_cached: compute(ev, inputs, c, sc, r,
+  /// job) fills chunk c's result r with scratch sc (sized for one bin of nc profile columns) and
+  /// returns false when job.done(c) became true first. It runs on the caller and on every worker that
+  /// joins; each call holds its own copy of this evaluation (ev) and of the request's flags (inputs:
+  /// no input or output pointer of the caller), so it must capture nothing by reference. Returns when
+  /// every chunk has a result.
+  template <class Compute>
+  std::shared_ptr<BackedUpChunks<ChunkResult>> run_backed_up(const Request& req, const BinChunks& chunks, int T,
+                                                             int nc, Compute compute) const;
   void run_uncoupled(Request& req, std::vector<Accum>& accs, const BinChunks& chunks, int T, int nc,
                      bool derivs, bool store);
+
+  // ---- the dense Hessian by column blocks (hessian_blocks.cpp) ----
+  /// The uncoupled value, gradient and Hessian with the Hessian's lower triangle cut into column
+  /// blocks that the threads take in turn, each over all bins; accs becomes the one total.
+  void run_hessian_blocks(Request& req, std::vector<Accum>& accs, const std::vector<int64_t>& cols, int T,
+                          int nc);
 
   // ---- point cache (point_cache.cpp) ----
   /// Copies bin b's phase-A and profile quantities from slot 0 of sc into the rows of its chunk,
@@ -154,5 +185,32 @@ class ShardEvaluation {
   YieldModel& owner;
   int64_t P, S, M, n, W;
 };
+
+// The detached job that run_uncoupled and run_cached share: here, not in a unit, because both units
+// instantiate it.
+template <class Compute>
+std::shared_ptr<BackedUpChunks<ChunkResult>> ShardEvaluation::run_backed_up(const Request& req,
+                                                                           const BinChunks& chunks, int T,
+                                                                           int nc, Compute compute) const {
+  const int64_t k = pt.k;
+  const int64_t maxe = L.max_entries(s.begin_, s.end_);
+  auto self = std::make_shared<const ShardEvaluation>(*this);
+  auto job = std::make_shared<BackedUpChunks<ChunkResult>>(chunks.count());
+  Request inputs = req;  // flags only: a worker reads no input and writes no output of the caller
+  inputs.xi = nullptr;
+  inputs.V = nullptr;
+  inputs.grad_out = nullptr;
+  inputs.hv_out = inputs.hess_out = nullptr;
+  inputs.beta_out = nullptr;
+  auto fn = std::make_shared<const std::function<void(int)>>([self, job, inputs, maxe, nc, k, compute](int t) {
+    BinScratch sc;
+    sc.resize(maxe, 1, nc, k);
+    auto one = [&](int64_t c, ChunkResult& r) { return compute(*self, inputs, c, sc, r, *job); };
+    job->take(one);
+    if (t == 0) job->back_up(one);
+  });
+  s.pool->share_detached(T, fn);
+  return job;
+}
 
 }  // namespace rabbit::cpu_detail

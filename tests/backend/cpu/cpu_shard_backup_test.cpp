@@ -118,5 +118,14 @@ TEST(CpuShardBackup, SparseChisqBBFullIdenticalWithLateThreads) {
   stress(c, 8);
 }
 
+// the covariance fit's phase B (covariance_fit.cpp): 1,400 bins for 2 threads on a value
+TEST(CpuShardBackup, CovarianceFitIdenticalWithLateThreads) {
+  ShardConfig c;
+  c.nbins = 1400;
+  c.likelihood = DataLikelihood::covariance;
+  c.bb = false;
+  stress(c, 4);
+}
+
 }  // namespace
 }  // namespace rabbit
