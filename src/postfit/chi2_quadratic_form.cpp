@@ -26,7 +26,11 @@ DiagonalPlusLowRank linear_chi2_low_rank(const LinearChi2Terms& t, ParallelProdu
   const VectorXd& vn = t.data_var;
   const VectorXd e = beta_var.cwiseProduct(t.w).array() - 1.0;
   V.delta = e.cwiseAbs2().cwiseProduct(vn);
-  MatrixXd K = (t.w.cwiseProduct(vn).cwiseProduct(e)).asDiagonal() * J;
+  // U = [J C, K] filled in place: a few nobs × npar matrices fewer (docs/benchmarks.md "Histogram errors").
+  V.U.resize(nobs, 2 * npar);
+  V.U.leftCols(npar) = *t.JC;
+  auto K = V.U.rightCols(npar);
+  K = (t.w.cwiseProduct(vn).cwiseProduct(e)).asDiagonal() * J;
   const VectorXd wwv = t.w.cwiseAbs2().cwiseProduct(vn);
   MatrixXd X = prod.weighted_gram(J, wwv);
   X.diagonal() += t.cw;
@@ -36,8 +40,6 @@ DiagonalPlusLowRank linear_chi2_low_rank(const LinearChi2Terms& t, ParallelProdu
     K += t.D * t.s.asDiagonal() * B;
     V.delta += t.D.cwiseAbs2() * t.s;
   }
-  V.U.resize(nobs, 2 * npar);
-  V.U << *t.JC, K;
   V.S = MatrixXd::Zero(2 * npar, 2 * npar);
   V.S.topLeftCorner(npar, npar) = X;
   V.S.topRightCorner(npar, npar).setIdentity();
@@ -59,15 +61,17 @@ VectorXd diagonal(const DiagonalPlusLowRank& V) {
   return V.delta + ((V.U * V.S).array() * V.U.array()).rowwise().sum().matrix();
 }
 
-double quadratic_form(const DiagonalPlusLowRank& V, const VectorXd& r, ParallelProducts& prod) {
-  const VectorXd inv_delta = V.delta.cwiseInverse();
-  const VectorXd rd = r.cwiseProduct(inv_delta);
-  const VectorXd z = V.U.transpose() * rd;                            // UᵀΔ⁻¹r
-  const MatrixXd G = prod.weighted_gram(V.U, inv_delta);  // UᵀΔ⁻¹U
+double quadratic_form(DiagonalPlusLowRank V, const VectorXd& r, ParallelProducts& prod) {
+  // With Ũ = Δ^{-1/2} U (U scaled in place) and r̃ = Δ^{-1/2} r: rᵀΔ⁻¹r = r̃ᵀr̃, z = Ũᵀr̃, G = ŨᵀŨ.
+  const VectorXd scale = V.delta.cwiseSqrt().cwiseInverse();
+  V.U = scale.asDiagonal() * V.U;
+  const VectorXd rs = r.cwiseProduct(scale);
+  const VectorXd z = V.U.transpose() * rs;
+  const MatrixXd G = prod.weighted_gram(V.U, VectorXd());
   MatrixXd M = prod.product(V.S, G);
   M.diagonal().array() += 1.0;
   const VectorXd y = Eigen::PartialPivLU<MatrixXd>(M).solve(V.S * z);
-  return r.dot(rd) - z.dot(y);
+  return rs.squaredNorm() - z.dot(y);
 }
 
 void dense_chi2(const MatrixXd& V, const VectorXd& r, int64_t ndf_reduction, double& chi2, int64_t& ndf) {

@@ -49,7 +49,7 @@ bool linear_chi2_low_rank_pays(int64_t nobs, int64_t npar, bool postfit);
 Eigen::VectorXd diagonal(const DiagonalPlusLowRank& V);
 
 /// rᵀV⁻¹r by the Woodbury identity, V⁻¹ = Δ⁻¹ − Δ⁻¹U (1 + S UᵀΔ⁻¹U)⁻¹ S UᵀΔ⁻¹; needs delta > 0.
-double quadratic_form(const DiagonalPlusLowRank& V, const Eigen::VectorXd& r, ParallelProducts& prod);
+double quadratic_form(DiagonalPlusLowRank V, const Eigen::VectorXd& r, ParallelProducts& prod);
 
 /// chi2 = rᵀV⁻¹r over the bins of non-zero variance and ndf their count less ndf_reduction; a bin of zero
 /// variance and non-zero residual makes chi2 +inf. V's pseudo-inverse when ndf_reduction > 0.

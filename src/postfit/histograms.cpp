@@ -524,7 +524,14 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       VectorXd cwf = model.parameters.constraint_weights;
       for (int64_t j = 0; j < npar; ++j)
         if (model.parameters.frozen[j]) cwf(j) = 0.0;
-      const MatrixXd Jo = J.topRows(nobs), JCo = JC.topRows(nobs);
+      // The observed rows; J and JC themselves without masked channels (no copies of nobs × npar).
+      MatrixXd Jo_rows, JCo_rows;
+      if (nobs < J.rows()) {
+        Jo_rows = J.topRows(nobs);
+        JCo_rows = JC.topRows(nobs);
+      }
+      const MatrixXd& Jo = nobs < J.rows() ? Jo_rows : J;
+      const MatrixXd& JCo = nobs < J.rows() ? JCo_rows : JC;
       // Var(β⁰) scaled by q² per observed entry: R_b0 = (J C Bᵀ + direct) diag(q), var_b0 = c / q².
       const bool beta_centre = bb && B.size() && !req.prefit;
       VectorXd qq_varb0;
@@ -557,9 +564,9 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
           t.D.resize(nobs, B.rows());
           t.D.setFromTriplets(d.begin(), d.end());
         }
-        const DiagonalPlusLowRank Vlr = linear_chi2_low_rank(t, prod);
+        DiagonalPlusLowRank Vlr = linear_chi2_low_rank(t, prod);
         if ((Vlr.delta.array() > 0.0).all()) {
-          out.chi2 = quadratic_form(Vlr, r, prod);
+          out.chi2 = quadratic_form(std::move(Vlr), r, prod);
           out.ndf = nobs;
           low_rank_done = true;
         }

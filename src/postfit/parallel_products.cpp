@@ -64,8 +64,8 @@ MatrixXd ParallelProducts::product_transpose(const MatrixXd& A, const MatrixXd& 
 }
 
 MatrixXd ParallelProducts::weighted_gram(const MatrixXd& A, const Eigen::VectorXd& d) {
-  const MatrixXd dA = d.asDiagonal() * A;
-  MatrixXd out = rows_in_blocks(A.transpose(), dA, true);
+  MatrixXd out = d.size() ? rows_in_blocks(A.transpose(), MatrixXd(d.asDiagonal() * A), true)
+                          : rows_in_blocks(A.transpose(), A, true);
   for (int64_t j = 1; j < out.cols(); ++j)
     for (int64_t i = 0; i < j; ++i) out(i, j) = out(j, i);
   return out;

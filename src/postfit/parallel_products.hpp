@@ -26,7 +26,8 @@ class ParallelProducts {
   Eigen::MatrixXd product(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
   Eigen::MatrixXd transpose_product(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
   Eigen::MatrixXd product_transpose(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
-  /// Aᵀ diag(d) A, symmetric: the blocks on and below the diagonal, mirrored (half the flops).
+  /// Aᵀ diag(d) A (Aᵀ A for an empty d), symmetric: the blocks on and below the diagonal, mirrored (half
+  /// the flops).
   Eigen::MatrixXd weighted_gram(const Eigen::MatrixXd& A, const Eigen::VectorXd& d);
 
   /// X C for the parameter covariance C. A diagonal C (the prefit one without external constraints) scales

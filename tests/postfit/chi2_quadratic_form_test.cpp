@@ -128,6 +128,8 @@ TEST(ParallelProducts, SameBitsForEveryThreadCountAndEigensValues) {
   EXPECT_TRUE(close(tprods[0], A * A.transpose()));
   EXPECT_TRUE(close(grams[0], A.transpose() * d.asDiagonal() * A));
   EXPECT_EQ(grams[0], grams[0].transpose());
+  ParallelProducts prod(2);
+  EXPECT_TRUE(close(prod.weighted_gram(A, VectorXd()), A.transpose() * A));
 }
 
 TEST(ParallelProducts, DiagonalCovarianceGivesTheProductsValues) {
