@@ -418,7 +418,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     VectorXd q = bbr.q.head(ne_obs), varb0(ne_obs);
     for (int64_t e = 0; e < ne_obs; ++e) varb0(e) = q(e) > 0.0 ? bbr.c(e) / (q(e) * q(e)) : 0.0;
     Rb = Rb * q.asDiagonal();
-    V += prod.product_transpose(Rb * varb0.asDiagonal(), Rb);
+    V += prod.symmetric_product_transpose(Rb * varb0.asDiagonal(), Rb);
   };
   // The masked channels' β⁰ move x̂ through the penalty (docs/likelihood.md "Regularisation and β"):
   // V += R Rᵀ with R their response over the chi2's outputs, scaled by sqrt(Var β⁰).
@@ -460,7 +460,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     for (int64_t j = 0; j < npar; ++j)
       if (model.parameters.frozen[j]) cwf(j) = 0.0;
     const MatrixXd JCo = JC.topRows(nyo);
-    V = prod.product_transpose(JCo * cwf.asDiagonal(), JCo);
+    V = prod.symmetric_product_transpose(JCo * cwf.asDiagonal(), JCo);
     MatrixXd ARn;  // Ao·R_n = Ao·(Cov(ν) W − 1), W = ∂²L/∂ν∂n as for the identity
     if (lik == DataLikelihood::covariance && in.data_cov_inv) {
       ARn = covpred * *in.data_cov_inv;
@@ -475,7 +475,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       ARn = covpred * w.asDiagonal();
     }
     ARn -= Ad;
-    V += prod.product_transpose(times_vn(ARn), ARn);
+    V += prod.symmetric_product_transpose(times_vn(ARn), ARn);
     if (!bb || !B.size()) return;
     const int64_t ne_obs = B.rows();
     MatrixXd Rb = prod.product_transpose(JCo, B);
@@ -572,7 +572,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         }
       }
       if (!low_rank_done) {
-        MatrixXd covpred = prod.product_transpose(JCo, Jo);
+        MatrixXd covpred = prod.symmetric_product_transpose(JCo, Jo);  // J C Jᵀ
         for (int64_t b = 0; b < nobs; ++b)
           for (int64_t bp = 0; bp < nobs; ++bp)
             if (b == bp || Hinv.size()) covpred(b, bp) += bb_incl_cov(b, bp, true);
@@ -584,7 +584,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
             V.diagonal() += vn;
         } else {
           // V = R_x0 var_x0 R_x0ᵀ + R_n V_n R_nᵀ + R_b0 var_b0 R_b0ᵀ, R the total responses of r.
-          V = prod.product_transpose(JCo * cwf.asDiagonal(), JCo);
+          V = prod.symmetric_product_transpose(JCo * cwf.asDiagonal(), JCo);
           MatrixXd Rn;
           if (dense_data)
             Rn = covpred * *in.data_cov_inv;
@@ -595,7 +595,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
             V += Rn * Vn * Rn.transpose();
           } else {
             const MatrixXd RnVn = Rn * vn.asDiagonal();
-            V += prod.product_transpose(RnVn, Rn);
+            V += prod.symmetric_product_transpose(RnVn, Rn);
           }
           if (beta_centre) {
             // R_b0 = J C Bᵀ diag(q) + U diag(q / H) (direct response of β̂ at fixed x); var_b0 = c / q².

@@ -63,12 +63,23 @@ MatrixXd ParallelProducts::product_transpose(const MatrixXd& A, const MatrixXd& 
   return rows_in_blocks(A, B.transpose());
 }
 
-MatrixXd ParallelProducts::weighted_gram(const MatrixXd& A, const Eigen::VectorXd& d) {
-  MatrixXd out = d.size() ? rows_in_blocks(A.transpose(), MatrixXd(d.asDiagonal() * A), true)
-                          : rows_in_blocks(A.transpose(), A, true);
+namespace {
+
+MatrixXd mirror_lower(MatrixXd out) {
   for (int64_t j = 1; j < out.cols(); ++j)
     for (int64_t i = 0; i < j; ++i) out(i, j) = out(j, i);
   return out;
+}
+
+}  // namespace
+
+MatrixXd ParallelProducts::symmetric_product_transpose(const MatrixXd& A, const MatrixXd& B) {
+  return mirror_lower(rows_in_blocks(A, B.transpose(), true));
+}
+
+MatrixXd ParallelProducts::weighted_gram(const MatrixXd& A, const Eigen::VectorXd& d) {
+  return mirror_lower(d.size() ? rows_in_blocks(A.transpose(), MatrixXd(d.asDiagonal() * A), true)
+                               : rows_in_blocks(A.transpose(), A, true));
 }
 
 MatrixXd ParallelProducts::times_covariance(const MatrixXd& X, const MatrixXd& C) {

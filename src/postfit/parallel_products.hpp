@@ -26,6 +26,9 @@ class ParallelProducts {
   Eigen::MatrixXd product(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
   Eigen::MatrixXd transpose_product(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
   Eigen::MatrixXd product_transpose(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
+  /// A Bᵀ where it is symmetric (A = B D or B = A D, D symmetric): the blocks on and below the diagonal,
+  /// mirrored (half the flops).
+  Eigen::MatrixXd symmetric_product_transpose(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
   /// Aᵀ diag(d) A (Aᵀ A for an empty d), symmetric: the blocks on and below the diagonal, mirrored (half
   /// the flops).
   Eigen::MatrixXd weighted_gram(const Eigen::MatrixXd& A, const Eigen::VectorXd& d);

@@ -130,6 +130,10 @@ TEST(ParallelProducts, SameBitsForEveryThreadCountAndEigensValues) {
   EXPECT_EQ(grams[0], grams[0].transpose());
   ParallelProducts prod(2);
   EXPECT_TRUE(close(prod.weighted_gram(A, VectorXd()), A.transpose() * A));
+  const MatrixXd AD = A * d.head(A.cols()).asDiagonal();
+  const MatrixXd sym = prod.symmetric_product_transpose(AD, A);
+  EXPECT_TRUE(close(sym, AD * A.transpose()));
+  EXPECT_EQ(sym, sym.transpose());
 }
 
 TEST(ParallelProducts, DiagonalCovarianceGivesTheProductsValues) {
