@@ -1,14 +1,13 @@
 #include "rabbit/postfit/histograms.hpp"
 
-#include <Eigen/Cholesky>
-#include <Eigen/Eigenvalues>
 #include <Eigen/LU>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "bb_response.hpp"
 #include "hist_beta_impacts.hpp"
+#include "chi2_quadratic_form.hpp"
+#include "parallel_products.hpp"
 #include "penalty_beta_terms.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
@@ -20,6 +19,7 @@ namespace rabbit::postfit {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using Mode = YieldModel::BetaMode;
+
 
 HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter, const VectorXd& x,
                                    const MatrixXd& cov, const HistogramRequest& req) {
@@ -57,6 +57,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   const bool need_incl = req.errors || req.covariance || req.chi2 || any_impacts;
   if (!need_incl && !req.errors_per_process) return out;
 
+  ParallelProducts prod(req.threads);
   const bool bb = shard.has_bb();
   const DataLikelihood lik = model.options.likelihood;
   const VectorXd& n = fitter.observed();
@@ -68,7 +69,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   MatrixXd mapped_J;
   if (!identity) mapped_J = A * J;
   const MatrixXd& Jy = identity ? J : mapped_J;
-  MatrixXd JC = Jy * cov;
+  MatrixXd JC = prod.times_covariance(Jy, cov);
 
   // β part: per-bin curvature of the data term ℓ''_b (postfit, observed bins, diagonal likelihoods).
   BBResponse bbr;
@@ -130,7 +131,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       for (int64_t p = 0; p < P; ++p)
         if (bbr.dN(b, p) != 0.0) J.row(b * P + p) += bbr.dN(b, p) * Bp.row(bbr.entry(b, p));
     mapped_J = A * J;
-    JC = Jy * cov;
+    JC = prod.times_covariance(Jy, cov);
   }
   auto entry_row_sum = [&](int64_t e) -> double {
     const int64_t b = e / P, p = e % P;
@@ -376,7 +377,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       Ap = mapping.jacobian_per_process(per_process);
       Jp = MatrixXd(Ap * Jp);
     }
-    VectorXd v = ((Jp * cov).array() * Jp.array()).rowwise().sum();
+    VectorXd v = (prod.times_covariance(Jp, cov).array() * Jp.array()).rowwise().sum();
     if (!identity && bb) {
       VectorXd s(nbf * P);
       for (int64_t b = 0; b < nbf; ++b)
@@ -417,7 +418,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     VectorXd q = bbr.q.head(ne_obs), varb0(ne_obs);
     for (int64_t e = 0; e < ne_obs; ++e) varb0(e) = q(e) > 0.0 ? bbr.c(e) / (q(e) * q(e)) : 0.0;
     Rb = Rb * q.asDiagonal();
-    V += Rb * varb0.asDiagonal() * Rb.transpose();
+    V += prod.symmetric_product_transpose(Rb * varb0.asDiagonal(), Rb);
   };
   // The masked channels' β⁰ move x̂ through the penalty (docs/likelihood.md "Regularisation and β"):
   // V += R Rᵀ with R their response over the chi2's outputs, scaled by sqrt(Var β⁰).
@@ -449,7 +450,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     auto times_vn = [&](const MatrixXd& X) -> MatrixXd {
       return dense_data ? MatrixXd(X * Vn) : X * vn.asDiagonal();
     };
-    MatrixXd covpred = JC.topRows(nyo) * J.topRows(nobs).transpose();  // Ao·Cov(ν) [nyo × nobs]
+    MatrixXd covpred = prod.product_transpose(JC.topRows(nyo), J.topRows(nobs));  // Ao·Cov(ν) [nyo × nobs]
     if (bb) covpred += mapped_beta_left(Ao, true);
     if (req.prefit) {
       V = covpred * Aod.transpose() + times_vn(Ad) * Ad.transpose();
@@ -459,7 +460,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     for (int64_t j = 0; j < npar; ++j)
       if (model.parameters.frozen[j]) cwf(j) = 0.0;
     const MatrixXd JCo = JC.topRows(nyo);
-    V = JCo * cwf.asDiagonal() * JCo.transpose();
+    V = prod.symmetric_product_transpose(JCo * cwf.asDiagonal(), JCo);
     MatrixXd ARn;  // Ao·R_n = Ao·(Cov(ν) W − 1), W = ∂²L/∂ν∂n as for the identity
     if (lik == DataLikelihood::covariance && in.data_cov_inv) {
       ARn = covpred * *in.data_cov_inv;
@@ -474,10 +475,10 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       ARn = covpred * w.asDiagonal();
     }
     ARn -= Ad;
-    V += times_vn(ARn) * ARn.transpose();
+    V += prod.symmetric_product_transpose(times_vn(ARn), ARn);
     if (!bb || !B.size()) return;
     const int64_t ne_obs = B.rows();
-    MatrixXd Rb = JCo * B.transpose();
+    MatrixXd Rb = prod.product_transpose(JCo, B);
     if (Hinv.size()) {
       MatrixXd AU = MatrixXd::Zero(nyo, ne_obs);  // Ao·U
       for (int64_t b = 0; b < nobs; ++b)
@@ -496,105 +497,130 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     // Linear chi2 over the unmasked bins (docs/output-format.md "Chi-square values").
     VectorXd r;
     MatrixXd V;
+    bool low_rank_done = false;
     if (identity) {
       r = out.inclusive.head(nobs) - n;
-      MatrixXd Vn;  // covariance of the fitted counts
-      if (lik == DataLikelihood::covariance && in.data_cov_inv)
+      // Covariance of the fitted counts: dense Vn with the data covariance of a covariance fit, else
+      // diagonal vn; W = ∂²L/∂ν∂n (its minus), diagonal w but for that dense data covariance.
+      const bool dense_data = lik == DataLikelihood::covariance && in.data_cov_inv;
+      MatrixXd Vn;
+      VectorXd vn, w;
+      if (dense_data)
         Vn = in.data_cov_inv->inverse();
-      else if (lik == DataLikelihood::poisson)
-        Vn = n.asDiagonal();
       else
-        Vn = (varn.size() ? varn : n).asDiagonal();
-      MatrixXd covpred(nobs, nobs);
-      MatrixXd Jo = J.topRows(nobs);
-      covpred = JC.topRows(nobs) * Jo.transpose();
-      for (int64_t b = 0; b < nobs; ++b)
-        for (int64_t bp = 0; bp < nobs; ++bp)
-          if (b == bp || Hinv.size()) covpred(b, bp) += bb_incl_cov(b, bp, true);
-      if (req.prefit) {
-        V = covpred + Vn;
-      } else {
-        // V = R_x0 var_x0 R_x0ᵀ + R_n V_n R_nᵀ + R_b0 var_b0 R_b0ᵀ, R the total responses of r.
-        const VectorXd& cw = model.parameters.constraint_weights;
-        VectorXd cwf = cw;
-        for (int64_t j = 0; j < npar; ++j)
-          if (model.parameters.frozen[j]) cwf(j) = 0.0;
-        MatrixXd JCo = JC.topRows(nobs);
-        V = JCo * cwf.asDiagonal() * JCo.transpose();
-        MatrixXd W;
-        if (lik == DataLikelihood::covariance)
-          W = in.data_cov_inv ? *in.data_cov_inv : MatrixXd(Vn.inverse());
-        else if (lik == DataLikelihood::poisson) {
+        vn = lik == DataLikelihood::poisson ? n : (varn.size() ? varn : n);
+      if (!req.prefit && !dense_data) {
+        if (lik == DataLikelihood::poisson) {
           // ∂²L/∂ν∂n = −1/ν, but 0 in empty bins: rabbit's NLL takes log(1) where n = 0 (tf.where),
           // so the fit does not respond to n there. Writing 1/ν for them would give 0·inf = NaN in
           // a bin with ν = 0 (zero yield for every process), which spreads through Rn to every bin.
-          VectorXd w = VectorXd::Zero(nobs);
+          w = VectorXd::Zero(nobs);
           for (int64_t b = 0; b < nobs; ++b)
             if (n(b) != 0.0) w(b) = 1.0 / out.inclusive(b);
-          W = w.asDiagonal();
-        } else
-          W = (1.0 / (varn.size() ? varn : n).array()).matrix().asDiagonal();
-        MatrixXd Rn = covpred * W - MatrixXd::Identity(nobs, nobs);
-        V += Rn * Vn * Rn.transpose();
-        if (bb && B.size()) {
-          // R_b0 = J C Bᵀ diag(q) + U diag(q / H) (direct response of β̂ at fixed x); var_b0 = c / q².
-          const int64_t ne_obs = B.rows();
-          MatrixXd U = MatrixXd::Zero(nobs, ne_obs);
+        } else {
+          w = vn.cwiseInverse();
+        }
+      }
+      VectorXd cwf = model.parameters.constraint_weights;
+      for (int64_t j = 0; j < npar; ++j)
+        if (model.parameters.frozen[j]) cwf(j) = 0.0;
+      // The observed rows; J and JC themselves without masked channels (no copies of nobs × npar).
+      MatrixXd Jo_rows, JCo_rows;
+      if (nobs < J.rows()) {
+        Jo_rows = J.topRows(nobs);
+        JCo_rows = JC.topRows(nobs);
+      }
+      const MatrixXd& Jo = nobs < J.rows() ? Jo_rows : J;
+      const MatrixXd& JCo = nobs < J.rows() ? JCo_rows : JC;
+      // Var(β⁰) scaled by q² per observed entry: R_b0 = (J C Bᵀ + direct) diag(q), var_b0 = c / q².
+      const bool beta_centre = bb && B.size() && !req.prefit;
+      VectorXd qq_varb0;
+      if (beta_centre) {
+        const VectorXd q = bbr.q.head(B.rows());
+        qq_varb0 = VectorXd::Zero(B.rows());
+        for (int64_t e = 0; e < B.rows(); ++e)
+          if (q(e) > 0.0) qq_varb0(e) = q(e) * q(e) * (bbr.c(e) / (q(e) * q(e)));
+      }
+      // Many bins against few parameters: V as a diagonal plus a low-rank part, O(nobs·npar²)
+      // (docs/output-format.md "Cost of the chi2 with many bins"), where its diagonal is positive.
+      if (!dense_data && !Hinv.size() && !penalty_rows.size() &&
+          linear_chi2_low_rank_pays(nobs, npar, !req.prefit)) {
+        LinearChi2Terms t;
+        t.postfit = !req.prefit;
+        t.J = &Jo;
+        t.C = &cov;
+        t.JC = &JCo;
+        if (bb) t.beta_var = beta_diagonal(nobs, true);
+        t.data_var = vn;
+        t.w = w;
+        t.cw = cwf;
+        if (beta_centre) {
+          t.B = &B;
+          t.s = qq_varb0;
+          std::vector<Eigen::Triplet<double>> d;
           for (int64_t b = 0; b < nobs; ++b)
-            for (int64_t p = 0; p < P; ++p) U(b, bbr.entry(b, p)) += bbr.dN(b, p);
-          MatrixXd Rb = JCo * B.transpose();
-          MatrixXd direct;
-          if (Hinv.size()) {
-            direct = U * Hinv.topLeftCorner(ne_obs, ne_obs);
+            for (int64_t p = 0; p < (bbr.full ? P : 1); ++p)
+              if (const double v = beta_direct(b, p); v != 0.0) d.emplace_back(b, bbr.entry(b, p), v);
+          t.D.resize(nobs, B.rows());
+          t.D.setFromTriplets(d.begin(), d.end());
+        }
+        DiagonalPlusLowRank Vlr = linear_chi2_low_rank(t, prod);
+        if ((Vlr.delta.array() > 0.0).all()) {
+          out.chi2 = quadratic_form(std::move(Vlr), r, prod);
+          out.ndf = nobs;
+          low_rank_done = true;
+        }
+      }
+      if (!low_rank_done) {
+        MatrixXd covpred = prod.symmetric_product_transpose(JCo, Jo);  // J C Jᵀ
+        for (int64_t b = 0; b < nobs; ++b)
+          for (int64_t bp = 0; bp < nobs; ++bp)
+            if (b == bp || Hinv.size()) covpred(b, bp) += bb_incl_cov(b, bp, true);
+        if (req.prefit) {
+          V = covpred;
+          if (dense_data)
+            V += Vn;
+          else
+            V.diagonal() += vn;
+        } else {
+          // V = R_x0 var_x0 R_x0ᵀ + R_n V_n R_nᵀ + R_b0 var_b0 R_b0ᵀ, R the total responses of r.
+          V = prod.symmetric_product_transpose(JCo * cwf.asDiagonal(), JCo);
+          MatrixXd Rn;
+          if (dense_data)
+            Rn = covpred * *in.data_cov_inv;
+          else
+            Rn = covpred * w.asDiagonal();
+          Rn.diagonal().array() -= 1.0;
+          if (dense_data) {
+            V += Rn * Vn * Rn.transpose();
           } else {
-            // H_ββ diagonal per entry (lite) or per-bin blocks (full): apply H⁻¹ column by column.
-            direct = MatrixXd::Zero(nobs, ne_obs);
-            for (int64_t b = 0; b < nobs; ++b)
-              for (int64_t p = 0; p < (bbr.full ? P : 1); ++p) direct(b, bbr.entry(b, p)) = beta_direct(b, p);
+            const MatrixXd RnVn = Rn * vn.asDiagonal();
+            V += prod.symmetric_product_transpose(RnVn, Rn);
           }
-          Rb += direct;
-          add_beta_centre_term(std::move(Rb), V);
-          add_penalty_beta_centre_term(JCo, V);
+          if (beta_centre) {
+            // R_b0 = J C Bᵀ diag(q) + U diag(q / H) (direct response of β̂ at fixed x); var_b0 = c / q².
+            const int64_t ne_obs = B.rows();
+            MatrixXd Rb = prod.product_transpose(JCo, B);
+            if (Hinv.size()) {
+              MatrixXd U = MatrixXd::Zero(nobs, ne_obs);
+              for (int64_t b = 0; b < nobs; ++b)
+                for (int64_t p = 0; p < P; ++p) U(b, bbr.entry(b, p)) += bbr.dN(b, p);
+              Rb += U * Hinv.topLeftCorner(ne_obs, ne_obs);
+            } else {
+              // H_ββ diagonal per entry (lite) or per-bin blocks (full): apply H⁻¹ column by column.
+              for (int64_t b = 0; b < nobs; ++b)
+                for (int64_t p = 0; p < (bbr.full ? P : 1); ++p) Rb(b, bbr.entry(b, p)) += beta_direct(b, p);
+            }
+            add_beta_centre_term(std::move(Rb), V);
+            add_penalty_beta_centre_term(JCo, V);
+          }
         }
       }
     } else {
       mapped_chi2_terms(r, V);
     }
-    // A bin with zero variance and zero residual (zero yield for every process and no data) is
-    // not a measurement: it is left out of the chi2 and of ndf, where a singular V would
-    // otherwise give 0/0. A zero-variance bin with a nonzero residual is infinitely improbable.
-    std::vector<int64_t> keep;
-    bool impossible = false;
-    for (int64_t b = 0; b < r.size(); ++b) {
-      if (V(b, b) != 0.0)
-        keep.push_back(b);
-      else if (r(b) != 0.0)
-        impossible = true;
-    }
-    const auto nk = static_cast<int64_t>(keep.size());
-    VectorXd rk(nk);
-    MatrixXd Vk(nk, nk);
-    for (int64_t i = 0; i < nk; ++i) {
-      rk(i) = r(keep[i]);
-      for (int64_t j = 0; j < nk; ++j) Vk(i, j) = V(keep[i], keep[j]);
-    }
-    double quad = 0.0;
-    if (nk && mapping.ndf_reduction() > 0) {
-      // A mapping that reduces the ndf (Normalize) has a singular V by construction: rabbit's _chi2
-      // then takes the pseudo-inverse (tf.linalg.pinv: singular values at or below
-      // 10·n·ε·max dropped), here from V's eigen-decomposition since V is symmetric.
-      Eigen::SelfAdjointEigenSolver<MatrixXd> eig(Vk);
-      const VectorXd& lam = eig.eigenvalues();
-      const double cut =
-          10.0 * static_cast<double>(nk) * std::numeric_limits<double>::epsilon() * lam.cwiseAbs().maxCoeff();
-      const VectorXd z = eig.eigenvectors().transpose() * rk;
-      for (int64_t i = 0; i < nk; ++i)
-        if (std::abs(lam(i)) > cut) quad += z(i) * z(i) / lam(i);
-    } else if (nk) {
-      quad = rk.dot(Eigen::LDLT<MatrixXd>(Vk).solve(rk));
-    }
-    out.chi2 = impossible ? std::numeric_limits<double>::infinity() : quad;
-    out.ndf = nk - mapping.ndf_reduction();
+    if (low_rank_done) return out;  // the chi2 is the last of the results
+    dense_chi2(V, r, mapping.ndf_reduction(), out.chi2, out.ndf);
   }
   return out;
 }

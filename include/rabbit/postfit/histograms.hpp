@@ -22,6 +22,7 @@ struct HistogramRequest {
   bool global_impacts = false;  // rabbit's global impacts per bin (docs/output-format.md "Global impacts on
                                 // histogram bins"); computes inclusive_var too
   bool gaussian_global_impacts = false;  // the Gaussian kind ("Gaussian global impacts on histogram bins")
+  int threads = 1;  // for the large dense products: the fit's thread budget (docs/architecture.md "Threads")
 };
 
 /// Sizes are the mapping's: ny = Mapping::size() (nbinsfull for BaseMapping).

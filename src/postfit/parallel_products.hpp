@@ -1,0 +1,51 @@
+#pragma once
+// The large dense products of the histogram uncertainties and the linear chi2 on the fit's threads
+// (docs/architecture.md "Threads": one threading model). Eigen would run them on OpenMP teams of its own,
+// whose threads busy-wait (Eigen's GEMM synchronisation and libgomp's barrier) while the other threads of a
+// shared machine wait for a CPU. Here a WorkerPool of the fit's thread count takes fixed row blocks of the
+// result from a queue, each a single-threaded Eigen product. Internal to src/postfit (histograms.cpp).
+#include <Eigen/Core>
+#include <cstdint>
+#include <memory>
+
+#include "rabbit/core/worker_pool.hpp"
+
+namespace rabbit::postfit {
+
+class ParallelProducts {
+ public:
+  /// `threads` ≥ 1; Eigen's own threads are off (Eigen::setNbThreads(1)) until the destructor.
+  explicit ParallelProducts(int threads);
+  ~ParallelProducts();
+  ParallelProducts(const ParallelProducts&) = delete;
+  ParallelProducts& operator=(const ParallelProducts&) = delete;
+
+  /// A B, Aᵀ B and A Bᵀ. The row blocks are multiples of Eigen's register block and do not depend on the
+  /// thread count, whose single-threaded GEMM blocks the depth by the depth alone: the values are the same
+  /// bits for every thread count.
+  Eigen::MatrixXd product(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
+  Eigen::MatrixXd transpose_product(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
+  Eigen::MatrixXd product_transpose(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
+  /// A Bᵀ where it is symmetric (A = B D or B = A D, D symmetric): the blocks on and below the diagonal,
+  /// mirrored (half the flops).
+  Eigen::MatrixXd symmetric_product_transpose(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B);
+  /// Aᵀ diag(d) A (Aᵀ A for an empty d), symmetric: the blocks on and below the diagonal, mirrored (half
+  /// the flops).
+  Eigen::MatrixXd weighted_gram(const Eigen::MatrixXd& A, const Eigen::VectorXd& d);
+
+  /// X C for the parameter covariance C. A diagonal C (the prefit one without external constraints) scales
+  /// X's columns, O(rows·npar) instead of rows·npar², with the values of the product: its sums add exact
+  /// zeros, and + 0.0 gives its +0 where a scaled entry is −0.
+  Eigen::MatrixXd times_covariance(const Eigen::MatrixXd& X, const Eigen::MatrixXd& C);
+
+ private:
+  // lower: only the columns up to each row block's end (a symmetric result's lower part)
+  template <class Lhs, class Rhs>
+  Eigen::MatrixXd rows_in_blocks(const Lhs& A, const Rhs& B, bool lower = false);
+
+  int threads_;
+  int eigen_threads_;  // Eigen::nbThreads() before, restored by the destructor
+  std::unique_ptr<WorkerPool> pool_;
+};
+
+}  // namespace rabbit::postfit

@@ -1,0 +1,151 @@
+// The linear chi2's low-rank form (src/postfit/chi2_quadratic_form.cpp; docs/output-format.md "Cost of the
+// chi2 with many bins") against the dense V of the same terms, and the thread-parallel products
+// (src/postfit/parallel_products.cpp) against Eigen's and across thread counts.
+#include "../../src/postfit/chi2_quadratic_form.hpp"
+
+#include <gtest/gtest.h>
+
+#include <Eigen/Cholesky>
+#include <random>
+#include <vector>
+
+#include "../../src/postfit/parallel_products.hpp"
+
+namespace rabbit::testing {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+using postfit::DiagonalPlusLowRank;
+using postfit::LinearChi2Terms;
+using postfit::ParallelProducts;
+
+struct Inputs {
+  MatrixXd J, C, JC, B;
+  VectorXd beta_var, vn, w, cw, s, r;
+  Eigen::SparseMatrix<double> D;
+};
+
+// nobs bins, npar parameters, entries_per_bin BB entries per bin (1: lite, P: full).
+Inputs make_inputs(int64_t nobs, int64_t npar, int64_t entries_per_bin, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0), pos(0.5, 2.0);
+  auto random = [&](int64_t r, int64_t c) { return MatrixXd(MatrixXd::NullaryExpr(r, c, [&] { return u(gen); })); };
+  auto positive = [&](int64_t n) { return VectorXd(VectorXd::NullaryExpr(n, [&] { return pos(gen); })); };
+  Inputs in;
+  in.J = 10.0 * random(nobs, npar);
+  const MatrixXd L = random(npar, npar);
+  in.C = 0.01 * (L * L.transpose() + MatrixXd::Identity(npar, npar));
+  in.JC = in.J * in.C;
+  const int64_t ne = nobs * entries_per_bin;
+  in.B = 0.1 * random(ne, npar);
+  in.beta_var = positive(nobs);
+  in.vn = 100.0 * positive(nobs);
+  in.w = in.vn.cwiseInverse().cwiseProduct(positive(nobs));
+  in.cw = positive(npar);
+  in.cw(0) = 0.0;  // an unconstrained parameter
+  in.s = positive(ne);
+  std::vector<Eigen::Triplet<double>> d;
+  for (int64_t b = 0; b < nobs; ++b)
+    for (int64_t p = 0; p < entries_per_bin; ++p) d.emplace_back(b, b * entries_per_bin + p, u(gen));
+  in.D.resize(nobs, ne);
+  in.D.setFromTriplets(d.begin(), d.end());
+  in.r = 10.0 * random(nobs, 1);
+  return in;
+}
+
+// V from its definition (chi2_quadratic_form.hpp LinearChi2Terms), as the dense chi2 builds it.
+MatrixXd dense_v(const Inputs& in, bool postfit) {
+  const int64_t nobs = in.J.rows();
+  MatrixXd covpred = in.JC * in.J.transpose();
+  covpred.diagonal() += in.beta_var;
+  if (!postfit) return MatrixXd(covpred + MatrixXd(in.vn.asDiagonal()));
+  const MatrixXd Rn = covpred * in.w.asDiagonal() - MatrixXd::Identity(nobs, nobs);
+  const MatrixXd Rb = in.JC * in.B.transpose() + MatrixXd(in.D);
+  return in.JC * in.cw.asDiagonal() * in.JC.transpose() + Rn * in.vn.asDiagonal() * Rn.transpose() +
+         Rb * in.s.asDiagonal() * Rb.transpose();
+}
+
+DiagonalPlusLowRank low_rank_v(const Inputs& in, bool postfit, ParallelProducts& prod) {
+  LinearChi2Terms t;
+  t.postfit = postfit;
+  t.J = &in.J;
+  t.C = &in.C;
+  t.JC = &in.JC;
+  t.beta_var = in.beta_var;
+  t.data_var = in.vn;
+  t.w = in.w;
+  t.cw = in.cw;
+  t.B = &in.B;
+  t.s = in.s;
+  t.D = in.D;
+  return postfit::linear_chi2_low_rank(t, prod);
+}
+
+TEST(LinearChi2LowRank, EqualsTheDenseCovariance) {
+  for (int64_t entries_per_bin : {1, 3})
+    for (bool postfit : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "entries per bin " << entries_per_bin << " postfit " << postfit);
+      const Inputs in = make_inputs(60, 4, entries_per_bin, 7);
+      ParallelProducts prod(2);
+      const DiagonalPlusLowRank lr = low_rank_v(in, postfit, prod);
+      const MatrixXd V = dense_v(in, postfit);
+      const MatrixXd Vlr = MatrixXd(lr.delta.asDiagonal()) + lr.U * lr.S * lr.U.transpose();
+      EXPECT_LT((Vlr - V).cwiseAbs().maxCoeff(), 1e-10 * V.cwiseAbs().maxCoeff());
+      EXPECT_LT((postfit::diagonal(lr) - V.diagonal()).cwiseAbs().maxCoeff(), 1e-10 * V.diagonal().maxCoeff());
+      const double dense = in.r.dot(Eigen::LDLT<MatrixXd>(V).solve(in.r));
+      EXPECT_NEAR(postfit::quadratic_form(lr, in.r, prod), dense, 1e-10 * dense);
+    }
+}
+
+TEST(LinearChi2LowRank, PaysForManyBinsOnly) {
+  EXPECT_TRUE(postfit::linear_chi2_low_rank_pays(10000, 500, true));
+  EXPECT_TRUE(postfit::linear_chi2_low_rank_pays(4000, 200, false));
+  EXPECT_FALSE(postfit::linear_chi2_low_rank_pays(3000, 3011, true));
+  EXPECT_FALSE(postfit::linear_chi2_low_rank_pays(10, 50, false));
+}
+
+TEST(ParallelProducts, SameBitsForEveryThreadCountAndEigensValues) {
+  const Inputs in = make_inputs(1000, 70, 1, 3);
+  const MatrixXd A = in.J, Bm = in.C;
+  const VectorXd d = in.vn;
+  std::vector<MatrixXd> prods, tprods, grams;
+  for (int threads : {1, 2, 3}) {
+    ParallelProducts prod(threads);
+    prods.push_back(prod.product(A, Bm));
+    tprods.push_back(prod.product_transpose(A, A));
+    grams.push_back(prod.weighted_gram(A, d));
+  }
+  for (size_t i = 1; i < prods.size(); ++i) {
+    EXPECT_EQ(prods[i], prods[0]);
+    EXPECT_EQ(tprods[i], tprods[0]);
+    EXPECT_EQ(grams[i], grams[0]);
+  }
+  auto close = [](const MatrixXd& x, const MatrixXd& y) {
+    return (x - y).cwiseAbs().maxCoeff() <= 1e-12 * y.cwiseAbs().maxCoeff();
+  };
+  EXPECT_TRUE(close(prods[0], A * Bm));
+  EXPECT_TRUE(close(tprods[0], A * A.transpose()));
+  EXPECT_TRUE(close(grams[0], A.transpose() * d.asDiagonal() * A));
+  EXPECT_EQ(grams[0], grams[0].transpose());
+  ParallelProducts prod(2);
+  EXPECT_TRUE(close(prod.weighted_gram(A, VectorXd()), A.transpose() * A));
+  const MatrixXd AD = A * d.head(A.cols()).asDiagonal();
+  const MatrixXd sym = prod.symmetric_product_transpose(AD, A);
+  EXPECT_TRUE(close(sym, AD * A.transpose()));
+  EXPECT_EQ(sym, sym.transpose());
+}
+
+TEST(ParallelProducts, DiagonalCovarianceGivesTheProductsValues) {
+  const Inputs in = make_inputs(500, 40, 1, 5);
+  MatrixXd C = MatrixXd(in.cw.asDiagonal());
+  ParallelProducts prod(2);
+  // Diagonal: the column scaling equals the full product bit for bit.
+  EXPECT_EQ(prod.times_covariance(in.J, C), prod.product(in.J, C));
+  // One off-diagonal entry: the full product.
+  C(3, 1) = C(1, 3) = 0.25;
+  EXPECT_EQ(prod.times_covariance(in.J, C), prod.product(in.J, C));
+}
+
+}  // namespace
+}  // namespace rabbit::testing
