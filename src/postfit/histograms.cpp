@@ -5,8 +5,9 @@
 #include <vector>
 
 #include "bb_response.hpp"
-#include "hist_beta_impacts.hpp"
+#include "beta_covariance.hpp"
 #include "chi2_quadratic_form.hpp"
+#include "hist_beta_impacts.hpp"
 #include "parallel_products.hpp"
 #include "penalty_beta_terms.hpp"
 #include "rabbit/core/error.hpp"
@@ -19,7 +20,6 @@ namespace rabbit::postfit {
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using Mode = YieldModel::BetaMode;
-
 
 HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter, const VectorXd& x,
                                    const MatrixXd& cov, const HistogramRequest& req) {
@@ -112,10 +112,6 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         "-r/--regularization with bin-by-bin statistics and --covarianceFit is not implemented with "
         "histogram "
         "uncertainties; add --noBinByBinStat");
-  auto penalty_row = [&](int64_t e) { return penalty_rows.size() ? penalty_rows(e) : 0.0; };
-  // A curvature that divides: positive, or (rabbit's rule) any non-zero row sum that the penalty enters; its
-  // Laplacian makes that row sum negative in some bins, and rabbit divides by it all the same.
-  auto divides = [&](double H, int64_t e) { return H > 0.0 || (H != 0.0 && penalty_row(e) != 0.0); };
   // Beta variations: ∂ν_b/∂β_e (rabbit's pdexpdbeta) couples masked bins to observed entries.
   MatrixXd betavar_partials;
   if (bb && shard.beta_variations_active()) betavar_partials = shard.beta_yield_partials(xi, 0, nbf, mode);
@@ -133,147 +129,11 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     mapped_J = A * J;
     JC = prod.times_covariance(Jy, cov);
   }
-  auto entry_row_sum = [&](int64_t e) -> double {
-    const int64_t b = e / P, p = e % P;
-    return bbr.c(e) + dd(b) * bbr.dN(b, p) * bbr.dN.row(b).sum() + penalty_row(e);
-  };
-  // Full mode: u_e² / (row sum of H_ββ over the bin's entries), H_ββ = diag(c) + ℓ''_b u uᵀ.
-  auto bb_full_entry_var = [&](int64_t b, int64_t p) -> double {
-    const double u = bbr.dN(b, p);
-    if (u == 0.0) return 0.0;
-    const double row =
-        bbr.c(bbr.entry(b, p)) + dd(b) * u * bbr.dN.row(b).sum() + penalty_row(bbr.entry(b, p));
-    return divides(row, bbr.entry(b, p)) ? u * u / row : 0.0;
-  };
-  // Inclusive: u_b(e) = ∂ν_b/∂β_e. Returns the β covariance term for bins b, b'.
-  // exact_block: the exact inverse of the bin's H_ββ block in full mode (used by the linear chi2,
-  // where rabbit is exact too); otherwise rabbit's row-sum form of the histogram variances.
-  auto bb_incl_cov = [&](int64_t b, int64_t bp, bool exact_block = false) -> double {
-    if (!bb) return 0.0;
-    if (Hinv.size() && betavar_partials.size() && (b >= nobs || bp >= nobs)) {
-      // covariance fit with beta variations: rabbit's pdexpdbeta H⁻¹ pdexpdbetaᵀ with the masked
-      // bins' rows from beta_yield_partials (cross terms to the observed entries)
-      auto row = [&](int64_t bin) -> VectorXd {
-        if (bin >= nobs) return betavar_partials.row(bin).transpose();
-        VectorXd u = VectorXd::Zero(Hinv.rows());
-        for (int64_t p = 0; p < P; ++p) u(bbr.entry(bin, p)) += bbr.dN(bin, p);
-        return u;
-      };
-      return row(b).dot(Hinv * row(bp));
-    }
-    if (Hinv.size()) {
-      double s = 0.0;
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t pp = 0; pp < P; ++pp) {
-          if (bbr.dN(b, p) == 0.0 || bbr.dN(bp, pp) == 0.0) continue;
-          s += bbr.dN(b, p) * Hinv(bbr.entry(b, p), bbr.entry(bp, pp)) * bbr.dN(bp, pp);
-        }
-      // Lite entries are shared by the processes of a bin; the double loop above counts each
-      // pair of (entry, entry) once per process pair, which is the product of the bin sums.
-      return s;
-    }
-    if (b != bp) return 0.0;
-    if (!bbr.full) {
-      double u = bbr.dN.row(b).sum();
-      double H = bbr.c(b) + dd(b) * u * u + (exact_block ? 0.0 : penalty_row(b));
-      return H > 0.0 || (!exact_block && divides(H, b)) ? u * u / H : 0.0;
-    }
-    // Full mode, as rabbit computes it: each entry's variance is u_e² over the row sum of H_ββ
-    // (rabbit takes the gradient of ∂L/∂β with respect to all β at once and treats it as the
-    // diagonal), not the exact inverse of the bin's block; see docs/differences-from-rabbit.md.
-    double s = 0.0;
-    if (exact_block) {
-      for (int64_t p = 0; p < P; ++p) {
-        const double u = bbr.dN(b, p);
-        if (u != 0.0 && bbr.c(bbr.entry(b, p)) > 0.0) s += u * u / bbr.c(bbr.entry(b, p));
-      }
-      return s / (1.0 + dd(b) * s);
-    }
-    if (betavar_partials.size() && b >= nobs) {
-      for (int64_t e = 0; e < betavar_partials.cols(); ++e) {
-        const double u = betavar_partials(b, e);
-        if (u == 0.0) continue;
-        const double row = entry_row_sum(e);
-        if (row > 0.0) s += u * u / row;
-      }
-      return s;
-    }
-    for (int64_t p = 0; p < P; ++p) s += bb_full_entry_var(b, p);
-    return s;
-  };
-  auto bb_proc_var = [&](int64_t b, int64_t p) -> double {
-    if (!bb) return 0.0;
-    const double u = bbr.dN(b, p);
-    if (u == 0.0) return 0.0;
-    const int64_t e = bbr.entry(b, p);
-    if (Hinv.size()) return u * u * Hinv(e, e);
-    if (!bbr.full) {
-      double ub = bbr.dN.row(b).sum();
-      double H = bbr.c(b) + dd(b) * ub * ub + penalty_row(b);
-      return divides(H, b) ? u * u / H : 0.0;
-    }
-    return bb_full_entry_var(b, p);
-  };
-
-  // The β part of Cov(ν) over bins [0, nb) seen through a block Ar = A[rows, 0:nb] of a mapping:
-  // Ar·Cβ [rows × nb]. Cβ is dense only with the covariance fit's H_ββ⁻¹ (then through R = ∂ν/∂β with
-  // the rows bb_incl_cov takes); otherwise it is diagonal and Ar·Cβ scales the columns of Ar.
-  auto beta_rows = [&](int64_t nb) -> MatrixXd {
-    MatrixXd R = MatrixXd::Zero(nb, Hinv.rows());
-    for (int64_t b = 0; b < nb; ++b) {
-      if (betavar_partials.size() && b >= nobs)
-        R.row(b) = betavar_partials.row(b);
-      else
-        for (int64_t p = 0; p < P; ++p) R(b, bbr.entry(b, p)) += bbr.dN(b, p);
-    }
-    return R;
-  };
-  auto beta_diagonal = [&](int64_t nb, bool exact_block) -> VectorXd {
-    VectorXd s(nb);
-    for (int64_t b = 0; b < nb; ++b) s(b) = bb_incl_cov(b, b, exact_block);
-    return s;
-  };
-  auto mapped_beta_left = [&](const MappingJacobian& Ar, bool exact_block) -> MatrixXd {
-    if (Hinv.size()) {
-      const MatrixXd R = beta_rows(Ar.cols());
-      return MatrixXd(Ar * R) * Hinv * R.transpose();
-    }
-    return MatrixXd(Ar) * beta_diagonal(Ar.cols(), exact_block).asDiagonal();
-  };
-  auto mapped_beta_var = [&](const MappingJacobian& Ar) -> VectorXd {
-    if (Hinv.size()) {
-      const MatrixXd W = Ar * beta_rows(Ar.cols());
-      return ((W * Hinv).array() * W.array()).rowwise().sum();
-    }
-    return Ar.cwiseAbs2() * beta_diagonal(Ar.cols(), false);
-  };
-
-  // The β part of a mapping of N: G = A U with U[b·P + p, e(b, p)] = ∂N_bp/∂β_e, and Cov(β) the dense
-  // H_ββ⁻¹ of the covariance fit, else diagonal: 1/H_b per bin (lite) or the entry's 1/(row sum of H_ββ)
-  // (full), the forms bb_incl_cov takes for the inclusive bins.
-  auto process_beta_terms = [&](MappingJacobian& G, VectorXd& cbeta) {
-    const int64_t ne = bbr.beta.size();
-    G = A * process_beta_rows(bbr);
-    if (Hinv.size()) return;
-    cbeta = VectorXd::Zero(ne);
-    for (int64_t b = 0; b < nbf; ++b) {
-      if (!bbr.full) {
-        const double u = bbr.dN.row(b).sum(), H = bbr.c(b) + dd(b) * u * u + penalty_row(b);
-        cbeta(b) = divides(H, b) ? 1.0 / H : 0.0;
-        continue;
-      }
-      for (int64_t p = 0; p < P; ++p) {
-        const double u = bbr.dN(b, p);
-        const double row =
-            bbr.c(bbr.entry(b, p)) + dd(b) * u * bbr.dN.row(b).sum() + penalty_row(bbr.entry(b, p));
-        cbeta(bbr.entry(b, p)) = u != 0.0 && divides(row, bbr.entry(b, p)) ? 1.0 / row : 0.0;
-      }
-    }
-  };
+  const BetaCovariance beta{bb, nobs, nbf, P, bbr, dd, Hinv, betavar_partials, penalty_rows};
   if (by_process && bb && (req.errors || req.covariance || any_impacts)) {
     MappingJacobian G;
     VectorXd cbeta;
-    process_beta_terms(G, cbeta);
+    beta.process_terms(A, G, cbeta);
     const MatrixXd GC = Hinv.size() ? MatrixXd(G * Hinv) : MatrixXd(G * cbeta.asDiagonal());
     out.inclusive_var =
         (JC.array() * Jy.array()).rowwise().sum() + (GC.array() * MatrixXd(G).array()).rowwise().sum();
@@ -281,9 +141,9 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   } else if (req.errors || req.covariance || any_impacts) {
     out.inclusive_var = (JC.array() * Jy.array()).rowwise().sum();
     if (identity) {
-      for (int64_t b = 0; b < nbf; ++b) out.inclusive_var(b) += bb_incl_cov(b, b);
+      for (int64_t b = 0; b < nbf; ++b) out.inclusive_var(b) += beta.incl_cov(b, b);
     } else if (bb) {
-      out.inclusive_var += mapped_beta_var(A);
+      out.inclusive_var += beta.mapped_var(A);
     }
   }
   if (req.covariance && !(by_process && bb)) {
@@ -291,9 +151,9 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     if (identity) {
       for (int64_t b = 0; b < nbf; ++b)
         for (int64_t bp = 0; bp < nbf; ++bp)
-          if (b == bp || Hinv.size()) out.inclusive_cov(b, bp) += bb_incl_cov(b, bp);
+          if (b == bp || Hinv.size()) out.inclusive_cov(b, bp) += beta.incl_cov(b, bp);
     } else if (bb) {
-      out.inclusive_cov += mapped_beta_left(A, false) * A.transpose();
+      out.inclusive_cov += beta.mapped_left(A, false) * A.transpose();
     }
   }
 
@@ -336,9 +196,11 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         const int64_t b = bbr.full ? e / P : e;
         if ((masked && !additive) || b >= nbf) continue;
         const double ub = bbr.dN.row(b).sum();
-        h(e) = bbr.full ? entry_row_sum(e) : bbr.c(e) + dd(b) * ub * ub + penalty_row(e);
+        h(e) = bbr.full ? beta.entry_row_sum(e) : bbr.c(e) + dd(b) * ub * ub + beta.penalty_row(e);
       }
-      auto direct = [&](int64_t e, double u) { return t.Hinv ? u : (divides(h(e), e) ? u / h(e) : 0.0); };
+      auto direct = [&](int64_t e, double u) {
+        return t.Hinv ? u : (beta.divides(h(e), e) ? u / h(e) : 0.0);
+      };
       std::vector<Eigen::Triplet<double>> uh;
       for (int64_t b = 0; b < nbf; ++b) {
         if (by_process) {
@@ -381,7 +243,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     if (!identity && bb) {
       VectorXd s(nbf * P);
       for (int64_t b = 0; b < nbf; ++b)
-        for (int64_t p = 0; p < P; ++p) s(b * P + p) = bb_proc_var(b, p);
+        for (int64_t p = 0; p < P; ++p) s(b * P + p) = beta.proc_var(b, p);
       v += Ap.cwiseAbs2() * s;
     }
     const int64_t rows = identity ? nbf : mapping.size();
@@ -392,7 +254,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     out.per_process_var.resize(rows, Pout);
     for (int64_t b = 0; b < rows; ++b)
       for (int64_t p = 0; p < Pout; ++p)
-        out.per_process_var(b, p) = v(b * Pout + p) + (identity ? bb_proc_var(b, p) : 0.0);
+        out.per_process_var(b, p) = v(b * Pout + p) + (identity ? beta.proc_var(b, p) : 0.0);
   }
 
   // (U H_ββ⁻¹)[b, e(b, p)] without the covariance fit's dense inverse, H_ββ diagonal per entry (lite)
@@ -451,7 +313,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       return dense_data ? MatrixXd(X * Vn) : X * vn.asDiagonal();
     };
     MatrixXd covpred = prod.product_transpose(JC.topRows(nyo), J.topRows(nobs));  // Ao·Cov(ν) [nyo × nobs]
-    if (bb) covpred += mapped_beta_left(Ao, true);
+    if (bb) covpred += beta.mapped_left(Ao, true);
     if (req.prefit) {
       V = covpred * Aod.transpose() + times_vn(Ad) * Ad.transpose();
       return;
@@ -550,7 +412,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         t.J = &Jo;
         t.C = &cov;
         t.JC = &JCo;
-        if (bb) t.beta_var = beta_diagonal(nobs, true);
+        if (bb) t.beta_var = beta.diagonal(nobs, true);
         t.data_var = vn;
         t.w = w;
         t.cw = cwf;
@@ -575,7 +437,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         MatrixXd covpred = prod.symmetric_product_transpose(JCo, Jo);  // J C Jᵀ
         for (int64_t b = 0; b < nobs; ++b)
           for (int64_t bp = 0; bp < nobs; ++bp)
-            if (b == bp || Hinv.size()) covpred(b, bp) += bb_incl_cov(b, bp, true);
+            if (b == bp || Hinv.size()) covpred(b, bp) += beta.incl_cov(b, bp, true);
         if (req.prefit) {
           V = covpred;
           if (dense_data)
