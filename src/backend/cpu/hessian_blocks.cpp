@@ -59,10 +59,8 @@ inline void ShardEvaluation::run_hessian_blocks(Request& req, std::vector<Accum>
       }
       flush_E(acc);
       flush_J(acc);
-      // block 0 becomes the total, which the observable regulariser still accumulates into
-      // (observable_regularizer.cpp): it keeps its rank-update buffers; the others free theirs
-      if (u > 0)
-        for (MatrixXd* unused : {&acc.Epos, &acc.Eneg, &acc.Lrows, &acc.Rrows, &acc.X}) unused->resize(0, 0);
+      for (MatrixXd* scratch : {&acc.Epos, &acc.Eneg, &acc.Lrows, &acc.Rrows}) scratch->resize(0, 0);
+      if (u > 0) acc.X.resize(0, 0);
     }
   });
   MatrixXd H = MatrixXd::Zero(n, n);

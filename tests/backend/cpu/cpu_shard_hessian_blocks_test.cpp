@@ -11,9 +11,6 @@
 
 #include "rabbit/backend/cpu/cpu_shard_evaluator.hpp"
 #include "rabbit/core/worker_pool.hpp"
-#include "rabbit/model/model_options.hpp"
-#include "rabbit/model/regularizer.hpp"
-#include "rabbit/postfit/regularizer_mapping.hpp"
 #include "support/shard_test_helpers.hpp"
 
 namespace rabbit {
@@ -48,7 +45,8 @@ HessOutputs hessian(CpuShardEvaluator& shard, const VectorXd& x) {
   return o;
 }
 
-void check(const std::shared_ptr<Model>& model) {
+void check(const ShardConfig& c) {
+  auto model = testing::make_test_model(testing::make_test_input(c), c);
   const int64_t B = model->input->nbins;
   const VectorXd x0 = testing::test_point(*model);
   ASSERT_GE(x0.size(), 256);  // n: 4 column blocks of at least 64 columns
@@ -85,39 +83,11 @@ void check(const std::shared_ptr<Model>& model) {
   }
 }
 
-void check(const ShardConfig& c) { check(testing::make_test_model(testing::make_test_input(c), c)); }
-
 TEST(CpuShardHessianBlocks, PoissonBBLiteGammaIdenticalWithLateThreads) {
   ShardConfig c;
   c.nbins = 2800;  // 8,400 entries: enough work for 4 threads (shard_evaluation.cpp kMinWorkPerThread)
   c.nsyst = 256;
   check(c);
-}
-
-// an SVD regulariser on the masked channel: it accumulates into the assembled total after the blocks
-// (observable_regularizer.cpp)
-TEST(CpuShardHessianBlocks, RegularizedIdenticalWithLateThreads) {
-  ShardConfig c;
-  c.nbins = 2800;
-  c.nsyst = 256;
-  auto in = testing::make_test_input(c);
-  testing::set_obs_and_masked_channels(*in);  // made for 6 observed bins: stretched to 2,800
-  in->channels[0].stop = in->nbins;
-  in->channels[0].axes[0].size = in->nbins;
-  in->channels[1].start = in->nbins;
-  in->channels[1].stop = in->nbinsfull;
-  auto model = testing::make_test_model(in, c);
-  model->options.regularization_strength = 0.4;
-  RegularizationSpec spec;
-  spec.name = "SVD";
-  spec.mapping = {"Select", "masked"};
-  model->regularizers = make_regularizers(*in, {spec}, postfit::regularizer_mapping);
-  CpuShardEvaluator probe(model, 0, in->nbins, 1);
-  const VectorXd x0 = testing::test_point(*model) * 0.5;
-  VectorXd nu0;
-  probe.expected_yields(x0, 0, in->nbinsfull, CpuShardEvaluator::BetaMode::stored, &nu0, nullptr);
-  model->regularizers[0]->set_expectations(x0, &nu0);
-  check(model);
 }
 
 TEST(CpuShardHessianBlocks, SparseChisqBBFullIdenticalWithLateThreads) {
