@@ -121,7 +121,6 @@ struct ShardConfig {
   bool legacy_kstat = false;  // per-bin sumw/sumw2 as derived from the legacy hkstat
   unsigned seed = 1;
   int64_t nbins = 6;  // observed bins (≥ 6: bins 2, 3 and 4 are the special ones below)
-  int64_t nsyst = 4;  // systematics (many: a Hessian large enough for column blocks)
 };
 
 /// 6 (c.nbins) observed + 3 masked bins, 3 processes (0 = signal), 4 systematics; one bin with zero MC sum
@@ -130,7 +129,7 @@ inline std::shared_ptr<FitInputData> make_test_input(const ShardConfig& c) {
   std::mt19937 rng(c.seed);
   std::uniform_real_distribution<double> uni(0.0, 1.0);
   auto in = std::make_shared<FitInputData>();
-  const int64_t B = c.nbins, Bm = c.masked_channel ? 3 : 0, Bf = B + Bm, P = 3, S = c.nsyst;
+  const int64_t B = c.nbins, Bm = c.masked_channel ? 3 : 0, Bf = B + Bm, P = 3, S = 4;
   in->filename = "in-memory";
   in->nbins = B;
   in->nbinsmasked = Bm;
@@ -140,7 +139,7 @@ inline std::shared_ptr<FitInputData> make_test_input(const ShardConfig& c) {
   in->nsignals = 1;
   in->procs = {"sig", "bkg1", "bkg2"};
   in->signals = {"sig"};
-  for (int64_t s = 0; s < S; ++s) in->systs.push_back("s" + std::to_string(s));
+  in->systs = {"s0", "s1", "s2", "s3"};
   in->constraintweights = Eigen::VectorXd::Ones(S);
   in->symmetric_tensor = c.symmetric;
   in->systematic_type = c.lognormal ? SystematicType::log_normal : SystematicType::normal;

@@ -25,43 +25,24 @@ constexpr int kMaxCols = 4;
 // The Hessian sums are symmetric, so only their lower triangle is accumulated, by blocked rank-k
 // updates (a SYRK for the E part, a GEMM restricted to the triangle for the J part: the J block of
 // one flush may hold part of a bin's columns only and is not symmetric by itself, the total is);
-// finish() mirrors it once. A tiled Accum (hessian_blocks.cpp) updates only its columns [h0, h1): the
-// square on the diagonal as a triangle, the rows below it by a GEMM.
+// finish() mirrors it once.
 inline void flush_E(Accum& acc) {
-  const int64_t S = acc.Epos.rows(), n = acc.Lrows.rows(), M = n - S;
-  const int64_t c0 = acc.tiled ? std::max(acc.h0, M) - M : 0, c1 = acc.tiled ? acc.h1 - M : S;
-  auto update = [&](const auto& E, double sign) {
-    if (!acc.tiled) {
-      acc.H.bottomRightCorner(S, S).selfadjointView<Eigen::Lower>().rankUpdate(E, sign);
-    } else if (c1 > c0) {
-      const int64_t r0 = M + c0 - acc.h0;  // the tile's row and column of E's row c0
-      acc.H.block(r0, r0, c1 - c0, c1 - c0).selfadjointView<Eigen::Lower>().rankUpdate(E.middleRows(c0, c1 - c0),
-                                                                                        sign);
-      acc.H.block(r0 + c1 - c0, r0, S - c1, c1 - c0).noalias() +=
-          sign * E.bottomRows(S - c1) * E.middleRows(c0, c1 - c0).transpose();
-    }
-  };
+  auto HE = acc.H.bottomRightCorner(acc.Epos.rows(), acc.Epos.rows());
   if (acc.npos > 0) {
-    update(acc.Epos.leftCols(acc.npos), 1.0);
+    HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Epos.leftCols(acc.npos), 1.0);
     acc.npos = 0;
   }
   if (acc.nneg > 0) {
-    update(acc.Eneg.leftCols(acc.nneg), -1.0);
+    HE.selfadjointView<Eigen::Lower>().rankUpdate(acc.Eneg.leftCols(acc.nneg), -1.0);
     acc.nneg = 0;
   }
 }
 inline void flush_J(Accum& acc) {
-  if (acc.nrows == 0) return;
-  const auto Lb = acc.Lrows.leftCols(acc.nrows);
-  const auto Rb = acc.Rrows.leftCols(acc.nrows);
-  if (!acc.tiled) {
-    acc.H.triangularView<Eigen::Lower>() += Lb * Rb.transpose();
-  } else {
-    const int64_t n = Lb.rows(), w = acc.h1 - acc.h0;
-    acc.H.topRows(w).triangularView<Eigen::Lower>() += Lb.middleRows(acc.h0, w) * Rb.middleRows(acc.h0, w).transpose();
-    acc.H.bottomRows(n - acc.h1).noalias() += Lb.bottomRows(n - acc.h1) * Rb.middleRows(acc.h0, w).transpose();
+  if (acc.nrows > 0) {
+    acc.H.triangularView<Eigen::Lower>() +=
+        acc.Lrows.leftCols(acc.nrows) * acc.Rrows.leftCols(acc.nrows).transpose();
+    acc.nrows = 0;
   }
-  acc.nrows = 0;
 }
 
 // Phase B: accumulate gradient / HVP / Hessian contributions of bin b.
@@ -225,7 +206,7 @@ inline void ShardEvaluation::init_accum(Accum& acc, const Request& req, int64_t 
     acc.hpi = MatrixXd::Zero(rows, k);
   }
   if (req.hess) {
-    acc.H = acc.tiled ? MatrixXd::Zero(n - acc.h0, acc.h1 - acc.h0) : MatrixXd::Zero(n, n);
+    acc.H = MatrixXd::Zero(n, n);
     acc.X = MatrixXd::Zero(rows, S);
     acc.Ypp = VectorXd::Zero(rows);
     acc.Epos.resize(S, kHessBlock);

@@ -156,9 +156,8 @@ inline double ShardEvaluation::run(Request& req) {
   int T = static_cast<int>(
       std::max<int64_t>(1, std::min<int64_t>({s.threads_, std::max<int64_t>(nb, 1), by_work})));
   // Value, gradient and HVP: per-chunk sums added in chunk order (bin_chunks.hpp), the same for any
-  // thread count. The Hessian's n × n sums cannot be kept per chunk (memory): with more than one
-  // thread they are cut into column blocks instead (hessian_blocks.cpp), the same for any thread count
-  // above one; on a small model (n below two blocks) they stay per thread over fixed bin ranges.
+  // thread count. The Hessian's n × n sums stay per thread over fixed bin ranges (a copy per chunk
+  // would not fit in memory): the same for a fixed thread count.
   const int64_t sum_rows = pt.bin_dependent ? s.nbinsfull_ * P : P;
   const BinChunks chunks = BinChunks::make(s.begin_, s.end_, entries, W, W + sum_rows, k);
   if (!req.hess) T = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(T, chunks.count())));
@@ -197,10 +196,7 @@ inline double ShardEvaluation::run(Request& req) {
       acc.f += prof.profile_bin(b, sc, 0, 0, derivs, req.beta, bo);
       if (derivs) accumulate(b, sc, 0, 0, req, acc, nullptr);
     };
-    const std::vector<int64_t> hess_cols = req.hess && T > 1 ? hessian_column_blocks(n) : std::vector<int64_t>{};
-    if (!hess_cols.empty()) {
-      run_hessian_blocks(req, accs, hess_cols, T, nc);
-    } else if (req.hess) {
+    if (req.hess) {
       s.pool->run(T, [&](int t) {
         Accum& acc = accs[t];
         init_accum(acc, req, k);

@@ -55,10 +55,6 @@ struct Accum {
   Eigen::VectorXd y, gpi;  // K2ᵀ(φc) [W], Σ φ a per process [P]
   Eigen::MatrixXd O, hpi;  // HVP: K2ᵀ ω [W × k], per-process π part [P × k]
   Eigen::MatrixXd H;       // Σ Jᵀ M J + Σ w E Eᵀ (θθ block): lower triangle only (n × n)
-  // a Hessian column block (run_hessian_blocks): H holds only the columns [h0, h1) of the lower
-  // triangle, rows h0 … n−1, as an (n − h0) × (h1 − h0) tile
-  bool tiled = false;
-  int64_t h0 = 0, h1 = 0;
   Eigen::MatrixXd X;       // πθ per process [P × S]
   Eigen::VectorXd Ypp;     // ππ per process [P]
   // Hessian batching
@@ -72,14 +68,6 @@ struct Accum {
 /// 256 columns (was 64): every flush rereads and rewrites the n × n triangle, and Eigen's GEMM/SYRK
 /// pack panels of about this depth; docs/benchmarks.md "Dense Hessian and dense linear algebra".
 constexpr int64_t kHessBlock = 256;
-
-/// The dense Hessian with more than one thread is cut into column blocks of its lower triangle
-/// (hessian_blocks.cpp): at most this many, each at least this wide on average; below two such
-/// blocks the threads keep one bin range each.
-constexpr int64_t kMaxHessianBlocks = 12;
-constexpr int64_t kMinHessianBlockWidth = 64;
-/// The first column of each block and n, or nothing when n is too small for two blocks.
-std::vector<int64_t> hessian_column_blocks(int64_t n);
 
 /// What one thread computes for one chunk of bins (bin_chunks.hpp BackedUpChunks): the chunk's sums,
 /// its point-cache rows when the evaluation fills the cache, its profiled β when asked for.
@@ -154,12 +142,6 @@ class ShardEvaluation {
                                                              int nc, Compute compute) const;
   void run_uncoupled(Request& req, std::vector<Accum>& accs, const BinChunks& chunks, int T, int nc,
                      bool derivs, bool store);
-
-  // ---- the dense Hessian by column blocks (hessian_blocks.cpp) ----
-  /// The uncoupled value, gradient and Hessian with the Hessian's lower triangle cut into column
-  /// blocks that the threads take in turn, each over all bins; accs becomes the one total.
-  void run_hessian_blocks(Request& req, std::vector<Accum>& accs, const std::vector<int64_t>& cols, int T,
-                          int nc);
 
   // ---- point cache (point_cache.cpp) ----
   /// Copies bin b's phase-A and profile quantities from slot 0 of sc into the rows of its chunk,
