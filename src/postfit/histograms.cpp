@@ -226,7 +226,8 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   }
 
   if (req.errors_per_process) {
-    MatrixXd Jp = shard.process_yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal();  // rows b·P + p
+    MatrixXd Jp = shard.process_yield_jacobian(xi, 0, nbf, mode);  // rows b·P + p
+    Jp.array().rowwise() *= d1.transpose().array();                // · diag(d1) in place
     if (B.size()) {
       for (int64_t b = 0; b < nobs; ++b)
         for (int64_t p = 0; p < P; ++p) {
@@ -239,7 +240,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       Ap = mapping.jacobian_per_process(per_process);
       Jp = MatrixXd(Ap * Jp);
     }
-    VectorXd v = (prod.times_covariance(Jp, cov).array() * Jp.array()).rowwise().sum();
+    VectorXd v = prod.row_quadratic_forms(Jp, cov);
     if (!identity && bb) {
       VectorXd s(nbf * P);
       for (int64_t b = 0; b < nbf; ++b)

@@ -28,32 +28,41 @@ ParallelProducts::~ParallelProducts() {
   Eigen::setNbThreads(eigen_threads_);
 }
 
+void ParallelProducts::for_row_blocks(int64_t m, double work,
+                                      const std::function<void(int64_t r0, int64_t nr)>& block) {
+  const int64_t blocks = (m + kBlockRows - 1) / kBlockRows;
+  auto run = [&](int64_t i) {
+    const int64_t r0 = i * kBlockRows;
+    block(r0, std::min(kBlockRows, m - r0));
+  };
+  if (!pool_ || blocks < 2 || work < kMinParallelWork) {
+    for (int64_t i = 0; i < blocks; ++i) run(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool_->share(threads_, [&](int) {
+    for (int64_t i = next.fetch_add(1); i < blocks; i = next.fetch_add(1)) run(i);
+  });
+}
+
 template <class Lhs, class Rhs>
 MatrixXd ParallelProducts::rows_in_blocks(const Lhs& A, const Rhs& B, bool lower) {
   const int64_t m = A.rows();
   MatrixXd out(m, B.cols());
-  const int64_t blocks = (m + kBlockRows - 1) / kBlockRows;
-  auto block = [&](int64_t i) {
-    const int64_t r0 = i * kBlockRows, nr = std::min(kBlockRows, m - r0);
+  const double work = static_cast<double>(m) * static_cast<double>(B.rows()) * static_cast<double>(B.cols()) /
+                      (lower ? 2.0 : 1.0);
+  for_row_blocks(m, work, [&](int64_t r0, int64_t nr) {
     if (lower)
       out.block(r0, 0, nr, r0 + nr).noalias() = A.middleRows(r0, nr) * B.leftCols(r0 + nr);
     else
       out.middleRows(r0, nr).noalias() = A.middleRows(r0, nr) * B;
-  };
-  const double work = static_cast<double>(m) * static_cast<double>(B.rows()) * static_cast<double>(B.cols()) /
-                      (lower ? 2.0 : 1.0);
-  if (!pool_ || blocks < 2 || work < kMinParallelWork) {
-    for (int64_t i = 0; i < blocks; ++i) block(i);
-    return out;
-  }
-  std::atomic<int64_t> next{0};
-  pool_->share(threads_, [&](int) {
-    for (int64_t i = next.fetch_add(1); i < blocks; i = next.fetch_add(1)) block(i);
   });
   return out;
 }
 
-MatrixXd ParallelProducts::product(const MatrixXd& A, const MatrixXd& B) { return rows_in_blocks(A, B); }
+MatrixXd ParallelProducts::product(const MatrixXd& A, const MatrixXd& B) {
+  return rows_in_blocks(A, B);
+}
 
 MatrixXd ParallelProducts::transpose_product(const MatrixXd& A, const MatrixXd& B) {
   return rows_in_blocks(A.transpose(), B);
@@ -82,17 +91,36 @@ MatrixXd ParallelProducts::weighted_gram(const MatrixXd& A, const Eigen::VectorX
                                : rows_in_blocks(A.transpose(), A, true));
 }
 
+namespace {
+
+bool is_diagonal(const MatrixXd& C) {
+  for (int64_t j = 0; j < C.cols(); ++j)
+    for (int64_t i = 0; i < C.rows(); ++i)
+      if (i != j && C(i, j) != 0.0) return false;
+  return true;
+}
+
+}  // namespace
+
 MatrixXd ParallelProducts::times_covariance(const MatrixXd& X, const MatrixXd& C) {
-  const int64_t n = C.rows();
-  bool diagonal = true;
-  for (int64_t j = 0; j < n && diagonal; ++j)
-    for (int64_t i = 0; i < n; ++i)
-      if (i != j && C(i, j) != 0.0) {
-        diagonal = false;
-        break;
-      }
-  if (!diagonal) return product(X, C);
+  if (!is_diagonal(C)) return product(X, C);
   return (X * C.diagonal().asDiagonal()).array() + 0.0;
+}
+
+Eigen::VectorXd ParallelProducts::row_quadratic_forms(const MatrixXd& X, const MatrixXd& C) {
+  const bool diagonal = is_diagonal(C);
+  Eigen::VectorXd v(X.rows());
+  const double work = static_cast<double>(X.rows()) * static_cast<double>(C.rows()) *
+                      (diagonal ? 1.0 : static_cast<double>(C.cols()));
+  for_row_blocks(X.rows(), work, [&](int64_t r0, int64_t nr) {
+    MatrixXd XC(nr, C.cols());
+    if (diagonal)
+      XC = (X.middleRows(r0, nr) * C.diagonal().asDiagonal()).array() + 0.0;
+    else
+      XC.noalias() = X.middleRows(r0, nr) * C;
+    v.segment(r0, nr) = (XC.array() * X.middleRows(r0, nr).array()).rowwise().sum();
+  });
+  return v;
 }
 
 }  // namespace rabbit::postfit

@@ -6,6 +6,7 @@
 // result from a queue, each a single-threaded Eigen product. Internal to src/postfit (histograms.cpp).
 #include <Eigen/Core>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "rabbit/core/worker_pool.hpp"
@@ -37,11 +38,16 @@ class ParallelProducts {
   /// X's columns, O(rows·npar) instead of rows·npar², with the values of the product: its sums add exact
   /// zeros, and + 0.0 gives its +0 where a scaled entry is −0.
   Eigen::MatrixXd times_covariance(const Eigen::MatrixXd& X, const Eigen::MatrixXd& C);
+  /// diag(X C Xᵀ): the row sums of (X C) ∘ X, one row block at a time, so that X C is never held whole (the
+  /// per-process variances: X has nbins·nproc rows). Each block's X C is times_covariance's for those rows.
+  Eigen::VectorXd row_quadratic_forms(const Eigen::MatrixXd& X, const Eigen::MatrixXd& C);
 
  private:
   // lower: only the columns up to each row block's end (a symmetric result's lower part)
   template <class Lhs, class Rhs>
   Eigen::MatrixXd rows_in_blocks(const Lhs& A, const Rhs& B, bool lower = false);
+  // block(i) for every row block i of m rows, on the pool when `work` multiply-adds are worth it
+  void for_row_blocks(int64_t m, double work, const std::function<void(int64_t r0, int64_t nr)>& block);
 
   int threads_;
   int eigen_threads_;  // Eigen::nbThreads() before, restored by the destructor

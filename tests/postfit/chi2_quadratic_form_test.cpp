@@ -147,5 +147,25 @@ TEST(ParallelProducts, DiagonalCovarianceGivesTheProductsValues) {
   EXPECT_EQ(prod.times_covariance(in.J, C), prod.product(in.J, C));
 }
 
+TEST(ParallelProducts, RowQuadraticFormsAreTheDiagonalOfXCXt) {
+  // 1001 rows: six row blocks and a remainder; a dense C and a diagonal one.
+  const Inputs in = make_inputs(1001, 60, 1, 7);
+  const MatrixXd dense = in.C, diagonal = MatrixXd(in.cw.asDiagonal());
+  for (const MatrixXd* C : {&dense, &diagonal}) {
+    std::vector<VectorXd> forms;
+    for (int threads : {1, 2, 3}) {
+      ParallelProducts prod(threads);
+      forms.push_back(prod.row_quadratic_forms(in.J, *C));
+      // the per-process variances' former form, (X C) ∘ X summed by rows, bit for bit
+      const VectorXd whole = (prod.times_covariance(in.J, *C).array() * in.J.array()).rowwise().sum();
+      EXPECT_EQ(forms.back(), whole) << threads << " threads";
+    }
+    EXPECT_EQ(forms[1], forms[0]);
+    EXPECT_EQ(forms[2], forms[0]);
+    const VectorXd exact = (in.J * *C * in.J.transpose()).diagonal();
+    EXPECT_LE((forms[0] - exact).cwiseAbs().maxCoeff(), 1e-12 * exact.cwiseAbs().maxCoeff());
+  }
+}
+
 }  // namespace
 }  // namespace rabbit::testing
