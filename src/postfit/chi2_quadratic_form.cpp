@@ -52,7 +52,8 @@ bool linear_chi2_low_rank_pays(int64_t nobs, int64_t npar, bool postfit) {
   // an LDLT; the low-rank form UᵀΔ⁻¹U and a k × k LU with k = npar or 2·npar.
   const double n = static_cast<double>(nobs), p = static_cast<double>(npar);
   const double k = postfit ? 2.0 * p : p;
-  const double dense = 2.0 * n * n * p + n * n * n / 3.0 + (postfit ? 2.0 * n * n * p + 2.0 * n * n * n : 0.0);
+  const double dense =
+      2.0 * n * n * p + n * n * n / 3.0 + (postfit ? 2.0 * n * n * p + 2.0 * n * n * n : 0.0);
   const double low_rank = 2.0 * n * k * k + 3.0 * k * k * k + (postfit ? 4.0 * n * p * p : 0.0);
   return low_rank < dense;
 }

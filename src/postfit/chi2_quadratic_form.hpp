@@ -33,11 +33,11 @@ struct LinearChi2Terms {
   Eigen::VectorXd beta_var;             // d_β [nobs] (empty: 0)
   Eigen::VectorXd data_var;             // v_n [nobs]
   // postfit only
-  Eigen::VectorXd w;                     // ∂²L/∂ν∂n per bin (its minus)
-  Eigen::VectorXd cw;                    // constraint weights, 0 for frozen parameters
-  const Eigen::MatrixXd* B = nullptr;    // dβ̂/dx [ne × npar], null without bin-by-bin statistics
-  Eigen::VectorXd s;                     // q² Var(β⁰) per entry [ne]
-  Eigen::SparseMatrix<double> D;         // direct β̂ response at fixed x [nobs × ne], one bin per row
+  Eigen::VectorXd w;                   // ∂²L/∂ν∂n per bin (its minus)
+  Eigen::VectorXd cw;                  // constraint weights, 0 for frozen parameters
+  const Eigen::MatrixXd* B = nullptr;  // dβ̂/dx [ne × npar], null without bin-by-bin statistics
+  Eigen::VectorXd s;                   // q² Var(β⁰) per entry [ne]
+  Eigen::SparseMatrix<double> D;       // direct β̂ response at fixed x [nobs × ne], one bin per row
 };
 
 DiagonalPlusLowRank linear_chi2_low_rank(const LinearChi2Terms& t, ParallelProducts& prod);

@@ -30,7 +30,9 @@ struct Inputs {
 Inputs make_inputs(int64_t nobs, int64_t npar, int64_t entries_per_bin, unsigned seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0), pos(0.5, 2.0);
-  auto random = [&](int64_t r, int64_t c) { return MatrixXd(MatrixXd::NullaryExpr(r, c, [&] { return u(gen); })); };
+  auto random = [&](int64_t r, int64_t c) {
+    return MatrixXd(MatrixXd::NullaryExpr(r, c, [&] { return u(gen); }));
+  };
   auto positive = [&](int64_t n) { return VectorXd(VectorXd::NullaryExpr(n, [&] { return pos(gen); })); };
   Inputs in;
   in.J = 10.0 * random(nobs, npar);
@@ -92,7 +94,8 @@ TEST(LinearChi2LowRank, EqualsTheDenseCovariance) {
       const MatrixXd V = dense_v(in, postfit);
       const MatrixXd Vlr = MatrixXd(lr.delta.asDiagonal()) + lr.U * lr.S * lr.U.transpose();
       EXPECT_LT((Vlr - V).cwiseAbs().maxCoeff(), 1e-10 * V.cwiseAbs().maxCoeff());
-      EXPECT_LT((postfit::diagonal(lr) - V.diagonal()).cwiseAbs().maxCoeff(), 1e-10 * V.diagonal().maxCoeff());
+      EXPECT_LT((postfit::diagonal(lr) - V.diagonal()).cwiseAbs().maxCoeff(),
+                1e-10 * V.diagonal().maxCoeff());
       const double dense = in.r.dot(Eigen::LDLT<MatrixXd>(V).solve(in.r));
       EXPECT_NEAR(postfit::quadratic_form(lr, in.r, prod), dense, 1e-10 * dense);
     }

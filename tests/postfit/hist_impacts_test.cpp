@@ -6,9 +6,9 @@
 #include <Eigen/LU>
 #include <random>
 
-#include "src/postfit/hist_beta_impacts.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/postfit/mapping.hpp"
+#include "src/postfit/hist_beta_impacts.hpp"
 
 namespace rabbit::testing {
 namespace {

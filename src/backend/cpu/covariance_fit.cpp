@@ -373,18 +373,18 @@ inline void ShardEvaluation::run_coupled(Request& req, std::vector<Accum>& accs,
     };
     auto shared = std::make_shared<const PhaseB>(PhaseB{std::move(sc), std::move(zbuf)});
     const double f = accs[0].f;
-    auto job = run_backed_up(req, chunks, T, nc,
-                             [chunks, k, nc, shared](const ShardEvaluation& ev, const Request& inputs, int64_t c,
-                                                     BinScratch&, ChunkResult& r,
-                                                     const BackedUpChunks<ChunkResult>& job) {
-                               ev.init_accum(r.acc, inputs, k);
-                               for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) {
-                                 if (job.done(c)) return false;
-                                 ev.accumulate(b, shared->sc, ev.L.bin_ptr[b], b, inputs, r.acc,
-                                               k > 0 ? shared->zbuf.data() + b * k * nc : nullptr);
-                               }
-                               return true;
-                             });
+    auto job = run_backed_up(
+        req, chunks, T, nc,
+        [chunks, k, nc, shared](const ShardEvaluation& ev, const Request& inputs, int64_t c, BinScratch&,
+                                ChunkResult& r, const BackedUpChunks<ChunkResult>& job) {
+          ev.init_accum(r.acc, inputs, k);
+          for (int64_t b = chunks.first(c); b < chunks.last(c); ++b) {
+            if (job.done(c)) return false;
+            ev.accumulate(b, shared->sc, ev.L.bin_ptr[b], b, inputs, r.acc,
+                          k > 0 ? shared->zbuf.data() + b * k * nc : nullptr);
+          }
+          return true;
+        });
     for (int64_t c = 0; c < job->count(); ++c) accs[c] = std::move(job->result(c).acc);
     accs[0].f += f;
   }

@@ -94,32 +94,32 @@ inline void ShardEvaluation::run_uncoupled(Request& req, std::vector<Accum>& acc
   const int64_t k = pt.k;
   const int64_t bw = s.beta_width();
   const bool want_beta = req.beta_out != nullptr;
-  auto job = run_backed_up(
-      req, chunks, T, nc,
-      [chunks, k, bw, nc, derivs, store, want_beta](const ShardEvaluation& ev, const Request& inputs, int64_t c,
-                                                     BinScratch& sc, ChunkResult& r,
-                                                     const BackedUpChunks<ChunkResult>& job) {
-        const EntryLayout& L = ev.L;
-        const int64_t b0 = chunks.first(c), b1 = chunks.last(c);
-        ev.init_accum(r.acc, inputs, k);
-        if (store) {
-          const int64_t ne = L.bin_ptr[b1] - L.bin_ptr[b0];
-          for (auto* v : {&r.rows.N, &r.rows.a, &r.rows.c, &r.rows.phi, &r.rows.d}) v->resize(ne);
-          r.rows.U.resize(ne * nc);
-          r.rows.M.resize((b1 - b0) * nc * nc);
-        }
-        if (want_beta) r.beta.assign((b1 - b0) * bw, 0.0);
-        Accum& acc = r.acc;
-        for (int64_t b = b0; b < b1; ++b) {
-          if (job.done(c)) return false;
-          ev.yields(b, sc, 0);
-          double* bo = want_beta ? r.beta.data() + (b - b0) * bw : nullptr;
-          acc.f += ev.prof.profile_bin(b, sc, 0, 0, derivs, inputs.beta, bo);
-          if (store) ev.store_bin(b, b0, sc, r.rows);
-          if (derivs) ev.accumulate(b, sc, 0, 0, inputs, acc, nullptr);
-        }
-        return true;
-      });
+  auto job = run_backed_up(req, chunks, T, nc,
+                           [chunks, k, bw, nc, derivs, store, want_beta](
+                               const ShardEvaluation& ev, const Request& inputs, int64_t c, BinScratch& sc,
+                               ChunkResult& r, const BackedUpChunks<ChunkResult>& job) {
+                             const EntryLayout& L = ev.L;
+                             const int64_t b0 = chunks.first(c), b1 = chunks.last(c);
+                             ev.init_accum(r.acc, inputs, k);
+                             if (store) {
+                               const int64_t ne = L.bin_ptr[b1] - L.bin_ptr[b0];
+                               for (auto* v : {&r.rows.N, &r.rows.a, &r.rows.c, &r.rows.phi, &r.rows.d})
+                                 v->resize(ne);
+                               r.rows.U.resize(ne * nc);
+                               r.rows.M.resize((b1 - b0) * nc * nc);
+                             }
+                             if (want_beta) r.beta.assign((b1 - b0) * bw, 0.0);
+                             Accum& acc = r.acc;
+                             for (int64_t b = b0; b < b1; ++b) {
+                               if (job.done(c)) return false;
+                               ev.yields(b, sc, 0);
+                               double* bo = want_beta ? r.beta.data() + (b - b0) * bw : nullptr;
+                               acc.f += ev.prof.profile_bin(b, sc, 0, 0, derivs, inputs.beta, bo);
+                               if (store) ev.store_bin(b, b0, sc, r.rows);
+                               if (derivs) ev.accumulate(b, sc, 0, 0, inputs, acc, nullptr);
+                             }
+                             return true;
+                           });
   // every chunk has a result now, and no worker writes into a published one
   std::shared_ptr<CacheRows> rows;
   if (store) {

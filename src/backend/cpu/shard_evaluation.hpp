@@ -138,8 +138,8 @@ class ShardEvaluation {
   /// no input or output pointer of the caller), so it must capture nothing by reference. Returns when
   /// every chunk has a result.
   template <class Compute>
-  std::shared_ptr<BackedUpChunks<ChunkResult>> run_backed_up(const Request& req, const BinChunks& chunks, int T,
-                                                             int nc, Compute compute) const;
+  std::shared_ptr<BackedUpChunks<ChunkResult>> run_backed_up(const Request& req, const BinChunks& chunks,
+                                                             int T, int nc, Compute compute) const;
   void run_uncoupled(Request& req, std::vector<Accum>& accs, const BinChunks& chunks, int T, int nc,
                      bool derivs, bool store);
 
@@ -172,8 +172,8 @@ class ShardEvaluation {
 // instantiate it.
 template <class Compute>
 std::shared_ptr<BackedUpChunks<ChunkResult>> ShardEvaluation::run_backed_up(const Request& req,
-                                                                           const BinChunks& chunks, int T,
-                                                                           int nc, Compute compute) const {
+                                                                            const BinChunks& chunks, int T,
+                                                                            int nc, Compute compute) const {
   const int64_t k = pt.k;
   const int64_t maxe = L.max_entries(s.begin_, s.end_);
   auto self = std::make_shared<const ShardEvaluation>(*this);
@@ -184,13 +184,14 @@ std::shared_ptr<BackedUpChunks<ChunkResult>> ShardEvaluation::run_backed_up(cons
   inputs.grad_out = nullptr;
   inputs.hv_out = inputs.hess_out = nullptr;
   inputs.beta_out = nullptr;
-  auto fn = std::make_shared<const std::function<void(int)>>([self, job, inputs, maxe, nc, k, compute](int t) {
-    BinScratch sc;
-    sc.resize(maxe, 1, nc, k);
-    auto one = [&](int64_t c, ChunkResult& r) { return compute(*self, inputs, c, sc, r, *job); };
-    job->take(one);
-    if (t == 0) job->back_up(one);
-  });
+  auto fn =
+      std::make_shared<const std::function<void(int)>>([self, job, inputs, maxe, nc, k, compute](int t) {
+        BinScratch sc;
+        sc.resize(maxe, 1, nc, k);
+        auto one = [&](int64_t c, ChunkResult& r) { return compute(*self, inputs, c, sc, r, *job); };
+        job->take(one);
+        if (t == 0) job->back_up(one);
+      });
   s.pool->share_detached(T, fn);
   return job;
 }

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <memory>
 
-#include "src/backend/cuda/shard_pipeline.hpp"
 #include "rabbit/backend/cuda/fixed_order_sum.hpp"
 #include "rabbit/backend/cuda/hessian_elements.hpp"
+#include "src/backend/cuda/shard_pipeline.hpp"
 
 namespace rabbit::testing {
 
