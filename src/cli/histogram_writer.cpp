@@ -133,7 +133,7 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
   req.chi2 = !o.no_chi2 && mapping.has_data();
   req.global_impacts = o.compute_hist_impacts;
   req.gaussian_global_impacts = o.compute_hist_gaussian_impacts;
-  req.threads = o.n_threads > 0 ? static_cast<int>(o.n_threads) : cpus::detect().threads;
+  req.threads = cpus::threads_or_detected(o.n_threads);
   auto h = postfit::compute_histograms(*ctx_.model, c, *ctx_.fitter, mapping, x, cov, req);
   // rabbit writes the variances whenever it propagates them, for the covariance (its diagonal) or the
   // impacts as for --computeHistErrors; without any of these, plain double storage

@@ -103,8 +103,7 @@ std::pair<double, double> LimitRun::mapping_value(const VectorXd& x, const Matri
   ctx_.fitter->set_observed(nobs, varnobs);
   postfit::HistogramRequest req;
   req.errors = true;
-  req.threads =
-      ctx_.options.n_threads > 0 ? static_cast<int>(ctx_.options.n_threads) : cpus::detect().threads;
+  req.threads = cpus::threads_or_detected(ctx_.options.n_threads);
   const auto h =
       postfit::compute_histograms(*ctx_.model, ctx_.yield_model(), *ctx_.fitter, *mapping_, x, cov, req);
   return {h.inclusive(0), std::sqrt(h.inclusive_var(0))};

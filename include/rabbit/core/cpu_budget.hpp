@@ -3,6 +3,7 @@
 // run on (sched_getaffinity: taskset, a slurm job's cpuset) and the CPU bandwidth its cgroup and the
 // cgroup's ancestors allow (v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us: a container's or a
 // slurm job's CPU quota), whichever is fewer. --nThreads overrides both.
+#include <cstdint>
 #include <string>
 
 namespace rabbit::cpus {
@@ -25,5 +26,10 @@ int affinity_cpus();
 /// The thread count from the affinity mask and the cgroup quota (rounded up: a quota of 1.5 CPUs
 /// runs 2 threads), at least 1; the online CPU count when neither is known.
 Budget detect();
+
+/// `requested` threads (`--nThreads`) when positive, else detect()'s count.
+inline int threads_or_detected(int64_t requested) {
+  return requested > 0 ? static_cast<int>(requested) : detect().threads;
+}
 
 }  // namespace rabbit::cpus

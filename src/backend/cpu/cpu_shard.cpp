@@ -35,7 +35,7 @@ cpu_detail::ShardState::ShardState(std::shared_ptr<const Model> model, int64_t b
   if (begin_ < 0 || end_ < begin_ || end_ > nbins_)
     throw Error(
         fmt::format("CPU shard: bin range [{}, {}) outside the {} observed bins", begin_, end_, nbins_));
-  threads_ = threads > 0 ? threads : cpus::detect().threads;
+  threads_ = cpus::threads_or_detected(threads);
   pool = std::make_unique<WorkerPool>(threads_);
   likelihood_ = model_->options.likelihood;
   if (likelihood_ == DataLikelihood::covariance && (begin_ != 0 || end_ != nbins_))
