@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rabbit/model/bb_statistics.hpp"
+#include "times_diagonal.hpp"
 
 namespace rabbit::postfit {
 
@@ -97,8 +98,8 @@ MappingJacobian process_beta_rows(const BBResponse& r) {
 // d β̂ / dx [nentries_observed × npar]: analytic where the yield model offers it; else 2·npar profiles.
 MatrixXd profiled_beta_jacobian(const Model& model, YieldModel& shard, Fitter& fitter, const VectorXd& x,
                                 const VectorXd& xi, const VectorXd& d1) {
-  const MatrixXd D = shard.profiled_beta_jacobian(xi, 0, model.input->nbins);
-  if (D.size() > 0 || D.cols() == x.size()) return D * d1.asDiagonal();
+  MatrixXd D = shard.profiled_beta_jacobian(xi, 0, model.input->nbins);
+  if (D.size() > 0 || D.cols() == x.size()) return times_diagonal(std::move(D), d1);
   VectorXd b0 = fitter.profiled_beta(x);
   MatrixXd B = MatrixXd::Zero(b0.size(), x.size());
   for (int64_t j = 0; j < x.size(); ++j) {

@@ -26,24 +26,33 @@ DiagonalPlusLowRank linear_chi2_low_rank(const LinearChi2Terms& t, ParallelProdu
   const VectorXd& vn = t.data_var;
   const VectorXd e = beta_var.cwiseProduct(t.w).array() - 1.0;
   V.delta = e.cwiseAbs2().cwiseProduct(vn);
-  // U = [J C, K] filled in place: a few nobs × npar matrices fewer (docs/benchmarks.md "Histogram errors").
-  V.U.resize(nobs, 2 * npar);
-  V.U.leftCols(npar) = *t.JC;
-  auto K = V.U.rightCols(npar);
-  K = (t.w.cwiseProduct(vn).cwiseProduct(e)).asDiagonal() * J;
-  const VectorXd wwv = t.w.cwiseAbs2().cwiseProduct(vn);
-  MatrixXd X = prod.weighted_gram(J, wwv);
-  X.diagonal() += t.cw;
+  const VectorXd k1 = t.w.cwiseProduct(vn).cwiseProduct(e);
+  // D's entries (bin, entry, value): one bin per entry, in entry order.
+  std::vector<Eigen::Triplet<double>> d;
   if (t.B) {
-    const MatrixXd& B = *t.B;
-    X += prod.weighted_gram(B, t.s);
-    K += t.D * t.s.asDiagonal() * B;
     V.delta += t.D.cwiseAbs2() * t.s;
+    for (int64_t col = 0; col < t.D.outerSize(); ++col)
+      for (Eigen::SparseMatrix<double>::InnerIterator it(t.D, col); it; ++it)
+        d.emplace_back(it.row(), it.col(), it.value());
   }
-  V.S = MatrixXd::Zero(2 * npar, 2 * npar);
-  V.S.topLeftCorner(npar, npar) = X;
-  V.S.topRightCorner(npar, npar).setIdentity();
-  V.S.bottomLeftCorner(npar, npar).setIdentity();
+  // U = [J C, K] with K = diag(k1) J + D diag(s) B, filled column by column on the threads in one pass
+  // (docs/benchmarks.md "Histogram errors").
+  V.U.resize(nobs, 2 * npar);
+  const MatrixXd& JC = *t.JC;
+  prod.for_row_blocks(npar, 3.0 * static_cast<double>(nobs) * static_cast<double>(npar),
+                      [&](int64_t j0, int64_t nj) {
+                        for (int64_t j = j0; j < j0 + nj; ++j) {
+                          V.U.col(j) = JC.col(j);
+                          auto k = V.U.col(npar + j);
+                          k = k1.cwiseProduct(J.col(j));
+                          for (const auto& x : d)
+                            k(x.row()) += x.value() * (t.s(x.col()) * (*t.B)(x.col(), j));
+                        }
+                      });
+  const VectorXd wwv = t.w.cwiseAbs2().cwiseProduct(vn);
+  V.X = prod.weighted_gram(J, wwv);
+  V.X.diagonal() += t.cw;
+  if (t.B) V.X += prod.weighted_gram(*t.B, t.s);
   return V;
 }
 
@@ -58,8 +67,18 @@ bool linear_chi2_low_rank_pays(int64_t nobs, int64_t npar, bool postfit) {
   return low_rank < dense;
 }
 
+MatrixXd middle(const DiagonalPlusLowRank& V) {
+  if (V.S.size() || !V.X.size()) return V.S;
+  const int64_t p = V.X.rows();
+  MatrixXd S = MatrixXd::Zero(2 * p, 2 * p);
+  S.topLeftCorner(p, p) = V.X;
+  S.topRightCorner(p, p).setIdentity();
+  S.bottomLeftCorner(p, p).setIdentity();
+  return S;
+}
+
 VectorXd diagonal(const DiagonalPlusLowRank& V) {
-  return V.delta + ((V.U * V.S).array() * V.U.array()).rowwise().sum().matrix();
+  return V.delta + ((V.U * middle(V)).array() * V.U.array()).rowwise().sum().matrix();
 }
 
 double quadratic_form(DiagonalPlusLowRank V, const VectorXd& r, ParallelProducts& prod) {
@@ -68,7 +87,15 @@ double quadratic_form(DiagonalPlusLowRank V, const VectorXd& r, ParallelProducts
   V.U = scale.asDiagonal() * V.U;
   const VectorXd rs = r.cwiseProduct(scale);
   const VectorXd z = V.U.transpose() * rs;
-  const MatrixXd G = prod.weighted_gram(V.U, VectorXd());
+  MatrixXd G = prod.weighted_gram(V.U, VectorXd());
+  if (!V.S.size()) {
+    // S⁻¹ + G with S⁻¹ = [[0, 1], [1, −X]]: symmetric and indefinite, solved by LU with pivoting.
+    const int64_t p = V.X.rows();
+    G.topRightCorner(p, p).diagonal().array() += 1.0;
+    G.bottomLeftCorner(p, p).diagonal().array() += 1.0;
+    G.bottomRightCorner(p, p) -= V.X;
+    return rs.squaredNorm() - z.dot(Eigen::PartialPivLU<MatrixXd>(G).solve(z));
+  }
   MatrixXd M = prod.product(V.S, G);
   M.diagonal().array() += 1.0;
   const VectorXd y = Eigen::PartialPivLU<MatrixXd>(M).solve(V.S * z);

@@ -10,11 +10,13 @@
 
 namespace rabbit::postfit {
 
-/// V = diag(delta) + U S Uᵀ [n × n], U [n × k], S [k × k] symmetric.
+/// V = diag(delta) + U S Uᵀ [n × n], U [n × k], S [k × k] symmetric; or, with S empty (the postfit form),
+/// S = [[X, 1], [1, 0]] with X [k/2 × k/2], whose inverse [[0, 1], [1, −X]] is known without a product.
 struct DiagonalPlusLowRank {
   Eigen::VectorXd delta;
   Eigen::MatrixXd U;
   Eigen::MatrixXd S;
+  Eigen::MatrixXd X;
 };
 
 /// The terms of V for the identity mapping with diagonal data variances and H_ββ diagonal or per-bin
@@ -45,10 +47,14 @@ DiagonalPlusLowRank linear_chi2_low_rank(const LinearChi2Terms& t, ParallelProdu
 /// Whether the low-rank form (rank npar prefit, 2·npar postfit) is cheaper than a dense V of nobs bins.
 bool linear_chi2_low_rank_pays(int64_t nobs, int64_t npar, bool postfit);
 
+/// S as a dense matrix (either form).
+Eigen::MatrixXd middle(const DiagonalPlusLowRank& V);
+
 /// V's diagonal.
 Eigen::VectorXd diagonal(const DiagonalPlusLowRank& V);
 
-/// rᵀV⁻¹r by the Woodbury identity, V⁻¹ = Δ⁻¹ − Δ⁻¹U (1 + S UᵀΔ⁻¹U)⁻¹ S UᵀΔ⁻¹; needs delta > 0.
+/// rᵀV⁻¹r by the Woodbury identity, V⁻¹ = Δ⁻¹ − Δ⁻¹U (1 + S UᵀΔ⁻¹U)⁻¹ S UᵀΔ⁻¹, or with the postfit
+/// form's known S⁻¹, V⁻¹ = Δ⁻¹ − Δ⁻¹U (S⁻¹ + UᵀΔ⁻¹U)⁻¹ UᵀΔ⁻¹ (no k × k × k product); needs delta > 0.
 double quadratic_form(DiagonalPlusLowRank V, const Eigen::VectorXd& r, ParallelProducts& prod);
 
 /// chi2 = rᵀV⁻¹r over the bins of non-zero variance and ndf their count less ndf_reduction; a bin of zero

@@ -1,6 +1,7 @@
 #include "rabbit/postfit/global_impact_terms.hpp"
 
 #include "rabbit/model/bb_statistics.hpp"
+#include "times_diagonal.hpp"
 
 namespace rabbit::postfit {
 
@@ -51,7 +52,7 @@ VectorXd gaussian_stat_impacts_sq(const Model& model, const FitInputData& input,
   const int64_t nimp = static_cast<int64_t>(reported.size());
   VectorXd xis, d1, d2;
   model.parameters.transform(x, xis, d1, d2);
-  MatrixXd J = c.yield_jacobian(xis, 0, input.nbins, YieldModel::BetaMode::profiled) * d1.asDiagonal();
+  MatrixXd J = times_diagonal(c.yield_jacobian(xis, 0, input.nbins, YieldModel::BetaMode::profiled), d1);
   VectorXd nu;
   c.expected_yields(xis, 0, input.nbins, YieldModel::BetaMode::profiled, &nu);
   const VectorXd& n = fitter.observed();

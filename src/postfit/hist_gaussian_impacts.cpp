@@ -8,6 +8,7 @@
 #include "hist_beta_impacts.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/model/bb_statistics.hpp"
+#include "times_diagonal.hpp"
 
 namespace rabbit::postfit {
 
@@ -32,7 +33,7 @@ GaussianHistImpacts gaussian_hist_impacts(const Model& model, YieldModel& shard,
   // x̂ responds through the profiled likelihood at x (rabbit's _dxdvars), prefit included.
   VectorXd nu;
   shard.expected_yields(xi, 0, nbf, Mode::profiled, &nu);
-  const MatrixXd Jp = shard.yield_jacobian(xi, 0, nobs, Mode::profiled) * d1.asDiagonal();  // [nobs × npar]
+  const MatrixXd Jp = times_diagonal(shard.yield_jacobian(xi, 0, nobs, Mode::profiled), d1);  // [nobs × npar]
   const VectorXd& n = fitter.observed();
   const VectorXd& varn = fitter.observed_variances();
   const bool dense_data = lik == DataLikelihood::covariance && in.data_cov_inv;

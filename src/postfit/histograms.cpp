@@ -14,6 +14,7 @@
 #include "rabbit/core/logging.hpp"
 #include "rabbit/model/bb_statistics.hpp"
 #include "rabbit/postfit/mapping.hpp"
+#include "times_diagonal.hpp"
 
 namespace rabbit::postfit {
 
@@ -64,8 +65,9 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   const VectorXd& varn = fitter.observed_variances();
 
   // Parameter part: J = ∂ν/∂x [nbf × npar], J_y = A J [ny × npar]; JC = J_y C.
-  MatrixXd J = by_process ? MatrixXd(shard.process_yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal())
-                          : MatrixXd(shard.yield_jacobian(xi, 0, nbf, mode) * d1.asDiagonal());
+  MatrixXd J = times_diagonal(
+      by_process ? shard.process_yield_jacobian(xi, 0, nbf, mode) : shard.yield_jacobian(xi, 0, nbf, mode),
+      d1);
   MatrixXd mapped_J;
   if (!identity) mapped_J = A * J;
   const MatrixXd& Jy = identity ? J : mapped_J;

@@ -29,10 +29,11 @@ ParallelProducts::~ParallelProducts() {
 }
 
 void ParallelProducts::for_row_blocks(int64_t m, double work,
-                                      const std::function<void(int64_t r0, int64_t nr)>& block) {
+                                      const std::function<void(int64_t r0, int64_t nr)>& block,
+                                      bool heaviest_last) {
   const int64_t blocks = (m + kBlockRows - 1) / kBlockRows;
   auto run = [&](int64_t i) {
-    const int64_t r0 = i * kBlockRows;
+    const int64_t r0 = (heaviest_last ? blocks - 1 - i : i) * kBlockRows;
     block(r0, std::min(kBlockRows, m - r0));
   };
   if (!pool_ || blocks < 2 || work < kMinParallelWork) {
@@ -51,12 +52,15 @@ MatrixXd ParallelProducts::rows_in_blocks(const Lhs& A, const Rhs& B, bool lower
   MatrixXd out(m, B.cols());
   const double work = static_cast<double>(m) * static_cast<double>(B.rows()) * static_cast<double>(B.cols()) /
                       (lower ? 2.0 : 1.0);
-  for_row_blocks(m, work, [&](int64_t r0, int64_t nr) {
-    if (lower)
-      out.block(r0, 0, nr, r0 + nr).noalias() = A.middleRows(r0, nr) * B.leftCols(r0 + nr);
-    else
-      out.middleRows(r0, nr).noalias() = A.middleRows(r0, nr) * B;
-  });
+  for_row_blocks(
+      m, work,
+      [&](int64_t r0, int64_t nr) {
+        if (lower)
+          out.block(r0, 0, nr, r0 + nr).noalias() = A.middleRows(r0, nr) * B.leftCols(r0 + nr);
+        else
+          out.middleRows(r0, nr).noalias() = A.middleRows(r0, nr) * B;
+      },
+      lower);
   return out;
 }
 

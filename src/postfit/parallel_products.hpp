@@ -42,12 +42,16 @@ class ParallelProducts {
   /// per-process variances: X has nbins·nproc rows). Each block's X C is times_covariance's for those rows.
   Eigen::VectorXd row_quadratic_forms(const Eigen::MatrixXd& X, const Eigen::MatrixXd& C);
 
+  /// block(r0, nr) for every block [r0, r0 + nr) of 192 of the m indices, on the pool when `work`
+  /// multiply-adds are worth it; with `heaviest_last`, blocks are taken from the last, so that the largest
+  /// ones (those of a lower triangle) do not end on one thread while the others wait.
+  void for_row_blocks(int64_t m, double work, const std::function<void(int64_t r0, int64_t nr)>& block,
+                      bool heaviest_last = false);
+
  private:
   // lower: only the columns up to each row block's end (a symmetric result's lower part)
   template <class Lhs, class Rhs>
   Eigen::MatrixXd rows_in_blocks(const Lhs& A, const Rhs& B, bool lower = false);
-  // block(i) for every row block i of m rows, on the pool when `work` multiply-adds are worth it
-  void for_row_blocks(int64_t m, double work, const std::function<void(int64_t r0, int64_t nr)>& block);
 
   int threads_;
   int eigen_threads_;  // Eigen::nbThreads() before, restored by the destructor

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "rabbit/model/regularizer.hpp"
+#include "times_diagonal.hpp"
 
 namespace rabbit::postfit {
 
@@ -48,7 +49,7 @@ MatrixXd penalty_masked_beta_response(const Model& model, YieldModel& shard, con
   const bool multiplicative = model.bb_type != BBType::normal_additive;
   MatrixXd dN_dx;  // rows (b − nobs)·P + p
   if (multiplicative)
-    dN_dx = shard.process_yield_jacobian(xi, nobs, nbf, YieldModel::BetaMode::none) * d1.asDiagonal();
+    dN_dx = times_diagonal(shard.process_yield_jacobian(xi, nobs, nbf, YieldModel::BetaMode::none), d1);
   std::vector<VectorXd> columns;
   for (int64_t b = nobs; b < nbf; ++b) {
     if (g(b) == 0.0 && HM.row(b).isZero(0.0)) continue;  // a bin the penalty does not read

@@ -24,8 +24,8 @@ using Eigen::VectorXd;
 
 // ---- postfit -------------------------------------------------------------------------------------
 
-void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
-                                        VectorXd* per_bin, MatrixXd* per_process) {
+void CpuShardEvaluator::expected_yields_rows(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
+                                             VectorXd* per_bin, MatrixXd* per_process) {
   ShardState& s = *state_;
   if (first < 0 || last < first || last > s.nbinsfull_)
     throw Error(
@@ -87,8 +87,8 @@ void CpuShardEvaluator::expected_yields(const VectorXd& xi, int64_t first, int64
   }
 }
 
-MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t first, int64_t last,
-                                                   BetaMode mode) {
+void CpuShardEvaluator::process_yield_jacobian_rows(const VectorXd& xi, int64_t first, int64_t last,
+                                                    BetaMode mode, Eigen::Ref<MatrixXd> J) {
   ShardState& s = *state_;
   if (first < 0 || last < first || last > s.nbinsfull_)
     throw Error(fmt::format("process_yield_jacobian: bin range [{}, {}) outside the {} bins", first, last,
@@ -96,8 +96,8 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
   ShardEvaluation eng(s, *this);
   eng.pt.prepare(s, xi, nullptr);
   const EntryLayout& L = s.layout;
-  const int64_t nb = last - first, M = s.nparams_, n = s.nx_, P = s.nproc_;
-  MatrixXd J = MatrixXd::Zero(nb * P, n);
+  const int64_t M = s.nparams_, n = s.nx_, P = s.nproc_;
+  J.setZero();
   const int64_t bw = s.beta_width();
   VectorXd coupled_beta;
   if (mode == BetaMode::profiled && has_bb() && s.coupled && (first < s.nbins_ || s.betavar_))
@@ -159,7 +159,6 @@ MatrixXd CpuShardEvaluator::process_yield_jacobian(const VectorXd& xi, int64_t f
       J.row((b - first) * P + p) = r.transpose();
     }
   }
-  return J;
 }
 
 MatrixXd CpuShardEvaluator::beta_yield_partials(const VectorXd& xi, int64_t first, int64_t last,

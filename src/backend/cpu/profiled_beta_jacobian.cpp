@@ -23,18 +23,17 @@ using cpu_detail::ShardState;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-MatrixXd CpuShardEvaluator::profiled_beta_jacobian(const VectorXd& xi, int64_t first, int64_t last) {
+void CpuShardEvaluator::profiled_beta_jacobian_rows(const VectorXd& xi, int64_t first, int64_t last,
+                                                    Eigen::Ref<MatrixXd> D) {
   ShardState& s = *state_;
   if (first < 0 || last < first || last > s.nbins_)
     throw Error(fmt::format("profiled_beta_jacobian: bin range [{}, {}) outside the {} observed bins", first,
                             last, s.nbins_));
-  const int64_t n = s.nx_, P = s.nproc_, bw = s.beta_width();
-  if (!s.has_bb()) return MatrixXd::Zero(0, n);
-  if (s.coupled) return MatrixXd();  // one global profile: not offered (see yield_model.hpp)
+  const int64_t n = s.nx_, P = s.nproc_;
   ShardEvaluation eng(s, *this);
   eng.pt.prepare(s, xi, nullptr);
   const EntryLayout& L = s.layout;
-  MatrixXd D = MatrixXd::Zero((last - first) * bw, n);
+  D.setZero();  // the rows of masked bins stay 0
   BinScratch sc;
   sc.resize(std::max<int64_t>(L.max_entries(first, last), 1), 1, 1, 0);
   VectorXd row(n);
@@ -83,7 +82,6 @@ MatrixXd CpuShardEvaluator::profiled_beta_jacobian(const VectorXd& xi, int64_t f
     }
     D.middleRows((b - first) * P, P) = eng.prof.full_beta_sensitivity(b, sc) * entry_rows;
   }
-  return D;
 }
 
 }  // namespace rabbit

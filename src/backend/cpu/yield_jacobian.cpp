@@ -24,7 +24,8 @@ using cpu_detail::ShardState;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode) {
+void CpuShardEvaluator::yield_jacobian_rows(const VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
+                                            Eigen::Ref<MatrixXd> J) {
   ShardState& s = *state_;
   if (first < 0 || last < first || last > s.nbinsfull_)
     throw Error(
@@ -32,8 +33,7 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
   ShardEvaluation eng(s, *this);
   eng.pt.prepare(s, xi, nullptr);
   const EntryLayout& L = s.layout;
-  const int64_t nb = last - first, M = s.nparams_, n = s.nx_;
-  MatrixXd J = MatrixXd::Zero(nb, n);
+  const int64_t M = s.nparams_, n = s.nx_;
   const bool through_beta = mode == BetaMode::profiled && has_bb();
   VectorXd coupled_beta;
   if (through_beta && s.coupled && (first < s.nbins_ || s.betavar_)) coupled_beta = profiled_beta(xi);
@@ -253,7 +253,6 @@ MatrixXd CpuShardEvaluator::yield_jacobian(const VectorXd& xi, int64_t first, in
     }
     for (int64_t b = first; b < std::min(last, B); ++b) J.row(b - first) = Jobs.row(b);
   }
-  return J;
 }
 
 }  // namespace rabbit

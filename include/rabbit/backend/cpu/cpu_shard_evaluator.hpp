@@ -71,6 +71,18 @@ class CpuShardEvaluator : public ShardEvaluator, public YieldModel {
   int threads() const;
 
  private:
+  // The bin loops behind the YieldModel calls above, on one thread, writing the rows of bins [first, last)
+  // into `out` (src/backend/cpu/postfit_bin_pieces.cpp cuts a long range into pieces for the shard's
+  // threads).
+  void expected_yields_rows(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
+                            Eigen::VectorXd* per_bin, Eigen::MatrixXd* per_process);
+  void yield_jacobian_rows(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
+                           Eigen::Ref<Eigen::MatrixXd> out);
+  void process_yield_jacobian_rows(const Eigen::VectorXd& xi, int64_t first, int64_t last, BetaMode mode,
+                                   Eigen::Ref<Eigen::MatrixXd> out);
+  void profiled_beta_jacobian_rows(const Eigen::VectorXd& xi, int64_t first, int64_t last,
+                                   Eigen::Ref<Eigen::MatrixXd> out);
+
   std::unique_ptr<cpu_detail::ShardState> state_;
 };
 

@@ -1,0 +1,78 @@
+// The postfit YieldModel calls of the CPU shard cut into bin pieces for its threads
+// (src/backend/cpu/postfit_bin_pieces.cpp): yields, the yield Jacobians and dβ̂/dξ are the same bits
+// with 3 threads as with one, for ranges long enough to be cut (≥ 512 bins), starting inside the
+// observed bins and reaching into the masked channel.
+#include <gtest/gtest.h>
+
+#include "rabbit/core/error.hpp"
+#include "support/shard_test_helpers.hpp"
+
+namespace rabbit::testing {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+using Mode = CpuShardEvaluator::BetaMode;
+
+void expect_same_bits(const MatrixXd& a, const MatrixXd& b, const char* what) {
+  ASSERT_EQ(a.rows(), b.rows()) << what;
+  ASSERT_EQ(a.cols(), b.cols()) << what;
+  EXPECT_TRUE(a.cwiseEqual(b).all()) << what << ": max difference " << (a - b).cwiseAbs().maxCoeff();
+}
+
+void expect_pieces_match_one_thread(const ShardConfig& c) {
+  auto in = make_test_input(c);
+  auto model = make_test_model(in, c);
+  CpuShardEvaluator one(model, 0, in->nbins, 1), three(model, 0, in->nbins, 3);
+  const VectorXd xi = test_point(*model);
+  const int64_t Bf = in->nbinsfull, B = in->nbins;
+  for (auto [first, last] : {std::pair<int64_t, int64_t>{0, Bf}, {37, Bf - 1}, {0, B}}) {
+    SCOPED_TRACE(::testing::Message() << "bins [" << first << ", " << last << ")");
+    for (Mode mode : {Mode::none, Mode::stored, Mode::profiled}) {
+      SCOPED_TRACE(::testing::Message() << "mode " << static_cast<int>(mode));
+      VectorXd nu1, nu3;
+      MatrixXd N1, N3;
+      one.expected_yields(xi, first, last, mode, &nu1, &N1);
+      three.expected_yields(xi, first, last, mode, &nu3, &N3);
+      expect_same_bits(nu1, nu3, "expected yields");
+      expect_same_bits(N1, N3, "per-process yields");
+      expect_same_bits(one.yield_jacobian(xi, first, last, mode), three.yield_jacobian(xi, first, last, mode),
+                       "yield Jacobian");
+      expect_same_bits(one.process_yield_jacobian(xi, first, last, mode),
+                       three.process_yield_jacobian(xi, first, last, mode), "per-process yield Jacobian");
+    }
+    if (last <= B)
+      expect_same_bits(one.profiled_beta_jacobian(xi, first, last),
+                       three.profiled_beta_jacobian(xi, first, last), "dβ̂/dξ");
+  }
+}
+
+TEST(PostfitBinPieces, SameBitsAsOneThread) {
+  for (bool sparse : {false, true})
+    for (BBMode bb_mode : {BBMode::lite, BBMode::full})
+      for (BBType bb_type : {BBType::gamma, BBType::normal_additive}) {
+        SCOPED_TRACE(::testing::Message() << "sparse " << sparse << " full " << (bb_mode == BBMode::full)
+                                          << " type " << static_cast<int>(bb_type));
+        ShardConfig c;
+        c.nbins = 700;
+        c.sparse = sparse;
+        c.bb_mode = bb_mode;
+        c.bb_type = bb_type;
+        expect_pieces_match_one_thread(c);
+      }
+}
+
+TEST(PostfitBinPieces, RangeErrorsBeforeAnyPiece) {
+  ShardConfig c;
+  c.nbins = 700;
+  auto in = make_test_input(c);
+  auto model = make_test_model(in, c);
+  CpuShardEvaluator shard(model, 0, in->nbins, 2);
+  const VectorXd xi = test_point(*model);
+  EXPECT_THROW(shard.yield_jacobian(xi, 0, in->nbinsfull + 1, Mode::stored), Error);
+  EXPECT_THROW(shard.process_yield_jacobian(xi, -1, 600, Mode::stored), Error);
+  EXPECT_THROW(shard.profiled_beta_jacobian(xi, 0, in->nbins + 1), Error);
+}
+
+}  // namespace
+}  // namespace rabbit::testing
