@@ -39,16 +39,15 @@ DiagonalPlusLowRank linear_chi2_low_rank(const LinearChi2Terms& t, ParallelProdu
   // (docs/benchmarks.md "Histogram errors").
   V.U.resize(nobs, 2 * npar);
   const MatrixXd& JC = *t.JC;
-  prod.for_row_blocks(npar, 3.0 * static_cast<double>(nobs) * static_cast<double>(npar),
-                      [&](int64_t j0, int64_t nj) {
-                        for (int64_t j = j0; j < j0 + nj; ++j) {
-                          V.U.col(j) = JC.col(j);
-                          auto k = V.U.col(npar + j);
-                          k = k1.cwiseProduct(J.col(j));
-                          for (const auto& x : d)
-                            k(x.row()) += x.value() * (t.s(x.col()) * (*t.B)(x.col(), j));
-                        }
-                      });
+  auto fill_columns = [&](int64_t j0, int64_t nj) {
+    for (int64_t j = j0; j < j0 + nj; ++j) {
+      V.U.col(j) = JC.col(j);
+      auto k = V.U.col(npar + j);
+      k = k1.cwiseProduct(J.col(j));
+      for (const auto& x : d) k(x.row()) += x.value() * (t.s(x.col()) * (*t.B)(x.col(), j));
+    }
+  };
+  prod.for_row_blocks(npar, 3.0 * static_cast<double>(nobs) * static_cast<double>(npar), fill_columns);
   const VectorXd wwv = t.w.cwiseAbs2().cwiseProduct(vn);
   V.X = prod.weighted_gram(J, wwv);
   V.X.diagonal() += t.cw;
