@@ -1,7 +1,7 @@
 // The postfit YieldModel calls of the CPU shard cut into bin pieces for its threads
 // (src/backend/cpu/postfit_bin_pieces.cpp): yields, the yield Jacobians and dβ̂/dξ are the same bits
 // with 3 threads as with one, for ranges long enough to be cut (≥ 512 bins), starting inside the
-// observed bins and reaching into the masked channel.
+// observed bins and reaching into the masked channel; a covariance fit keeps one thread.
 #include <gtest/gtest.h>
 
 #include "rabbit/core/error.hpp"
@@ -60,6 +60,21 @@ TEST(PostfitBinPieces, SameBitsAsOneThread) {
         c.bb_type = bb_type;
         expect_pieces_match_one_thread(c);
       }
+}
+
+// Normal systematics without BB (no dβ̂/dξ), and a covariance fit (one coupled profile: not cut).
+TEST(PostfitBinPieces, SameBitsWithoutBBAndForACovarianceFit) {
+  ShardConfig plain;
+  plain.nbins = 700;
+  plain.symmetric = true;
+  plain.lognormal = false;
+  plain.bb = false;
+  expect_pieces_match_one_thread(plain);
+  ShardConfig coupled;
+  coupled.nbins = 600;
+  coupled.likelihood = DataLikelihood::covariance;
+  coupled.bb_type = BBType::normal_additive;
+  expect_pieces_match_one_thread(coupled);
 }
 
 TEST(PostfitBinPieces, RangeErrorsBeforeAnyPiece) {
