@@ -35,8 +35,8 @@ DiagonalPlusLowRank linear_chi2_low_rank(const LinearChi2Terms& t, ParallelProdu
       for (Eigen::SparseMatrix<double>::InnerIterator it(t.D, col); it; ++it)
         d.emplace_back(it.row(), it.col(), it.value());
   }
-  // U = [J C, K] with K = diag(k1) J + D diag(s) B, filled column by column on the threads in one pass
-  // (docs/benchmarks.md "Histogram errors").
+  // U = [J C, K] with K = diag(k1) J + (D diag(s)) B, filled column by column on the threads in one pass
+  // (docs/benchmarks.md "Histogram errors"), with the products of the former Eigen expression.
   V.U.resize(nobs, 2 * npar);
   const MatrixXd& JC = *t.JC;
   auto fill_columns = [&](int64_t j0, int64_t nj) {
@@ -44,7 +44,7 @@ DiagonalPlusLowRank linear_chi2_low_rank(const LinearChi2Terms& t, ParallelProdu
       V.U.col(j) = JC.col(j);
       auto k = V.U.col(npar + j);
       k = k1.cwiseProduct(J.col(j));
-      for (const auto& x : d) k(x.row()) += x.value() * (t.s(x.col()) * (*t.B)(x.col(), j));
+      for (const auto& x : d) k(x.row()) += (x.value() * t.s(x.col())) * (*t.B)(x.col(), j);
     }
   };
   prod.for_row_blocks(npar, 3.0 * static_cast<double>(nobs) * static_cast<double>(npar), fill_columns);

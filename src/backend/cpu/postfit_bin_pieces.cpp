@@ -4,7 +4,9 @@
 // (the *_rows members) into its own rows: the numbers do not depend on the thread count or the schedule.
 // Without this, the postfit histograms ran these passes over the whole tensor on one thread
 // (docs/benchmarks.md "Histogram errors"). A coupled shard (covariance fit: one profile of all bins) and a
-// range with beta variations (their shifts come from all source bins) keep the one-thread loop.
+// range reaching into the masked bins with beta variations (their shifts come from all source bins) keep
+// the one-thread loop, as do a bin-dependent param model (each piece would prepare the rates of all bins)
+// and ranges under 512 bins.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,8 +30,8 @@ namespace {
 constexpr int64_t kPieceBins = 256;
 
 bool splits(const ShardState& s, int64_t first, int64_t last, int64_t limit) {
-  return s.pool && s.threads_ > 1 && !s.coupled && 0 <= first && first <= last && last <= limit &&
-         last - first >= 2 * kPieceBins && !(s.betavar_ && last > s.nbins_);
+  return s.pool && s.threads_ > 1 && !s.coupled && !s.bin_rates_ && 0 <= first && first <= last &&
+         last <= limit && last - first >= 2 * kPieceBins && !(s.betavar_ && last > s.nbins_);
 }
 
 // piece(b0, b1) for the pieces of [first, last), on the shard's threads.

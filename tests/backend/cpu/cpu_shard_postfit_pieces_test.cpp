@@ -26,7 +26,7 @@ void expect_pieces_match_one_thread(const ShardConfig& c) {
   CpuShardEvaluator one(model, 0, in->nbins, 1), three(model, 0, in->nbins, 3);
   const VectorXd xi = test_point(*model);
   const int64_t Bf = in->nbinsfull, B = in->nbins;
-  for (auto [first, last] : {std::pair<int64_t, int64_t>{0, Bf}, {37, Bf - 1}, {0, B}}) {
+  for (auto [first, last] : {std::pair<int64_t, int64_t>{0, Bf}, {37, Bf - 1}, {0, B}, {37, B}}) {
     SCOPED_TRACE(::testing::Message() << "bins [" << first << ", " << last << ")");
     for (Mode mode : {Mode::none, Mode::stored, Mode::profiled}) {
       SCOPED_TRACE(::testing::Message() << "mode " << static_cast<int>(mode));
@@ -50,7 +50,7 @@ void expect_pieces_match_one_thread(const ShardConfig& c) {
 TEST(PostfitBinPieces, SameBitsAsOneThread) {
   for (bool sparse : {false, true})
     for (BBMode bb_mode : {BBMode::lite, BBMode::full})
-      for (BBType bb_type : {BBType::gamma, BBType::normal_additive}) {
+      for (BBType bb_type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive}) {
         SCOPED_TRACE(::testing::Message() << "sparse " << sparse << " full " << (bb_mode == BBMode::full)
                                           << " type " << static_cast<int>(bb_type));
         ShardConfig c;
