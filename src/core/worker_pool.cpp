@@ -3,9 +3,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
+#ifdef __linux__
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
 #endif
 
 namespace rabbit {
@@ -42,6 +52,59 @@ void wait_while_equal(const std::atomic<T>& value, T old) {
   }
 }
 
+// A worker asks the scheduler for a short slice. With Linux's EEVDF scheduler (6.12 and later) a woken
+// SCHED_OTHER thread whose slice is shorter than the running task's preempts that task at once instead of
+// waiting until its slice (about 3 ms) is used up: a worker woken for a 1-ms evaluation on a CPU that a
+// busy process holds then joins it (docs/benchmarks.md "Contention, short evaluations"). Its CPU share
+// is unchanged (that follows the nice value, kept as it is); older kernels ignore the field, and a
+// refusal changes nothing but the latency, so the result is not checked.
+void request_short_slice() {
+#ifdef __linux__
+  struct SchedAttr {  // struct sched_attr of the kernel's uapi (no glibc wrapper)
+    uint32_t size = sizeof(SchedAttr);
+    uint32_t policy = SCHED_OTHER;
+    uint64_t flags = 0;
+    int32_t nice = 0;
+    uint32_t priority = 0;
+    uint64_t runtime = 0, deadline = 0, period = 0;
+    uint32_t util_min = 0, util_max = 0;
+  } attr;
+  errno = 0;
+  const int nice = getpriority(PRIO_PROCESS, 0);  // this thread's (Linux: per thread)
+  if (errno != 0) return;
+  attr.nice = nice;
+  attr.runtime = 100'000;  // ns: the shortest slice the kernel accepts
+  syscall(SYS_sched_setattr, 0, &attr, 0u);
+#endif
+}
+
+// The CPUs of the process's affinity mask (its main thread's, which a pool never pins), in order; empty
+// where it cannot be read. Not the calling thread's: a pool created on a pinned worker would see one CPU.
+std::vector<int> mask_cpus() {
+  std::vector<int> cpus;
+#ifdef __linux__
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(getpid(), sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+#endif
+  return cpus;
+}
+
+// This thread onto `cpus` (one CPU, or the whole mask); a refusal leaves it where it was.
+void keep_to(const std::vector<int>& cpus) {
+#ifdef __linux__
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  sched_setaffinity(0, sizeof set, &set);
+#else
+  (void)cpus;
+#endif
+}
+
 }  // namespace
 
 std::atomic<void (*)()> WorkerPool::item_taken_hook{nullptr};
@@ -56,10 +119,24 @@ WorkerPool::~WorkerPool() {
 }
 
 void WorkerPool::start_workers() {
-  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { work(i); });
+  // With one thread per CPU of the affinity mask (the default count), worker i keeps to the mask's CPU i
+  // and the caller, thread 0, has CPU 0 to itself. Left free, a worker woken while a busy process holds
+  // its CPU is placed by the kernel on the caller's CPU (the less loaded one) and takes turns with the
+  // caller there, so that a 1-ms evaluation runs on one CPU; kept to its own CPU with a short slice it
+  // preempts the busy process instead (docs/benchmarks.md "Contention, short evaluations"). With fewer
+  // threads than CPUs (--nThreads, a cgroup quota) the kernel places them.
+  // Otherwise every worker gets the process's whole mask, not the creating thread's (a pinned worker's).
+  const std::vector<int> cpus = mask_cpus();
+  const bool keep = static_cast<int>(cpus.size()) == threads_;
+  for (int i = 1; i < threads_; ++i)
+    workers_.emplace_back([this, i, place = keep ? std::vector<int>{cpus[static_cast<size_t>(i)]} : cpus] {
+      keep_to(place);
+      work(i);
+    });
 }
 
 void WorkerPool::work(int index) {
+  request_short_slice();
   uint64_t seen = 0;
   for (;;) {
     wait_while_equal(job_, seen);

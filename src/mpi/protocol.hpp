@@ -30,6 +30,7 @@ enum class Op : int64_t {
   process_yield_jacobian,  // payload: first, last, mode, ξ
   beta_yield_partials,     // payload: first, last, mode, ξ
   profiled_beta_jacobian,  // payload: first, last, 0, ξ
+  profiled_beta_gains,     // payload: first, last, 0, ξ; reply: 1 and the gains, or 0 and zeros (none)
   full_nll_constant,       // no payload
 };
 

@@ -190,6 +190,40 @@ Eigen::MatrixXd RankYieldModel::profiled_beta_jacobian(const Eigen::VectorXd& xi
                  false, [&](int64_t b, int64_t e) { return own_.profiled_beta_jacobian(xi, b, e); });
 }
 
+// Every owning rank's gains, or none where one rank's part has none.
+Eigen::VectorXd RankYieldModel::profiled_beta_gains(const Eigen::VectorXd& xi, int64_t first, int64_t last) {
+  if (first < 0 || last < first || last > nbins_)
+    throw Error(fmt::format("profiled_beta_gains: bin range [{}, {}) outside the {} observed bins", first,
+                            last, nbins_));
+  if (!has_bb()) return {};
+  const auto ps = parts(first, last);
+  Eigen::VectorXd out(last - first);
+  bool all = true;
+  auto replies = exchange(
+      ranged(Op::profiled_beta_gains, xi, first, last, BetaMode::profiled),
+      [&] {
+        for (const Part& p : ps) {
+          if (p.rank != 0 || p.end == p.begin) continue;
+          const Eigen::VectorXd h = own_.profiled_beta_gains(xi, p.begin, p.end);
+          if (h.size() != p.end - p.begin)
+            all = false;
+          else
+            out.segment(p.begin - first, p.end - p.begin) = h;
+        }
+      },
+      [&](int r) {
+        const Part& p = ps[static_cast<size_t>(r)];
+        return static_cast<size_t>(p.end > p.begin ? 1 + (p.end - p.begin) : 0);
+      });
+  for (const Part& p : ps) {
+    if (p.rank == 0 || p.end == p.begin) continue;
+    const double* v = values(replies[static_cast<size_t>(p.rank)]);
+    if (v[0] != 1.0) all = false;
+    out.segment(p.begin - first, p.end - p.begin) = Eigen::Map<const Eigen::VectorXd>(v + 1, p.end - p.begin);
+  }
+  return all ? out : Eigen::VectorXd();
+}
+
 Eigen::VectorXd RankYieldModel::profiled_beta(const Eigen::VectorXd& xi) {
   if (!has_bb()) return {};
   const int64_t w = entry_width();

@@ -45,6 +45,7 @@ class RankYieldModel : public YieldModel {
                                       BetaMode mode) override;
   Eigen::VectorXd profiled_beta(const Eigen::VectorXd& xi) override;
   Eigen::MatrixXd profiled_beta_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last) override;
+  Eigen::VectorXd profiled_beta_gains(const Eigen::VectorXd& xi, int64_t first, int64_t last) override;
 
   double value(const Eigen::VectorXd& xi) override;
   double full_nll_constant() const override;

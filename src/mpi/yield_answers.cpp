@@ -34,6 +34,7 @@ bool is_yield_request(Op op) {
     case Op::process_yield_jacobian:
     case Op::beta_yield_partials:
     case Op::profiled_beta_jacobian:
+    case Op::profiled_beta_gains:
     case Op::full_nll_constant:
       return true;
     default:
@@ -81,6 +82,16 @@ std::vector<double> answer_yields(YieldModel& yields, const Request& r, const As
     case Op::profiled_beta_jacobian:
       m = yields.profiled_beta_jacobian(xi, lb, le);
       break;
+    case Op::profiled_beta_gains: {
+      const Eigen::VectorXd h = yields.profiled_beta_gains(xi, lb, le);
+      const bool given = h.size() == le - lb;
+      reply.push_back(given ? 1.0 : 0.0);
+      if (given)
+        append(reply, h.data(), h.size());
+      else
+        reply.resize(reply.size() + static_cast<size_t>(le - lb), 0.0);
+      return reply;
+    }
     default:
       throw Error(fmt::format("unexpected yield request {}", static_cast<int64_t>(r.op)));
   }

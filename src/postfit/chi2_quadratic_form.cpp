@@ -7,6 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "rabbit/core/error.hpp"
+
 namespace rabbit::postfit {
 
 using Eigen::MatrixXd;
@@ -17,12 +19,7 @@ DiagonalPlusLowRank linear_chi2_low_rank(const LinearChi2Terms& t, ParallelProdu
   const int64_t nobs = J.rows(), npar = J.cols();
   const VectorXd beta_var = t.beta_var.size() ? t.beta_var : VectorXd::Zero(nobs);
   DiagonalPlusLowRank V;
-  if (!t.postfit) {
-    V.delta = beta_var + t.data_var;
-    V.U = J;
-    V.S = *t.C;
-    return V;
-  }
+  if (!t.postfit) throw Error("linear_chi2_low_rank: the prefit V goes through prefit_chi2");
   const VectorXd& vn = t.data_var;
   const VectorXd e = beta_var.cwiseProduct(t.w).array() - 1.0;
   V.delta = e.cwiseAbs2().cwiseProduct(vn);
@@ -55,6 +52,110 @@ DiagonalPlusLowRank linear_chi2_low_rank(const LinearChi2Terms& t, ParallelProdu
   return V;
 }
 
+namespace {
+
+// h with B's row b = h_b · J's row b for every bin (to 1e-11 of the row's largest entry), else empty.
+// Column by column within row blocks: J and B are column-major.
+std::optional<VectorXd> row_multiples(const MatrixXd& B, const MatrixXd& J, ParallelProducts& prod) {
+  const int64_t n = J.rows(), p = J.cols();
+  if (B.rows() != n || B.cols() != p) return std::nullopt;
+  VectorXd h(n);
+  std::vector<char> ok(static_cast<size_t>(n), 1);
+  prod.for_row_blocks(n, 4.0 * static_cast<double>(n) * static_cast<double>(p), [&](int64_t r0, int64_t nr) {
+    Eigen::ArrayXd num = Eigen::ArrayXd::Zero(nr), den = Eigen::ArrayXd::Zero(nr);
+    for (int64_t j = 0; j < p; ++j) {
+      const auto jc = J.col(j).segment(r0, nr).array();
+      num += B.col(j).segment(r0, nr).array() * jc;
+      den += jc * jc;
+    }
+    const Eigen::ArrayXd hb = (den > 0.0).select(num / den, 0.0);
+    Eigen::ArrayXd dev = Eigen::ArrayXd::Zero(nr), big = Eigen::ArrayXd::Zero(nr);
+    for (int64_t j = 0; j < p; ++j) {
+      const auto bc = B.col(j).segment(r0, nr).array();
+      dev = dev.max((bc - hb * J.col(j).segment(r0, nr).array()).abs());
+      big = big.max(bc.abs());
+    }
+    h.segment(r0, nr) = hb.matrix();
+    for (int64_t i = 0; i < nr; ++i)
+      if (!(dev(i) <= 1e-11 * big(i))) ok[static_cast<size_t>(r0 + i)] = 0;
+  });
+  for (char o : ok)
+    if (!o) return std::nullopt;
+  return h;
+}
+
+}  // namespace
+
+std::optional<double> prefit_chi2(const LinearChi2Terms& t, const VectorXd& r, ParallelProducts& prod) {
+  if (t.postfit) return std::nullopt;
+  const MatrixXd& J = *t.J;
+  const MatrixXd& C = *t.C;
+  const VectorXd delta = t.beta_var.size() ? VectorXd(t.beta_var + t.data_var) : t.data_var;
+  if (!(delta.array() > 0.0).all()) return std::nullopt;
+  // V = Δ + J C Jᵀ: rᵀV⁻¹r = rᵀΔ⁻¹r − zᵀ(1 + C G)⁻¹C z with G = Jᵀ diag(1/Δ) J and z = JᵀΔ⁻¹r, J read
+  // in place (no scaled copy of the nobs × npar U); C G by rows when C is diagonal (the prefit one).
+  const VectorXd a = delta.cwiseInverse();
+  const VectorXd ar = a.cwiseProduct(r);
+  const VectorXd z = J.transpose() * ar;
+  const MatrixXd G = prod.weighted_gram(J, a);
+  MatrixXd M = prod.times_covariance(G.transpose(), C).transpose();  // C G = (G C)ᵀ, G and C symmetric
+  M.diagonal().array() += 1.0;
+  return r.dot(ar) - z.dot(prod.lu_solve(std::move(M), C * z));
+}
+
+std::optional<double> proportional_rows_chi2(const LinearChi2Terms& t, const VectorXd& r,
+                                             ParallelProducts& prod) {
+  if (!t.postfit) return std::nullopt;
+  const MatrixXd& J = *t.J;
+  const MatrixXd& JC = *t.JC;
+  const int64_t nobs = J.rows(), p = J.cols();
+  // Per bin: h (B = diag(h) J), d (D's one entry per row, on the diagonal) and s.
+  VectorXd h = VectorXd::Zero(nobs), d = VectorXd::Zero(nobs), s = VectorXd::Zero(nobs);
+  if (t.h.size() || t.B) {
+    if (t.h.size()) {
+      if (t.h.size() != nobs || t.s.size() != nobs) return std::nullopt;
+      h = t.h;
+    } else {
+      std::optional<VectorXd> hm = row_multiples(*t.B, J, prod);
+      if (!hm) return std::nullopt;
+      h = std::move(*hm);
+    }
+    s = t.s;
+    for (int64_t col = 0; col < t.D.outerSize(); ++col)
+      for (Eigen::SparseMatrix<double>::InnerIterator it(t.D, col); it; ++it) {
+        if (it.row() != it.col()) return std::nullopt;
+        d(it.row()) += it.value();
+      }
+  }
+  const VectorXd beta_var = t.beta_var.size() ? t.beta_var : VectorXd::Zero(nobs);
+  const VectorXd& vn = t.data_var;
+  const VectorXd e = beta_var.cwiseProduct(t.w).array() - 1.0;
+  const VectorXd delta = e.cwiseAbs2().cwiseProduct(vn) + d.cwiseAbs2().cwiseProduct(s);
+  if (!(delta.array() > 0.0).all()) return std::nullopt;
+  // With K = diag(κ) J, κ = w v_n e + d s h, and X = diag(cw) + Jᵀ diag(w² v_n + s h²) J, the blocks of
+  // S⁻¹ + UᵀΔ⁻¹U for U = [J C, K]: (J C)ᵀΔ⁻¹(J C); 1 + C Q with Q = Jᵀ diag(κ/Δ) J (symmetric, so the
+  // lower block is 1 + Q C); and Jᵀ diag(κ²/Δ − w² v_n − s h²) J − diag(cw), where X's Gram term and
+  // KᵀΔ⁻¹K cancel per bin before any product (exactly so without bin-by-bin statistics: κ² = w²v_n Δ).
+  const VectorXd a = delta.cwiseInverse();
+  const VectorXd kappa = t.w.cwiseProduct(vn).cwiseProduct(e) + d.cwiseProduct(s).cwiseProduct(h);
+  const VectorXd ka = kappa.cwiseProduct(a);
+  const VectorXd rest =
+      kappa.cwiseProduct(ka) - t.w.cwiseAbs2().cwiseProduct(vn) - s.cwiseProduct(h.cwiseAbs2());
+  MatrixXd M(2 * p, 2 * p);
+  M.topLeftCorner(p, p) = prod.weighted_gram(JC, a);
+  M.bottomLeftCorner(p, p) = prod.product(prod.weighted_gram(J, ka), *t.C);
+  M.topRightCorner(p, p) = M.bottomLeftCorner(p, p).transpose();
+  M.topRightCorner(p, p).diagonal().array() += 1.0;
+  M.bottomLeftCorner(p, p).diagonal().array() += 1.0;
+  M.bottomRightCorner(p, p) = prod.weighted_gram(J, rest);
+  M.bottomRightCorner(p, p).diagonal() -= t.cw;
+  const VectorXd ar = a.cwiseProduct(r);
+  VectorXd z(2 * p);
+  z.head(p) = JC.transpose() * ar;
+  z.tail(p) = J.transpose() * kappa.cwiseProduct(ar);
+  return r.dot(ar) - z.dot(prod.lu_solve(std::move(M), z));
+}
+
 bool linear_chi2_low_rank_pays(int64_t nobs, int64_t npar, bool postfit) {
   // Flops, roughly: the dense V costs its products with J (and postfit those of the nobs × nobs R_n) and
   // an LDLT; the low-rank form UᵀΔ⁻¹U and a k × k LU with k = npar or 2·npar.
@@ -67,7 +168,6 @@ bool linear_chi2_low_rank_pays(int64_t nobs, int64_t npar, bool postfit) {
 }
 
 MatrixXd middle(const DiagonalPlusLowRank& V) {
-  if (V.S.size() || !V.X.size()) return V.S;
   const int64_t p = V.X.rows();
   MatrixXd S = MatrixXd::Zero(2 * p, 2 * p);
   S.topLeftCorner(p, p) = V.X;
@@ -87,18 +187,12 @@ double quadratic_form(DiagonalPlusLowRank V, const VectorXd& r, ParallelProducts
   const VectorXd rs = r.cwiseProduct(scale);
   const VectorXd z = V.U.transpose() * rs;
   MatrixXd G = prod.weighted_gram(V.U, VectorXd());
-  if (!V.S.size()) {
-    // S⁻¹ + G with S⁻¹ = [[0, 1], [1, −X]]: symmetric and indefinite, solved by LU with pivoting.
-    const int64_t p = V.X.rows();
-    G.topRightCorner(p, p).diagonal().array() += 1.0;
-    G.bottomLeftCorner(p, p).diagonal().array() += 1.0;
-    G.bottomRightCorner(p, p) -= V.X;
-    return rs.squaredNorm() - z.dot(Eigen::PartialPivLU<MatrixXd>(G).solve(z));
-  }
-  MatrixXd M = prod.product(V.S, G);
-  M.diagonal().array() += 1.0;
-  const VectorXd y = Eigen::PartialPivLU<MatrixXd>(M).solve(V.S * z);
-  return rs.squaredNorm() - z.dot(y);
+  // S⁻¹ + G with S⁻¹ = [[0, 1], [1, −X]]: symmetric and indefinite, solved by LU with pivoting.
+  const int64_t p = V.X.rows();
+  G.topRightCorner(p, p).diagonal().array() += 1.0;
+  G.bottomLeftCorner(p, p).diagonal().array() += 1.0;
+  G.bottomRightCorner(p, p) -= V.X;
+  return rs.squaredNorm() - z.dot(prod.lu_solve(std::move(G), z));
 }
 
 void dense_chi2(const MatrixXd& V, const VectorXd& r, int64_t ndf_reduction, double& chi2, int64_t& ndf) {

@@ -71,7 +71,13 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   MatrixXd mapped_J;
   if (!identity) mapped_J = A * J;
   const MatrixXd& Jy = identity ? J : mapped_J;
-  MatrixXd JC = prod.times_covariance(Jy, cov);
+  // JC = J_y C when a step needs it (not the identity's prefit errors and chi2: with the diagonal prefit C
+  // the variances are row sums, computed in row blocks, and the chi2 uses J and C).
+  MatrixXd JC;
+  auto jc = [&]() -> const MatrixXd& {
+    if (JC.size() == 0 && Jy.size() != 0) JC = prod.times_covariance(Jy, cov);
+    return JC;
+  };
 
   // β part: per-bin curvature of the data term ℓ''_b (postfit, observed bins, diagonal likelihoods).
   BBResponse bbr;
@@ -138,10 +144,12 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     beta.process_terms(A, G, cbeta);
     const MatrixXd GC = Hinv.size() ? MatrixXd(G * Hinv) : MatrixXd(G * cbeta.asDiagonal());
     out.inclusive_var =
-        (JC.array() * Jy.array()).rowwise().sum() + (GC.array() * MatrixXd(G).array()).rowwise().sum();
-    if (req.covariance) out.inclusive_cov = JC * Jy.transpose() + GC * G.transpose();
+        (jc().array() * Jy.array()).rowwise().sum() + (GC.array() * MatrixXd(G).array()).rowwise().sum();
+    if (req.covariance) out.inclusive_cov = jc() * Jy.transpose() + GC * G.transpose();
   } else if (req.errors || req.covariance || any_impacts) {
-    out.inclusive_var = (JC.array() * Jy.array()).rowwise().sum();
+    out.inclusive_var = JC.size() || !cov.isDiagonal(0.0)
+                            ? VectorXd((jc().array() * Jy.array()).rowwise().sum())
+                            : prod.row_quadratic_forms(Jy, cov);
     if (identity) {
       for (int64_t b = 0; b < nbf; ++b) out.inclusive_var(b) += beta.incl_cov(b, b);
     } else if (bb) {
@@ -149,7 +157,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     }
   }
   if (req.covariance && !(by_process && bb)) {
-    out.inclusive_cov = JC * Jy.transpose();
+    out.inclusive_cov = jc() * Jy.transpose();
     if (identity) {
       for (int64_t b = 0; b < nbf; ++b)
         for (int64_t bp = 0; bp < nbf; ++bp)
@@ -159,21 +167,29 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     }
   }
 
-  // dβ̂/dx for the total derivatives of the per-process yields and for the postfit chi2.
+  // dβ̂/dx for the total derivatives of the per-process yields and for the postfit chi2. Where the
+  // identity's chi2 is its only use and the yield model gives dβ̂/dx as multiples of J's rows (lite BB),
+  // those gains stand for it (no nbins × npar pass); B is computed if a later step needs its rows.
   MatrixXd B;
-  if (bb && !req.prefit && (req.errors_per_process || req.chi2 || req.global_impacts))
-    B = profiled_beta_jacobian(model, shard, fitter, x, xi, d1);
+  VectorXd beta_gains;
+  const bool need_b = bb && !req.prefit && (req.errors_per_process || req.chi2 || req.global_impacts);
+  if (need_b && identity && !req.errors_per_process && !req.global_impacts)
+    beta_gains = shard.profiled_beta_gains(xi, 0, nobs);
+  auto ensure_b = [&] {
+    if (need_b && !B.size()) B = profiled_beta_jacobian(model, shard, fitter, x, xi, d1);
+  };
+  if (!beta_gains.size()) ensure_b();
 
   if (any_impacts) {
     // rabbit's global_impacts_obs: per source S_c C J_yᵀ with S_c² = cw (0 frozen), and the β part.
     VectorXd sc = model.parameters.constraint_weights.cwiseMax(0.0).cwiseSqrt();
     for (int64_t j = 0; j < npar; ++j)
       if (model.parameters.frozen[j]) sc(j) = 0.0;
-    out.impacts = JC * sc.asDiagonal();
+    out.impacts = jc() * sc.asDiagonal();
   }
   if (req.gaussian_global_impacts) {
-    auto g =
-        gaussian_hist_impacts(model, shard, fitter, identity ? nullptr : &A, by_process, x, JC, !req.prefit);
+    auto g = gaussian_hist_impacts(model, shard, fitter, identity ? nullptr : &A, by_process, x, jc(),
+                                   !req.prefit);
     out.gaussian_stat_sq = std::move(g.stat_sq);
     out.gaussian_bb_sq = std::move(g.bb_sq);
     out.gaussian_bb_proc_sq = std::move(g.bb_proc_sq);
@@ -221,7 +237,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       }
       t.UH.resize(by_process ? nbf * P : nbf, ne);
       t.UH.setFromTriplets(uh.begin(), uh.end());
-      BetaImpacts bi = hist_beta_impacts(t, JC);
+      BetaImpacts bi = hist_beta_impacts(t, jc());
       out.impacts_bb_sq = std::move(bi.total_sq);
       out.impacts_bb_proc_sq = std::move(bi.per_process_sq);
     }
@@ -315,7 +331,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     auto times_vn = [&](const MatrixXd& X) -> MatrixXd {
       return dense_data ? MatrixXd(X * Vn) : X * vn.asDiagonal();
     };
-    MatrixXd covpred = prod.product_transpose(JC.topRows(nyo), J.topRows(nobs));  // Ao·Cov(ν) [nyo × nobs]
+    MatrixXd covpred = prod.product_transpose(jc().topRows(nyo), J.topRows(nobs));  // Ao·Cov(ν) [nyo × nobs]
     if (bb) covpred += beta.mapped_left(Ao, true);
     if (req.prefit) {
       V = covpred * Aod.transpose() + times_vn(Ad) * Ad.transpose();
@@ -324,7 +340,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     VectorXd cwf = model.parameters.constraint_weights;
     for (int64_t j = 0; j < npar; ++j)
       if (model.parameters.frozen[j]) cwf(j) = 0.0;
-    const MatrixXd JCo = JC.topRows(nyo);
+    const MatrixXd JCo = jc().topRows(nyo);
     V = prod.symmetric_product_transpose(JCo * cwf.asDiagonal(), JCo);
     MatrixXd ARn;  // Ao·R_n = Ao·(Cov(ν) W − 1), W = ∂²L/∂ν∂n as for the identity
     if (lik == DataLikelihood::covariance && in.data_cov_inv) {
@@ -391,19 +407,21 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         if (model.parameters.frozen[j]) cwf(j) = 0.0;
       // The observed rows; J and JC themselves without masked channels (no copies of nobs × npar).
       MatrixXd Jo_rows, JCo_rows;
-      if (nobs < J.rows()) {
-        Jo_rows = J.topRows(nobs);
-        JCo_rows = JC.topRows(nobs);
-      }
+      if (nobs < J.rows()) Jo_rows = J.topRows(nobs);
       const MatrixXd& Jo = nobs < J.rows() ? Jo_rows : J;
-      const MatrixXd& JCo = nobs < J.rows() ? JCo_rows : JC;
+      auto jco = [&]() -> const MatrixXd& {  // not needed by the prefit low-rank chi2
+        if (nobs == J.rows()) return jc();
+        if (JCo_rows.size() == 0) JCo_rows = jc().topRows(nobs);
+        return JCo_rows;
+      };
       // Var(β⁰) scaled by q² per observed entry: R_b0 = (J C Bᵀ + direct) diag(q), var_b0 = c / q².
-      const bool beta_centre = bb && B.size() && !req.prefit;
+      const bool beta_centre = bb && (B.size() || beta_gains.size()) && !req.prefit;
+      const int64_t ne_obs = B.size() ? B.rows() : nobs;  // BB entries of the observed bins (gains: lite)
       VectorXd qq_varb0;
       if (beta_centre) {
-        const VectorXd q = bbr.q.head(B.rows());
-        qq_varb0 = VectorXd::Zero(B.rows());
-        for (int64_t e = 0; e < B.rows(); ++e)
+        const VectorXd q = bbr.q.head(ne_obs);
+        qq_varb0 = VectorXd::Zero(ne_obs);
+        for (int64_t e = 0; e < ne_obs; ++e)
           if (q(e) > 0.0) qq_varb0(e) = q(e) * q(e) * (bbr.c(e) / (q(e) * q(e)));
       }
       // Many bins against few parameters: V as a diagonal plus a low-rank part, O(nobs·npar²)
@@ -414,29 +432,40 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         t.postfit = !req.prefit;
         t.J = &Jo;
         t.C = &cov;
-        t.JC = &JCo;
+        if (!req.prefit) t.JC = &jco();
         if (bb) t.beta_var = beta.diagonal(nobs, true);
         t.data_var = vn;
         t.w = w;
         t.cw = cwf;
         if (beta_centre) {
-          t.B = &B;
+          t.B = B.size() ? &B : nullptr;
+          t.h = beta_gains;
           t.s = qq_varb0;
           std::vector<Eigen::Triplet<double>> d;
           for (int64_t b = 0; b < nobs; ++b)
             for (int64_t p = 0; p < (bbr.full ? P : 1); ++p)
               if (const double v = beta_direct(b, p); v != 0.0) d.emplace_back(b, bbr.entry(b, p), v);
-          t.D.resize(nobs, B.rows());
+          t.D.resize(nobs, ne_obs);
           t.D.setFromTriplets(d.begin(), d.end());
         }
-        DiagonalPlusLowRank Vlr = linear_chi2_low_rank(t, prod);
-        if ((Vlr.delta.array() > 0.0).all()) {
-          out.chi2 = quadratic_form(std::move(Vlr), r, prod);
+        // Postfit: Gram matrices of J where K's and B's rows are multiples of J's (no or lite bin-by-bin
+        // statistics), else the general [J C, K] form (full bin-by-bin statistics).
+        std::optional<double> c = req.prefit ? prefit_chi2(t, r, prod) : proportional_rows_chi2(t, r, prod);
+        if (!c && !req.prefit) {
+          ensure_b();
+          if (beta_centre) t.B = &B;
+          DiagonalPlusLowRank Vlr = linear_chi2_low_rank(t, prod);
+          if ((Vlr.delta.array() > 0.0).all()) c = quadratic_form(std::move(Vlr), r, prod);
+        }
+        if (c) {
+          out.chi2 = *c;
           out.ndf = nobs;
           low_rank_done = true;
         }
       }
       if (!low_rank_done) {
+        ensure_b();
+        const MatrixXd& JCo = jco();
         MatrixXd covpred = prod.symmetric_product_transpose(JCo, Jo);  // J C Jᵀ
         for (int64_t b = 0; b < nobs; ++b)
           for (int64_t bp = 0; bp < nobs; ++bp)
@@ -464,7 +493,6 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
           }
           if (beta_centre) {
             // R_b0 = J C Bᵀ diag(q) + U diag(q / H) (direct response of β̂ at fixed x); var_b0 = c / q².
-            const int64_t ne_obs = B.rows();
             MatrixXd Rb = prod.product_transpose(JCo, B);
             if (Hinv.size()) {
               MatrixXd U = MatrixXd::Zero(nobs, ne_obs);

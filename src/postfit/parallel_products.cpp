@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 namespace rabbit::postfit {
 
@@ -91,8 +92,21 @@ MatrixXd ParallelProducts::symmetric_product_transpose(const MatrixXd& A, const 
 }
 
 MatrixXd ParallelProducts::weighted_gram(const MatrixXd& A, const Eigen::VectorXd& d) {
-  return mirror_lower(d.size() ? rows_in_blocks(A.transpose(), MatrixXd(d.asDiagonal() * A), true)
-                               : rows_in_blocks(A.transpose(), A, true));
+  if (!d.size()) return mirror_lower(rows_in_blocks(A.transpose(), A, true));
+  // Row block [r0, r0 + nr) of the lower triangle is (diag(d) A_blk)ᵀ A[:, :r0 + nr] with A_blk its nr
+  // columns: each block scales only its own columns (rows × 192), never a whole scaled copy of A, whose
+  // fresh pages cost more than the scaling where page faults are slow (docs/benchmarks.md).
+  const int64_t m = A.cols();
+  MatrixXd out(m, m);
+  const double work = static_cast<double>(A.rows()) * static_cast<double>(m) * static_cast<double>(m) / 2.0;
+  for_row_blocks(
+      m, work,
+      [&](int64_t r0, int64_t nr) {
+        const MatrixXd scaled = d.asDiagonal() * A.middleCols(r0, nr);
+        out.block(r0, 0, nr, r0 + nr).noalias() = scaled.transpose() * A.leftCols(r0 + nr);
+      },
+      true);
+  return mirror_lower(std::move(out));
 }
 
 namespace {
@@ -125,6 +139,53 @@ Eigen::VectorXd ParallelProducts::row_quadratic_forms(const MatrixXd& X, const M
     v.segment(r0, nr) = (XC.array() * X.middleRows(r0, nr).array()).rowwise().sum();
   });
   return v;
+}
+
+Eigen::VectorXd ParallelProducts::lu_solve(MatrixXd M, const Eigen::VectorXd& b) {
+  // Right-looking blocked LU (the order of LAPACK's getrf): per panel of kPanel columns, the panel is
+  // factorised with row swaps inside it; then every column block right of it takes the panel's swaps,
+  // U12 = L11⁻¹ A12 and A22 −= L21 U12, independently of the other blocks; the columns left of the panel
+  // take its swaps last, so that L ends in pivoted row order.
+  constexpr int64_t kPanel = 64;
+  const int64_t n = M.rows();
+  std::vector<int64_t> piv(static_cast<size_t>(n));
+  for (int64_t k0 = 0; k0 < n; k0 += kPanel) {
+    const int64_t kb = std::min(kPanel, n - k0), k1 = k0 + kb;
+    for (int64_t j = k0; j < k1; ++j) {
+      int64_t p = 0;
+      M.col(j).tail(n - j).cwiseAbs().maxCoeff(&p);
+      p += j;
+      piv[static_cast<size_t>(j)] = p;
+      if (p != j) M.block(j, k0, 1, kb).swap(M.block(p, k0, 1, kb));
+      const double d = M(j, j);
+      if (d == 0.0) continue;  // singular: left as Eigen leaves it (infinities in the solution)
+      M.col(j).tail(n - j - 1) /= d;
+      M.block(j + 1, j + 1, n - j - 1, k1 - j - 1).noalias() -=
+          M.col(j).tail(n - j - 1) * M.row(j).segment(j + 1, k1 - j - 1);
+    }
+    const auto swap_rows = [&](int64_t c0, int64_t nc) {
+      for (int64_t j = k0; j < k1; ++j)
+        if (const int64_t p = piv[static_cast<size_t>(j)]; p != j)
+          M.block(j, c0, 1, nc).swap(M.block(p, c0, 1, nc));
+    };
+    const int64_t right = n - k1;
+    if (right > 0) {
+      const double work = static_cast<double>(n - k1) * static_cast<double>(kb) * static_cast<double>(right);
+      for_row_blocks(right, work, [&](int64_t c0, int64_t nc) {
+        const int64_t c = k1 + c0;
+        swap_rows(c, nc);
+        auto U12 = M.block(k0, c, kb, nc);
+        M.block(k0, k0, kb, kb).triangularView<Eigen::UnitLower>().solveInPlace(U12);
+        M.block(k1, c, n - k1, nc).noalias() -= M.block(k1, k0, n - k1, kb) * U12;
+      });
+    }
+    if (k0 > 0) swap_rows(0, k0);
+  }
+  Eigen::VectorXd y = b;
+  for (int64_t j = 0; j < n; ++j) std::swap(y(j), y(piv[static_cast<size_t>(j)]));
+  M.triangularView<Eigen::UnitLower>().solveInPlace(y);
+  M.triangularView<Eigen::Upper>().solveInPlace(y);
+  return y;
 }
 
 }  // namespace rabbit::postfit

@@ -42,6 +42,12 @@ class ParallelProducts {
   /// per-process variances: X has nbins·nproc rows). Each block's X C is times_covariance's for those rows.
   Eigen::VectorXd row_quadratic_forms(const Eigen::MatrixXd& X, const Eigen::MatrixXd& C);
 
+  /// y with M y = b, by an LU factorisation with partial (row) pivoting of M, which is overwritten: panels
+  /// of 64 columns factorised on the calling thread, each panel's row swaps, triangular solve and rank-64
+  /// update of the trailing columns in column blocks on the pool. The values do not depend on the thread
+  /// count; they equal Eigen's PartialPivLU's to round-off (its trailing updates run on one thread here).
+  Eigen::VectorXd lu_solve(Eigen::MatrixXd M, const Eigen::VectorXd& b);
+
   /// block(r0, nr) for every block [r0, r0 + nr) of 192 of the m indices, on the pool when `work`
   /// multiply-adds are worth it; with `heaviest_last`, blocks are taken from the last, so that the largest
   /// ones (those of a lower triangle) do not end on one thread while the others wait.

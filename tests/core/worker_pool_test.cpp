@@ -14,6 +14,16 @@
 #include <thread>
 #include <vector>
 
+#ifdef __linux__
+#include <sched.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#endif
+
 using rabbit::WorkerPool;
 
 TEST(WorkerPool, EveryIndexOnceCallerIsZero) {
@@ -193,3 +203,82 @@ TEST(WorkerPool, ShareDetachedRunsEachIndexAtMostOnceAndRethrowsTheCallers) {
   pool.run(3, [&](int) { ++n; });
   EXPECT_EQ(n.load(), 3);
 }
+
+#ifdef __linux__
+namespace {
+
+std::vector<int> this_threads_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+// sched_attr.sched_runtime of this thread: the slice a SCHED_OTHER thread asked for (Linux ≥ 6.12).
+uint64_t this_threads_slice_request() {
+  struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+  } attr{};
+  if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0u) != 0) return 0;
+  return attr.runtime;
+}
+
+bool kernel_at_least(int major, int minor) {
+  utsname u{};
+  if (uname(&u) != 0) return false;
+  int ma = 0, mi = 0;
+  if (std::sscanf(u.release, "%d.%d", &ma, &mi) != 2) return false;
+  return ma > major || (ma == major && mi >= minor);
+}
+
+}  // namespace
+
+TEST(WorkerPool, OneThreadPerCpuKeepsEachWorkerToItsCpu) {
+  // docs/benchmarks.md "Contention, short evaluations": worker i on the mask's CPU i, the caller free.
+  const std::vector<int> cpus = this_threads_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "one CPU in the affinity mask";
+  const int n = static_cast<int>(cpus.size());
+  std::vector<std::vector<int>> seen(static_cast<size_t>(n));
+  std::vector<uint64_t> slice(static_cast<size_t>(n));
+  {
+    WorkerPool pool(n);
+    pool.run(n, [&](int t) {
+      seen[static_cast<size_t>(t)] = this_threads_cpus();
+      slice[static_cast<size_t>(t)] = this_threads_slice_request();
+    });
+  }
+  EXPECT_EQ(seen[0], cpus);  // the caller keeps its mask
+  for (int t = 1; t < n; ++t) {
+    EXPECT_EQ(seen[static_cast<size_t>(t)], std::vector<int>{cpus[static_cast<size_t>(t)]}) << "worker " << t;
+    if (kernel_at_least(6, 12)) EXPECT_EQ(slice[static_cast<size_t>(t)], 100'000u) << "worker " << t;
+  }
+  // More threads than CPUs: the kernel places them (every worker keeps the whole mask).
+  std::vector<std::vector<int>> few(2);
+  {
+    WorkerPool pool(n + 1);
+    pool.run(2, [&](int t) { few[static_cast<size_t>(t)] = this_threads_cpus(); });
+  }
+  EXPECT_EQ(few[1], cpus);
+  // A pool created on a pinned worker: its workers get the process's mask, not the worker's one CPU.
+  std::vector<int> nested;
+  {
+    WorkerPool outer(n);
+    outer.run(2, [&](int t) {
+      if (t != 1) return;
+      WorkerPool inner(n + 1);
+      inner.run(2, [&](int u) {
+        if (u == 1) nested = this_threads_cpus();
+      });
+    });
+  }
+  EXPECT_EQ(nested, cpus);
+}
+#endif

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Cholesky>
+#include <Eigen/LU>
+#include <optional>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "../../src/postfit/parallel_products.hpp"
+#include "rabbit/core/error.hpp"
 
 namespace rabbit::testing {
 namespace {
@@ -84,21 +88,104 @@ DiagonalPlusLowRank low_rank_v(const Inputs& in, bool postfit, ParallelProducts&
   return postfit::linear_chi2_low_rank(t, prod);
 }
 
+LinearChi2Terms postfit_terms(const Inputs& in, bool with_b) {
+  LinearChi2Terms t;
+  t.postfit = true;
+  t.J = &in.J;
+  t.C = &in.C;
+  t.JC = &in.JC;
+  t.beta_var = in.beta_var;
+  t.data_var = in.vn;
+  t.w = in.w;
+  t.cw = in.cw;
+  if (with_b) {
+    t.B = &in.B;
+    t.s = in.s;
+    t.D = in.D;
+  }
+  return t;
+}
+
+double dense_chi2_of(const Inputs& in) {
+  const MatrixXd V = dense_v(in, true);
+  return in.r.dot(Eigen::LDLT<MatrixXd>(V).solve(in.r));
+}
+
 TEST(LinearChi2LowRank, EqualsTheDenseCovariance) {
-  for (int64_t entries_per_bin : {1, 3})
-    for (bool postfit : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << "entries per bin " << entries_per_bin << " postfit " << postfit);
-      const Inputs in = make_inputs(60, 4, entries_per_bin, 7);
-      ParallelProducts prod(2);
-      const DiagonalPlusLowRank lr = low_rank_v(in, postfit, prod);
-      const MatrixXd V = dense_v(in, postfit);
-      const MatrixXd Vlr = MatrixXd(lr.delta.asDiagonal()) + lr.U * postfit::middle(lr) * lr.U.transpose();
-      EXPECT_LT((Vlr - V).cwiseAbs().maxCoeff(), 1e-10 * V.cwiseAbs().maxCoeff());
-      EXPECT_LT((postfit::diagonal(lr) - V.diagonal()).cwiseAbs().maxCoeff(),
-                1e-10 * V.diagonal().maxCoeff());
-      const double dense = in.r.dot(Eigen::LDLT<MatrixXd>(V).solve(in.r));
-      EXPECT_NEAR(postfit::quadratic_form(lr, in.r, prod), dense, 1e-10 * dense);
-    }
+  for (int64_t entries_per_bin : {1, 3}) {
+    SCOPED_TRACE(::testing::Message() << "entries per bin " << entries_per_bin);
+    const Inputs in = make_inputs(60, 4, entries_per_bin, 7);
+    ParallelProducts prod(2);
+    const DiagonalPlusLowRank lr = low_rank_v(in, true, prod);
+    const MatrixXd V = dense_v(in, true);
+    const MatrixXd Vlr = MatrixXd(lr.delta.asDiagonal()) + lr.U * postfit::middle(lr) * lr.U.transpose();
+    EXPECT_LT((Vlr - V).cwiseAbs().maxCoeff(), 1e-10 * V.cwiseAbs().maxCoeff());
+    EXPECT_LT((postfit::diagonal(lr) - V.diagonal()).cwiseAbs().maxCoeff(), 1e-10 * V.diagonal().maxCoeff());
+    const double dense = in.r.dot(Eigen::LDLT<MatrixXd>(V).solve(in.r));
+    EXPECT_NEAR(postfit::quadratic_form(lr, in.r, prod), dense, 1e-10 * dense);
+    // the prefit form: not through linear_chi2_low_rank
+    EXPECT_THROW(low_rank_v(in, false, prod), Error);
+  }
+}
+
+TEST(LinearChi2LowRank, PrefitEqualsTheDenseChi2) {
+  Inputs in = make_inputs(60, 4, 1, 7);
+  const MatrixXd dense_cov = in.C, diagonal_cov = MatrixXd(in.C.diagonal().asDiagonal());
+  for (const MatrixXd* C : {&dense_cov, &diagonal_cov}) {
+    in.C = *C;
+    in.JC = in.J * in.C;
+    const MatrixXd V = dense_v(in, false);
+    const double dense = in.r.dot(Eigen::LDLT<MatrixXd>(V).solve(in.r));
+    ParallelProducts prod(2);
+    LinearChi2Terms t = postfit_terms(in, false);
+    t.postfit = false;
+    const std::optional<double> c = postfit::prefit_chi2(t, in.r, prod);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_NEAR(*c, dense, 1e-10 * dense);
+    t.data_var(3) = -t.beta_var(3);  // a zero diagonal entry: not this form
+    EXPECT_FALSE(postfit::prefit_chi2(t, in.r, prod).has_value());
+  }
+}
+
+TEST(LinearChi2LowRank, ProportionalRowsGiveTheDenseChi2) {
+  // Lite bin-by-bin statistics whose β̂ follows the bin's yield: B = diag(h) J, D diagonal; a bin with
+  // J's row 0 (and so B's).
+  Inputs in = make_inputs(60, 4, 1, 11);
+  in.J.row(9).setZero();
+  in.JC = in.J * in.C;
+  const VectorXd h = 0.05 * VectorXd::LinSpaced(in.J.rows(), -1.0, 2.0);
+  in.B = h.asDiagonal() * in.J;
+  ParallelProducts prod(2);
+  const std::optional<double> lite = postfit::proportional_rows_chi2(postfit_terms(in, true), in.r, prod);
+  ASSERT_TRUE(lite.has_value());
+  EXPECT_NEAR(*lite, dense_chi2_of(in), 1e-10 * dense_chi2_of(in));
+  // The general postfit form of the same terms gives the same value.
+  EXPECT_NEAR(*lite, postfit::quadratic_form(low_rank_v(in, true, prod), in.r, prod), 1e-10 * *lite);
+  // Without bin-by-bin statistics: no B, D, d_β.
+  Inputs nobb = in;
+  nobb.B.setZero();
+  nobb.D.setZero();
+  nobb.beta_var.setZero();
+  LinearChi2Terms t = postfit_terms(nobb, false);
+  t.beta_var.resize(0);
+  const std::optional<double> plain = postfit::proportional_rows_chi2(t, nobb.r, prod);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_NEAR(*plain, dense_chi2_of(nobb), 1e-10 * dense_chi2_of(nobb));
+  // One row of B off its multiple of J by 1e-6: not this form.
+  Inputs off = in;
+  off.B(17, 2) *= 1.0 + 1e-6;
+  EXPECT_FALSE(postfit::proportional_rows_chi2(postfit_terms(off, true), off.r, prod).has_value());
+}
+
+TEST(LinearChi2LowRank, ProportionalRowsOnlyWhereTheyAre) {
+  ParallelProducts prod(2);
+  // Random B (lite layout), full mode (three entries per bin), the prefit form: empty.
+  const Inputs lite = make_inputs(60, 4, 1, 7), full = make_inputs(60, 4, 3, 7);
+  EXPECT_FALSE(postfit::proportional_rows_chi2(postfit_terms(lite, true), lite.r, prod).has_value());
+  EXPECT_FALSE(postfit::proportional_rows_chi2(postfit_terms(full, true), full.r, prod).has_value());
+  LinearChi2Terms prefit = postfit_terms(lite, false);
+  prefit.postfit = false;
+  EXPECT_FALSE(postfit::proportional_rows_chi2(prefit, lite.r, prod).has_value());
 }
 
 TEST(LinearChi2LowRank, PaysForManyBinsOnly) {
@@ -137,6 +224,37 @@ TEST(ParallelProducts, SameBitsForEveryThreadCountAndEigensValues) {
   const MatrixXd sym = prod.symmetric_product_transpose(AD, A);
   EXPECT_TRUE(close(sym, AD * A.transpose()));
   EXPECT_EQ(sym, sym.transpose());
+}
+
+TEST(ParallelProducts, LuSolveIsEigensSolveAndTheSameForEveryThreadCount) {
+  // Sizes around the 64-column panels and 192-column blocks; a general matrix and the postfit chi2's
+  // symmetric indefinite [[G, 1], [1, −X]] (a zero diagonal block: rows must be swapped).
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int64_t n : {1, 63, 130, 451}) {
+    SCOPED_TRACE(::testing::Message() << "n " << n);
+    MatrixXd general = MatrixXd::NullaryExpr(n, n, [&] { return u(gen); });
+    const int64_t h = (n + 1) / 2;
+    MatrixXd G = MatrixXd::NullaryExpr(h, h, [&] { return u(gen); });
+    MatrixXd K = MatrixXd::Zero(2 * h, 2 * h);
+    K.topLeftCorner(h, h) = G * G.transpose();
+    K.topRightCorner(h, h).setIdentity();
+    K.bottomLeftCorner(h, h).setIdentity();
+    const VectorXd b = VectorXd::NullaryExpr(n, [&] { return u(gen); });
+    const VectorXd bk = VectorXd::NullaryExpr(2 * h, [&] { return u(gen); });
+    for (const auto& [A, rhs] : {std::pair<const MatrixXd*, const VectorXd*>{&general, &b}, {&K, &bk}}) {
+      const VectorXd eigen = Eigen::PartialPivLU<MatrixXd>(*A).solve(*rhs);
+      std::vector<VectorXd> ys;
+      for (int threads : {1, 2, 3}) {
+        ParallelProducts prod(threads);
+        ys.push_back(prod.lu_solve(*A, *rhs));
+      }
+      EXPECT_EQ(ys[1], ys[0]);
+      EXPECT_EQ(ys[2], ys[0]);
+      EXPECT_LE((ys[0] - eigen).cwiseAbs().maxCoeff(), 1e-9 * eigen.cwiseAbs().maxCoeff());
+      EXPECT_LE((*A * ys[0] - *rhs).cwiseAbs().maxCoeff(), 1e-9 * rhs->cwiseAbs().maxCoeff());
+    }
+  }
 }
 
 TEST(ParallelProducts, DiagonalCovarianceGivesTheProductsValues) {

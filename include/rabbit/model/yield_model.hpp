@@ -68,6 +68,14 @@ class YieldModel {
   /// those bins (masked entries, held at β⁰, give zero rows). Empty for covariance fits, whose one
   /// global profile is not differentiated here.
   virtual Eigen::MatrixXd profiled_beta_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last) = 0;
+  /// h [last − first] with dβ̂_b/dξ = h_b ∂ν_b/∂ξ (the profiled yield Jacobian's row) for every observed bin
+  /// of [first, last): lite BB where β̂_b follows the bin's yield alone (no process of the bin without MC
+  /// statistics; h_b = 0 where β is held). Empty where some bin's is not such a multiple or the model does
+  /// not say (the default); profiled_beta_jacobian then gives the rows.
+  virtual Eigen::VectorXd profiled_beta_gains(const Eigen::VectorXd& xi, int64_t first, int64_t last) {
+    (void)xi, (void)first, (void)last;
+    return {};
+  }
 
   // ---- the NLL of its observed bins ----
   /// The reduced NLL (data term + BB term with β profiled) of the observed bins it covers.

@@ -118,4 +118,19 @@ MatrixXd CpuShardEvaluator::profiled_beta_jacobian(const VectorXd& xi, int64_t f
   return D;
 }
 
+VectorXd CpuShardEvaluator::profiled_beta_gains(const VectorXd& xi, int64_t first, int64_t last) {
+  ShardState& s = *state_;
+  check_range("profiled_beta_gains", first, last, s.nbins_, " observed");
+  if (!s.has_bb() || s.coupled || s.bb_full_) return VectorXd();
+  VectorXd h(last - first);
+  if (!splits(s, first, last, s.nbins_)) return profiled_beta_gains_rows(xi, first, last, h) ? h : VectorXd();
+  std::atomic<bool> all{true};
+  for_pieces(s, first, last, [&](int64_t b0, int64_t b1) {
+    if (all.load(std::memory_order_relaxed) &&
+        !profiled_beta_gains_rows(xi, b0, b1, h.segment(b0 - first, b1 - b0)))
+      all.store(false, std::memory_order_relaxed);
+  });
+  return all.load() ? h : VectorXd();
+}
+
 }  // namespace rabbit

@@ -84,4 +84,55 @@ void CpuShardEvaluator::profiled_beta_jacobian_rows(const VectorXd& xi, int64_t 
   }
 }
 
+bool CpuShardEvaluator::profiled_beta_gains_rows(const VectorXd& xi, int64_t first, int64_t last,
+                                                 Eigen::Ref<VectorXd> h) {
+  // The lite branch above: dβ̂/dξ = ∂β̂/∂A ∂A/∂ξ + ∂β̂/∂Z ∂Z/∂ξ and the profiled ∂ν/∂ξ = ∂ν/∂A ∂A/∂ξ +
+  // ∂ν/∂Z ∂Z/∂ξ (yield_jacobian's lite rows), so where the zero-variance entries add nothing (Z = 0 and
+  // no ∂Z/∂ξ: absent templates) the first is the second times h = (∂β̂/∂A)/(∂ν/∂A); where β̂ is
+  // constant, h = 0.
+  ShardState& s = *state_;
+  ShardEvaluation eng(s, *this);
+  eng.pt.prepare(s, xi, nullptr);
+  const EntryLayout& L = s.layout;
+  BinScratch sc;
+  sc.resize(std::max<int64_t>(L.max_entries(first, last), 1), 1, 1, 0);
+  VectorXd row(s.nx_);
+  for (int64_t b = first; b < last; ++b) {
+    const int64_t e0 = L.bin_ptr[b], e1 = L.bin_ptr[b + 1];
+    if (s.bb_ != BBKind::normal_additive && s.bbmask_[b]) {
+      h(b - first) = 0.0;  // β held at β⁰: no dβ̂/dξ
+      continue;
+    }
+    eng.yields(b, sc, 0);
+    double A = 0.0, Z = 0.0;
+    bool z_moves = false;  // Z or ∂Z/∂ξ non-zero (a zero-variance entry that is not an absent template)
+    for (int64_t e = e0; e < e1; ++e) {
+      if (eng.prof.active(e)) {
+        A += sc.N[e - e0];
+        continue;
+      }
+      Z += sc.N[e - e0];
+      if (z_moves || sc.N[e - e0] != 0.0) {
+        z_moves = true;
+        continue;
+      }
+      row.setZero();
+      eng.add_entry_jacobian(e, sc, e - e0, 1.0, row.data());
+      z_moves = !row.isZero(0.0);
+    }
+    using HD = HyperDual<2>;
+    HD hb, hnu;
+    cpu::lite_bin_objective(HD::variable(A, 0), HD::variable(Z, 1), eng.prof.observation(b), s.likelihood_,
+                            s.bb_, eng.prof.lite_entry(b), s.legacy_sumw_, false, &hb, &hnu);
+    if (hb.g[0] == 0.0 && hb.g[1] == 0.0) {
+      h(b - first) = 0.0;  // β̂ constant (no MC statistics in the bin)
+      continue;
+    }
+    if (z_moves) return false;
+    if (hnu.g[0] == 0.0) return false;  // ν does not move with A, β̂ does
+    h(b - first) = hb.g[0] / hnu.g[0];
+  }
+  return true;
+}
+
 }  // namespace rabbit

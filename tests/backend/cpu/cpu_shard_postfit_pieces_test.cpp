@@ -4,6 +4,8 @@
 // observed bins and reaching into the masked channel; a covariance fit keeps one thread.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "rabbit/core/error.hpp"
 #include "support/shard_test_helpers.hpp"
 
@@ -77,6 +79,56 @@ TEST(PostfitBinPieces, SameBitsWithoutBBAndForACovarianceFit) {
   expect_pieces_match_one_thread(coupled);
 }
 
+// profiled_beta_gains (docs/output-format.md "Cost of the chi2 with many bins"): in lite mode without a
+// zero-variance process, dβ̂/dξ's rows are the gains times the profiled yield Jacobian's rows (the
+// BB-masked bin 4 with gain 0, the empty data bin included); 3 threads give 1 thread's bits; with a
+// zero-variance process, in full mode and without BB the call gives nothing.
+TEST(PostfitBinPieces, BetaGainsTimesTheYieldJacobianAreDBetaDXi) {
+  for (DataLikelihood lik : {DataLikelihood::poisson, DataLikelihood::chisq})
+    for (BBType bb_type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "likelihood " << static_cast<int>(lik) << " type " << static_cast<int>(bb_type));
+      ShardConfig c;
+      c.nbins = 700;
+      c.likelihood = lik;
+      c.bb_type = bb_type;
+      c.zero_variance_process = false;
+      auto in = make_test_input(c);
+      auto model = make_test_model(in, c);
+      CpuShardEvaluator one(model, 0, in->nbins, 1), three(model, 0, in->nbins, 3);
+      const VectorXd xi = test_point(*model);
+      const int64_t B = in->nbins;
+      const VectorXd h = three.profiled_beta_gains(xi, 0, B);
+      ASSERT_EQ(h.size(), B);
+      expect_same_bits(one.profiled_beta_gains(xi, 0, B), h, "gains");
+      const MatrixXd J = one.yield_jacobian(xi, 0, B, Mode::profiled);
+      const MatrixXd D = one.profiled_beta_jacobian(xi, 0, B);
+      ASSERT_EQ(D.rows(), B);
+      const MatrixXd hJ = h.asDiagonal() * J;
+      for (int64_t b = 0; b < B; ++b)
+        EXPECT_LE((hJ.row(b) - D.row(b)).cwiseAbs().maxCoeff(),
+                  1e-12 * std::max(D.row(b).cwiseAbs().maxCoeff(), 1e-300))
+            << "bin " << b;
+      EXPECT_GT(D.cwiseAbs().maxCoeff(), 0.0);
+      const VectorXd part = one.profiled_beta_gains(xi, 37, 90);
+      ASSERT_EQ(part.size(), 53);
+      EXPECT_TRUE(part.cwiseEqual(h.segment(37, 53)).all());
+    }
+  ShardConfig zero_variance;  // process 2 without MC statistics
+  zero_variance.nbins = 700;
+  ShardConfig full = zero_variance;
+  full.zero_variance_process = false;
+  full.bb_mode = BBMode::full;
+  ShardConfig no_bb = full;
+  no_bb.bb = false;
+  for (const ShardConfig* c : {&zero_variance, &full, &no_bb}) {
+    auto in = make_test_input(*c);
+    auto model = make_test_model(in, *c);
+    CpuShardEvaluator shard(model, 0, in->nbins, 2);
+    EXPECT_EQ(shard.profiled_beta_gains(test_point(*model), 0, in->nbins).size(), 0);
+  }
+}
+
 TEST(PostfitBinPieces, RangeErrorsBeforeAnyPiece) {
   ShardConfig c;
   c.nbins = 700;
@@ -87,6 +139,7 @@ TEST(PostfitBinPieces, RangeErrorsBeforeAnyPiece) {
   EXPECT_THROW(shard.yield_jacobian(xi, 0, in->nbinsfull + 1, Mode::stored), Error);
   EXPECT_THROW(shard.process_yield_jacobian(xi, -1, 600, Mode::stored), Error);
   EXPECT_THROW(shard.profiled_beta_jacobian(xi, 0, in->nbins + 1), Error);
+  EXPECT_THROW(shard.profiled_beta_gains(xi, 0, in->nbins + 1), Error);
 }
 
 }  // namespace

@@ -62,6 +62,7 @@ class CpuShardEvaluator : public ShardEvaluator, public YieldModel {
   Eigen::MatrixXd beta_yield_partials(const Eigen::VectorXd& xi, int64_t first, int64_t last,
                                       BetaMode mode) override;
   Eigen::MatrixXd profiled_beta_jacobian(const Eigen::VectorXd& xi, int64_t first, int64_t last) override;
+  Eigen::VectorXd profiled_beta_gains(const Eigen::VectorXd& xi, int64_t first, int64_t last) override;
   /// The constants of the shard's observed bins; the last shard also carries the masked-channel BB
   /// constants.
   double full_nll_constant() const override;
@@ -82,6 +83,9 @@ class CpuShardEvaluator : public ShardEvaluator, public YieldModel {
                                    Eigen::Ref<Eigen::MatrixXd> out);
   void profiled_beta_jacobian_rows(const Eigen::VectorXd& xi, int64_t first, int64_t last,
                                    Eigen::Ref<Eigen::MatrixXd> out);
+  // false where a bin's dβ̂/dξ is not a multiple of its yield Jacobian (then `out` is incomplete)
+  bool profiled_beta_gains_rows(const Eigen::VectorXd& xi, int64_t first, int64_t last,
+                                Eigen::Ref<Eigen::VectorXd> out);
 
   std::unique_ptr<cpu_detail::ShardState> state_;
 };
