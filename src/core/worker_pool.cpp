@@ -69,6 +69,7 @@ void request_short_slice() {
     uint64_t runtime = 0, deadline = 0, period = 0;
     uint32_t util_min = 0, util_max = 0;
   } attr;
+  if (sched_getscheduler(0) != SCHED_OTHER) return;  // batch, idle or real-time: left as it is
   errno = 0;
   const int nice = getpriority(PRIO_PROCESS, 0);  // this thread's (Linux: per thread)
   if (errno != 0) return;

@@ -135,12 +135,13 @@ std::optional<double> proportional_rows_chi2(const LinearChi2Terms& t, const Vec
   // With K = diag(κ) J, κ = w v_n e + d s h, and X = diag(cw) + Jᵀ diag(w² v_n + s h²) J, the blocks of
   // S⁻¹ + UᵀΔ⁻¹U for U = [J C, K]: (J C)ᵀΔ⁻¹(J C); 1 + C Q with Q = Jᵀ diag(κ/Δ) J (symmetric, so the
   // lower block is 1 + Q C); and Jᵀ diag(κ²/Δ − w² v_n − s h²) J − diag(cw), where X's Gram term and
-  // KᵀΔ⁻¹K cancel per bin before any product (exactly so without bin-by-bin statistics: κ² = w²v_n Δ).
+  // KᵀΔ⁻¹K cancel per bin before any product: κ²/Δ − w² v_n − s h² = −v_n s (w d − h e)²/Δ, written
+  // so (no cancellation; exactly 0 without bin-by-bin statistics, s = 0).
   const VectorXd a = delta.cwiseInverse();
   const VectorXd kappa = t.w.cwiseProduct(vn).cwiseProduct(e) + d.cwiseProduct(s).cwiseProduct(h);
   const VectorXd ka = kappa.cwiseProduct(a);
-  const VectorXd rest =
-      kappa.cwiseProduct(ka) - t.w.cwiseAbs2().cwiseProduct(vn) - s.cwiseProduct(h.cwiseAbs2());
+  const VectorXd rest = -(
+      vn.cwiseProduct(s).cwiseProduct((t.w.cwiseProduct(d) - h.cwiseProduct(e)).cwiseAbs2()).cwiseProduct(a));
   MatrixXd M(2 * p, 2 * p);
   M.topLeftCorner(p, p) = prod.weighted_gram(JC, a);
   M.bottomLeftCorner(p, p) = prod.product(prod.weighted_gram(J, ka), *t.C);

@@ -173,7 +173,11 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   MatrixXd B;
   VectorXd beta_gains;
   const bool need_b = bb && !req.prefit && (req.errors_per_process || req.chi2 || req.global_impacts);
-  if (need_b && identity && !req.errors_per_process && !req.global_impacts)
+  const bool low_rank_chi2 =
+      identity && req.chi2 && !(lik == DataLikelihood::covariance && in.data_cov_inv) && !Hinv.size() &&
+      !penalty_rows.size() &&
+      linear_chi2_low_rank_pays(nobs, npar, !req.prefit);  // the chi2's low-rank form below
+  if (need_b && low_rank_chi2 && !req.errors_per_process && !req.global_impacts)
     beta_gains = shard.profiled_beta_gains(xi, 0, nobs);
   auto ensure_b = [&] {
     if (need_b && !B.size()) B = profiled_beta_jacobian(model, shard, fitter, x, xi, d1);
@@ -426,8 +430,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
       }
       // Many bins against few parameters: V as a diagonal plus a low-rank part, O(nobs·npar²)
       // (docs/output-format.md "Cost of the chi2 with many bins"), where its diagonal is positive.
-      if (!dense_data && !Hinv.size() && !penalty_rows.size() &&
-          linear_chi2_low_rank_pays(nobs, npar, !req.prefit)) {
+      if (low_rank_chi2) {
         LinearChi2Terms t;
         t.postfit = !req.prefit;
         t.J = &Jo;

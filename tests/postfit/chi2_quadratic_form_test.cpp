@@ -159,6 +159,13 @@ TEST(LinearChi2LowRank, ProportionalRowsGiveTheDenseChi2) {
   const std::optional<double> lite = postfit::proportional_rows_chi2(postfit_terms(in, true), in.r, prod);
   ASSERT_TRUE(lite.has_value());
   EXPECT_NEAR(*lite, dense_chi2_of(in), 1e-10 * dense_chi2_of(in));
+  // The gains given (B not read, not even present) give the same value.
+  LinearChi2Terms given = postfit_terms(in, true);
+  given.B = nullptr;
+  given.h = h;
+  const std::optional<double> from_gains = postfit::proportional_rows_chi2(given, in.r, prod);
+  ASSERT_TRUE(from_gains.has_value());
+  EXPECT_NEAR(*from_gains, *lite, 1e-12 * *lite);
   // The general postfit form of the same terms gives the same value.
   EXPECT_NEAR(*lite, postfit::quadratic_form(low_rank_v(in, true, prod), in.r, prod), 1e-10 * *lite);
   // Without bin-by-bin statistics: no B, D, d_β.
