@@ -72,22 +72,6 @@ MatrixXd dense_v(const Inputs& in, bool postfit) {
          Rb * in.s.asDiagonal() * Rb.transpose();
 }
 
-DiagonalPlusLowRank low_rank_v(const Inputs& in, bool postfit, ParallelProducts& prod) {
-  LinearChi2Terms t;
-  t.postfit = postfit;
-  t.J = &in.J;
-  t.C = &in.C;
-  t.JC = &in.JC;
-  t.beta_var = in.beta_var;
-  t.data_var = in.vn;
-  t.w = in.w;
-  t.cw = in.cw;
-  t.B = &in.B;
-  t.s = in.s;
-  t.D = in.D;
-  return postfit::linear_chi2_low_rank(t, prod);
-}
-
 LinearChi2Terms postfit_terms(const Inputs& in, bool with_b) {
   LinearChi2Terms t;
   t.postfit = true;
@@ -104,6 +88,12 @@ LinearChi2Terms postfit_terms(const Inputs& in, bool with_b) {
     t.D = in.D;
   }
   return t;
+}
+
+DiagonalPlusLowRank low_rank_v(const Inputs& in, bool postfit, ParallelProducts& prod) {
+  LinearChi2Terms t = postfit_terms(in, true);
+  t.postfit = postfit;
+  return postfit::linear_chi2_low_rank(t, prod);
 }
 
 double dense_chi2_of(const Inputs& in) {
