@@ -124,9 +124,9 @@ void WorkerPool::start_workers() {
   // and the caller, thread 0, has CPU 0 to itself. Left free, a worker woken while a busy process holds
   // its CPU is placed by the kernel on the caller's CPU (the less loaded one) and takes turns with the
   // caller there, so that a 1-ms evaluation runs on one CPU; kept to its own CPU with a short slice it
-  // preempts the busy process instead (docs/benchmarks.md "Contention, short evaluations"). With fewer
-  // threads than CPUs (--nThreads, a cgroup quota) the kernel places them.
-  // Otherwise every worker gets the process's whole mask, not the creating thread's (a pinned worker's).
+  // preempts the busy process instead (docs/benchmarks.md "Contention, short evaluations"). With another
+  // thread count (--nThreads, a cgroup quota) every worker gets the process's whole mask (not the creating
+  // thread's, which may be a pinned worker's one CPU) and the kernel places it.
   const std::vector<int> cpus = mask_cpus();
   const bool keep = static_cast<int>(cpus.size()) == threads_;
   for (int i = 1; i < threads_; ++i)
