@@ -31,7 +31,7 @@ struct LinearChi2Terms {
   bool postfit = false;
   const Eigen::MatrixXd* J = nullptr;   // [nobs × npar]
   const Eigen::MatrixXd* C = nullptr;   // prefit: the parameter covariance
-  const Eigen::MatrixXd* JC = nullptr;  // postfit: J C [nobs × npar]
+  const Eigen::MatrixXd* JC = nullptr;  // postfit: J C [nobs × npar] (linear_chi2_low_rank only)
   Eigen::VectorXd beta_var;             // d_β [nobs] (empty: 0)
   Eigen::VectorXd data_var;             // v_n [nobs]
   // postfit only

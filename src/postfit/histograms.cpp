@@ -71,8 +71,9 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   MatrixXd mapped_J;
   if (!identity) mapped_J = A * J;
   const MatrixXd& Jy = identity ? J : mapped_J;
-  // JC = J_y C when a step needs it (not the identity's prefit errors and chi2: with the diagonal prefit C
-  // the variances are row sums, computed in row blocks, and the chi2 uses J and C).
+  // JC = J_y C when a step needs it: covariances, impacts, the chi2 of a mapping other than the identity and
+  // the identity's dense or general low-rank chi2 (its Gram-matrix form uses J and C); the variances come
+  // from its rows where it is built anyway, else from row blocks of J_y without it.
   MatrixXd JC;
   auto jc = [&]() -> const MatrixXd& {
     if (JC.size() == 0 && Jy.size() != 0) JC = prod.times_covariance(Jy, cov);
@@ -137,6 +138,10 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     mapped_J = A * J;
     JC = prod.times_covariance(Jy, cov);
   }
+  const bool low_rank_chi2 =
+      identity && req.chi2 && !(lik == DataLikelihood::covariance && in.data_cov_inv) && !Hinv.size() &&
+      !penalty_rows.size() &&
+      linear_chi2_low_rank_pays(nobs, npar, !req.prefit);  // the chi2's low-rank form below
   const BetaCovariance beta{bb, nobs, nbf, P, bbr, dd, Hinv, betavar_partials, penalty_rows};
   if (by_process && bb && (req.errors || req.covariance || any_impacts)) {
     MappingJacobian G;
@@ -147,9 +152,13 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         (jc().array() * Jy.array()).rowwise().sum() + (GC.array() * MatrixXd(G).array()).rowwise().sum();
     if (req.covariance) out.inclusive_cov = jc() * Jy.transpose() + GC * G.transpose();
   } else if (req.errors || req.covariance || any_impacts) {
-    out.inclusive_var = JC.size() || !cov.isDiagonal(0.0)
-                            ? VectorXd((jc().array() * Jy.array()).rowwise().sum())
-                            : prod.row_quadratic_forms(Jy, cov);
+    // From J C's rows where a later step builds it (so that the variances and the covariance's diagonal,
+    // or the impacts, come from the same products); else in row blocks from C's diagonal or Cholesky
+    // factor, without a rows × npar J C.
+    const bool jc_later = req.covariance || any_impacts ||
+                          (req.chi2 && (!identity || !low_rank_chi2 || (bb && bbr.full && !req.prefit)));
+    out.inclusive_var =
+        jc_later ? VectorXd((jc().array() * Jy.array()).rowwise().sum()) : prod.row_quadratic_forms(Jy, cov);
     if (identity) {
       for (int64_t b = 0; b < nbf; ++b) out.inclusive_var(b) += beta.incl_cov(b, b);
     } else if (bb) {
@@ -173,10 +182,6 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   MatrixXd B;
   VectorXd beta_gains;
   const bool need_b = bb && !req.prefit && (req.errors_per_process || req.chi2 || req.global_impacts);
-  const bool low_rank_chi2 =
-      identity && req.chi2 && !(lik == DataLikelihood::covariance && in.data_cov_inv) && !Hinv.size() &&
-      !penalty_rows.size() &&
-      linear_chi2_low_rank_pays(nobs, npar, !req.prefit);  // the chi2's low-rank form below
   if (need_b && low_rank_chi2 && !req.errors_per_process && !req.global_impacts)
     beta_gains = shard.profiled_beta_gains(xi, 0, nobs);
   auto ensure_b = [&] {
@@ -435,7 +440,6 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         t.postfit = !req.prefit;
         t.J = &Jo;
         t.C = &cov;
-        if (!req.prefit) t.JC = &jco();
         if (bb) t.beta_var = beta.diagonal(nobs, true);
         t.data_var = vn;
         t.w = w;
@@ -457,6 +461,7 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
         if (!c && !req.prefit) {
           ensure_b();
           if (beta_centre) t.B = &B;
+          t.JC = &jco();
           DiagonalPlusLowRank Vlr = linear_chi2_low_rank(t, prod);
           if ((Vlr.delta.array() > 0.0).all()) c = quadratic_form(std::move(Vlr), r, prod);
         }

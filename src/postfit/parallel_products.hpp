@@ -38,8 +38,14 @@ class ParallelProducts {
   /// X's columns, O(rows·npar) instead of rows·npar², with the values of the product: its sums add exact
   /// zeros, and + 0.0 gives its +0 where a scaled entry is −0.
   Eigen::MatrixXd times_covariance(const Eigen::MatrixXd& X, const Eigen::MatrixXd& C);
-  /// diag(X C Xᵀ): the row sums of (X C) ∘ X, one row block at a time, so that X C is never held whole (the
-  /// per-process variances: X has nbins·nproc rows). Each block's X C is times_covariance's for those rows.
+  /// diag(X C Xᵀ), one row block at a time, so that no rows × npar product is held whole (the inclusive and
+  /// per-process variances: X has up to nbins·nproc rows). A diagonal C scales columns (row sums of
+  /// (X C) ∘ X, the values of times_covariance). With at least 2·npar rows, C = S L Lᵀ Sᵀ, L the Cholesky
+  /// factor of C on its non-zero diagonal (S selects those parameters; one of zero variance has a zero row),
+  /// gives the squared row norms of X S L, a triangular product of half the multiply-adds of X C, plus the
+  /// npar³/3 of the factor (docs/output-format.md "Cost of the chi2 with many bins"). Otherwise, and where
+  /// C is not of that form (not exactly symmetric, a zero diagonal with its row not zero, not positive
+  /// definite on the rest), (X C) ∘ X summed by rows.
   Eigen::VectorXd row_quadratic_forms(const Eigen::MatrixXd& X, const Eigen::MatrixXd& C);
 
   /// y with M y = b, by an LU factorisation with partial (row) pivoting of M, which is overwritten: panels

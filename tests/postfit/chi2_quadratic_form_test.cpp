@@ -153,11 +153,26 @@ TEST(LinearChi2LowRank, ProportionalRowsGiveTheDenseChi2) {
   LinearChi2Terms given = postfit_terms(in, true);
   given.B = nullptr;
   given.h = h;
+  given.JC = nullptr;  // not read by this form (histograms.cpp builds J C only for the general one)
   const std::optional<double> from_gains = postfit::proportional_rows_chi2(given, in.r, prod);
   ASSERT_TRUE(from_gains.has_value());
   EXPECT_NEAR(*from_gains, *lite, 1e-12 * *lite);
   // The general postfit form of the same terms gives the same value.
   EXPECT_NEAR(*lite, postfit::quadratic_form(low_rank_v(in, true, prod), in.r, prod), 1e-10 * *lite);
+  // A parameter of zero variance (zero row and column of C), and a C not exactly symmetric (an external
+  // covariance): the dense chi2 of the same J C.
+  for (bool symmetric : {true, false}) {
+    Inputs odd = in;
+    odd.C.row(1).setZero();
+    odd.C.col(1).setZero();
+    if (!symmetric) odd.C(3, 0) *= 1.5;
+    odd.JC = odd.J * odd.C;
+    LinearChi2Terms ot = postfit_terms(odd, true);
+    ot.JC = nullptr;  // not read by this form (histograms.cpp builds J C only for the general one)
+    const std::optional<double> c = postfit::proportional_rows_chi2(ot, odd.r, prod);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_NEAR(*c, dense_chi2_of(odd), 1e-10 * dense_chi2_of(odd)) << "symmetric " << symmetric;
+  }
   // Without bin-by-bin statistics: no B, D, d_β.
   Inputs nobb = in;
   nobb.B.setZero();
@@ -266,21 +281,48 @@ TEST(ParallelProducts, DiagonalCovarianceGivesTheProductsValues) {
 }
 
 TEST(ParallelProducts, RowQuadraticFormsAreTheDiagonalOfXCXt) {
-  // 1001 rows: six row blocks and a remainder; a dense C and a diagonal one.
+  // 1001 rows: six row blocks and a remainder. Through the Cholesky factor: a dense C, and the same with two
+  // parameters of zero variance (zero rows and columns: the factor of the rest). (X C) ∘ X summed by rows,
+  // bit for bit: a diagonal C (column scaling), an indefinite one, one not exactly symmetric, one with a
+  // zero diagonal whose row is not zero, and any C with fewer than 2·npar rows.
   const Inputs in = make_inputs(1001, 60, 1, 7);
-  const MatrixXd dense = in.C, diagonal = MatrixXd(in.cw.asDiagonal());
-  for (const MatrixXd* C : {&dense, &diagonal}) {
+  // exactly symmetric, as the fit's covariance is (L Lᵀ by a GEMM need not be)
+  const MatrixXd dense = 0.5 * (in.C + in.C.transpose()), diagonal = MatrixXd(in.cw.asDiagonal());
+  MatrixXd zero_rows = dense;
+  for (int64_t j : {4, 33}) zero_rows.row(j).setZero(), zero_rows.col(j).setZero();
+  MatrixXd indefinite = dense, asymmetric = dense, zero_diagonal = dense;
+  indefinite(5, 5) = -1.0;
+  asymmetric(7, 2) += 1e-9;
+  zero_diagonal(8, 8) = 0.0;
+  const MatrixXd few_rows = in.J.topRows(119);  // < 2·60
+  struct Case {
+    const MatrixXd* X;
+    const MatrixXd* C;
+    bool factored;
+  };
+  for (const Case& c : std::vector<Case>{{&in.J, &dense, true},
+                                         {&in.J, &zero_rows, true},
+                                         {&in.J, &diagonal, false},
+                                         {&in.J, &indefinite, false},
+                                         {&in.J, &asymmetric, false},
+                                         {&in.J, &zero_diagonal, false},
+                                         {&few_rows, &dense, false}}) {
+    const MatrixXd& X = *c.X;
+    const MatrixXd& C = *c.C;
     std::vector<VectorXd> forms;
     for (int threads : {1, 2, 3}) {
       ParallelProducts prod(threads);
-      forms.push_back(prod.row_quadratic_forms(in.J, *C));
-      // the per-process variances' former form, (X C) ∘ X summed by rows, bit for bit
-      const VectorXd whole = (prod.times_covariance(in.J, *C).array() * in.J.array()).rowwise().sum();
-      EXPECT_EQ(forms.back(), whole) << threads << " threads";
+      forms.push_back(prod.row_quadratic_forms(X, C));
+      const VectorXd whole = (prod.times_covariance(X, C).array() * X.array()).rowwise().sum();
+      if (c.factored) {
+        EXPECT_NE(forms.back(), whole) << "the factor's sums round differently: it did not run";
+      } else {
+        EXPECT_EQ(forms.back(), whole) << threads << " threads";
+      }
     }
     EXPECT_EQ(forms[1], forms[0]);
     EXPECT_EQ(forms[2], forms[0]);
-    const VectorXd exact = (in.J * *C * in.J.transpose()).diagonal();
+    const VectorXd exact = (X * C * X.transpose()).diagonal();
     EXPECT_LE((forms[0] - exact).cwiseAbs().maxCoeff(), 1e-12 * exact.cwiseAbs().maxCoeff());
   }
 }
