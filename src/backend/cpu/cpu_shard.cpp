@@ -194,8 +194,11 @@ double CpuShardEvaluator::value_grad_hess(const VectorXd& xi, VectorXd& grad, Ma
 }
 
 VectorXd CpuShardEvaluator::profiled_beta(const VectorXd& xi) {
-  const ShardState& s = *state_;
+  ShardState& s = *state_;
   if (!s.has_bb()) return VectorXd();
+  // β̂ depends on ξ, the observations and the BB centres only (the generation counts their changes)
+  auto& c = s.beta_cache;
+  if (c.valid && c.generation == s.generation && c.xi.size() == xi.size() && c.xi == xi) return c.beta;
   ShardEvaluation eval(*state_, *this);
   Request req;
   req.xi = &xi;
@@ -208,6 +211,10 @@ VectorXd CpuShardEvaluator::profiled_beta(const VectorXd& xi) {
     const int64_t f = s.begin_ * w + i;
     if (s.bb_ != BBKind::normal_additive && s.bbmask_[f]) beta[i] = s.beta0_[f];
   }
+  c.xi = xi;
+  c.beta = beta;
+  c.generation = s.generation;
+  c.valid = true;
   return beta;
 }
 

@@ -65,7 +65,13 @@ struct ShardState {
   bool regularized_ = false;  // an observable (SVD) regulariser is configured
 
   PointCache cache;
-  uint64_t generation = 0;    // bumped by new observations and BB centres
+  uint64_t generation = 0;  // bumped by new observations and BB centres
+  // The last profiled_beta result: the fit's final β̂ and every postfit step's at x̂ are one pass.
+  struct {
+    bool valid = false;
+    uint64_t generation = 0;
+    Eigen::VectorXd xi, beta;
+  } beta_cache;
   bool cache_allowed = true;  // false when the per-entry cache would be too large
 
   ShardState(std::shared_ptr<const Model> model, int64_t bin_begin, int64_t bin_end, int threads);

@@ -71,5 +71,31 @@ TEST(ProfiledBetaJacobian, CovarianceFitIsNotOffered) {
   EXPECT_EQ(shard.profiled_beta_jacobian(test_point(*make_test_model(in, c)), 0, in->nbins).size(), 0);
 }
 
+TEST(ProfiledBeta, RepeatedAtOnePointUntilTheDataOrTheCentresChange) {
+  // The shard keeps its last β̂ (cpu_shard.cpp profiled_beta): the same ξ gives it again, new observations
+  // or BB centres give what a fresh shard computes.
+  ShardConfig c;
+  auto in = make_test_input(c);
+  auto model = make_test_model(in, c);
+  CpuShardEvaluator shard(model, 0, in->nbins, 1);
+  const VectorXd xi = test_point(*model);
+  const VectorXd first = shard.profiled_beta(xi);
+  EXPECT_EQ(shard.profiled_beta(xi), first);
+  const VectorXd nobs = 1.1 * in->data_obs;
+  shard.set_observed(nobs, VectorXd());
+  CpuShardEvaluator fresh(model, 0, in->nbins, 1);
+  fresh.set_observed(nobs, VectorXd());
+  const VectorXd moved = shard.profiled_beta(xi);
+  EXPECT_NE(moved, first);
+  EXPECT_EQ(moved, fresh.profiled_beta(xi));
+  VectorXd centres = shard.default_beta_centres();
+  centres *= 1.05;
+  shard.set_beta_centres(centres);
+  fresh.set_beta_centres(centres);
+  const VectorXd recentred = shard.profiled_beta(xi);
+  EXPECT_NE(recentred, moved);
+  EXPECT_EQ(recentred, fresh.profiled_beta(xi));
+}
+
 }  // namespace
 }  // namespace rabbit::testing
