@@ -1,6 +1,7 @@
 #include "rabbit/postfit/histograms.hpp"
 
 #include <Eigen/LU>
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -253,21 +254,34 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
   }
 
   if (req.errors_per_process) {
-    MatrixXd Jp = shard.process_yield_jacobian(xi, 0, nbf, mode);  // rows b·P + p
-    Jp.array().rowwise() *= d1.transpose().array();                // · diag(d1) in place
-    if (B.size()) {
-      for (int64_t b = 0; b < nobs; ++b)
-        for (int64_t p = 0; p < P; ++p) {
-          double u = bbr.dN(b, p);
-          if (u != 0.0) Jp.row(b * P + p) += u * B.row(bbr.entry(b, p));
-        }
-    }
+    // Rows b·P + p of dN/dx for the bins [first, last): ∂N/∂x and, on observed bins, β̂'s response.
+    auto process_rows = [&](int64_t first, int64_t last) {
+      MatrixXd Jp = shard.process_yield_jacobian(xi, first, last, mode);
+      Jp.array().rowwise() *= d1.transpose().array();  // · diag(d1) in place
+      if (B.size()) {
+        for (int64_t b = first; b < std::min(last, nobs); ++b)
+          for (int64_t p = 0; p < P; ++p)
+            if (const double u = bbr.dN(b, p); u != 0.0)
+              Jp.row((b - first) * P + p) += u * B.row(bbr.entry(b, p));
+      }
+      return Jp;
+    };
+    VectorXd v;
     MappingJacobian Ap;  // rows i·P + p of the mapping's per-process output
-    if (!identity) {
+    if (identity) {
+      // In pieces of 768 bins, never the whole nbins·nproc × npar Jacobian (800 MB at 10,000 × 10 × 1,000):
+      // each piece's rows are a multiple of the 192-row blocks of row_quadratic_forms, so the values are
+      // those of one call on the whole, with one factor of C.
+      constexpr int64_t kPieceBins = 768;
+      v.resize(nbf * P);
+      for (int64_t b0 = 0; b0 < nbf; b0 += kPieceBins) {
+        const int64_t b1 = std::min(nbf, b0 + kPieceBins);
+        v.segment(b0 * P, (b1 - b0) * P) = prod.row_quadratic_forms(process_rows(b0, b1), cov, nbf * P);
+      }
+    } else {
       Ap = mapping.jacobian_per_process(per_process);
-      Jp = MatrixXd(Ap * Jp);
+      v = prod.row_quadratic_forms(MatrixXd(Ap * process_rows(0, nbf)), cov);
     }
-    VectorXd v = prod.row_quadratic_forms(Jp, cov);
     if (!identity && bb) {
       VectorXd s(nbf * P);
       for (int64_t b = 0; b < nbf; ++b)

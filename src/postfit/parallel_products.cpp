@@ -20,6 +20,45 @@ constexpr double kMinParallelWork = 4.0e6;
 
 }  // namespace
 
+namespace {
+
+// C = S L Lᵀ Sᵀ with S the columns of C's non-zero diagonal entries and L lower triangular; empty where C
+// is not exactly symmetric, a row of zero diagonal has another entry, or C is not positive definite on the
+// others (Eigen's LLT, blocked, reads one triangle).
+struct CholeskyOnSupport {
+  std::vector<int64_t> index;
+  MatrixXd L;
+};
+
+std::optional<CholeskyOnSupport> cholesky_on_support(const MatrixXd& C) {
+  CholeskyOnSupport f;
+  const int64_t n = C.rows();
+  if (C != C.transpose()) return std::nullopt;
+  for (int64_t i = 0; i < n; ++i) {
+    if (C(i, i) != 0.0) {
+      f.index.push_back(i);
+      continue;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      if (C(i, j) != 0.0 || C(j, i) != 0.0) return std::nullopt;
+  }
+  const auto k = static_cast<int64_t>(f.index.size());
+  MatrixXd Cs(k, k);
+  for (int64_t j = 0; j < k; ++j)
+    for (int64_t i = 0; i < k; ++i) Cs(i, j) = C(f.index[i], f.index[j]);
+  Eigen::LLT<MatrixXd> llt(Cs);
+  if (llt.info() != Eigen::Success) return std::nullopt;
+  f.L = llt.matrixL();
+  return f;
+}
+
+}  // namespace
+
+struct ParallelProducts::Factor {
+  Eigen::MatrixXd C;
+  std::optional<CholeskyOnSupport> f;
+};
+
 ParallelProducts::ParallelProducts(int threads)
     : threads_(std::max(threads, 1)), eigen_threads_(Eigen::nbThreads()) {
   Eigen::setNbThreads(1);
@@ -127,45 +166,14 @@ MatrixXd ParallelProducts::times_covariance(const MatrixXd& X, const MatrixXd& C
   return (X * C.diagonal().asDiagonal()).array() + 0.0;
 }
 
-namespace {
-
-// C = S L Lᵀ Sᵀ with S the columns of C's non-zero diagonal entries and L lower triangular; empty where C
-// is not exactly symmetric, a row of zero diagonal has another entry, or C is not positive definite on the
-// others (Eigen's LLT, blocked, reads one triangle).
-struct CholeskyOnSupport {
-  std::vector<int64_t> index;
-  MatrixXd L;
-};
-
-std::optional<CholeskyOnSupport> cholesky_on_support(const MatrixXd& C) {
-  CholeskyOnSupport f;
-  const int64_t n = C.rows();
-  if (C != C.transpose()) return std::nullopt;
-  for (int64_t i = 0; i < n; ++i) {
-    if (C(i, i) != 0.0) {
-      f.index.push_back(i);
-      continue;
-    }
-    for (int64_t j = 0; j < n; ++j)
-      if (C(i, j) != 0.0 || C(j, i) != 0.0) return std::nullopt;
-  }
-  const auto k = static_cast<int64_t>(f.index.size());
-  MatrixXd Cs(k, k);
-  for (int64_t j = 0; j < k; ++j)
-    for (int64_t i = 0; i < k; ++i) Cs(i, j) = C(f.index[i], f.index[j]);
-  Eigen::LLT<MatrixXd> llt(Cs);
-  if (llt.info() != Eigen::Success) return std::nullopt;
-  f.L = llt.matrixL();
-  return f;
-}
-
-}  // namespace
-
-Eigen::VectorXd ParallelProducts::row_quadratic_forms(const MatrixXd& X, const MatrixXd& C) {
+Eigen::VectorXd ParallelProducts::row_quadratic_forms(const MatrixXd& X, const MatrixXd& C, int64_t rows) {
   const bool diagonal = is_diagonal(C);
   // The factor (npar³/3 multiply-adds, on this thread) pays where it saves more: rows·npar²/2 of X C.
-  const bool factor = !diagonal && X.rows() >= 2 * C.rows();
-  const std::optional<CholeskyOnSupport> f = factor ? cholesky_on_support(C) : std::nullopt;
+  const bool factor = !diagonal && (rows > 0 ? rows : X.rows()) >= 2 * C.rows();
+  if (factor &&
+      !(factor_ && factor_->C.rows() == C.rows() && factor_->C.cols() == C.cols() && factor_->C == C))
+    factor_ = std::make_unique<Factor>(Factor{C, cholesky_on_support(C)});
+  const CholeskyOnSupport* f = factor && factor_->f ? &*factor_->f : nullptr;
   Eigen::VectorXd v(X.rows());
   const double work = static_cast<double>(X.rows()) * static_cast<double>(C.rows()) *
                       (diagonal ? 1.0 : static_cast<double>(C.cols()) / (f ? 2.0 : 1.0));

@@ -46,7 +46,9 @@ class ParallelProducts {
   /// npar³/3 of the factor (docs/output-format.md "Cost of the chi2 with many bins"). Otherwise, and where
   /// C is not of that form (not exactly symmetric, a zero diagonal with its row not zero, not positive
   /// definite on the rest), (X C) ∘ X summed by rows.
-  Eigen::VectorXd row_quadratic_forms(const Eigen::MatrixXd& X, const Eigen::MatrixXd& C);
+  /// `rows` (when > 0) stands for X's rows in that choice, for X a piece of a larger matrix; the factor is
+  /// kept for the next call with the same C (compared entry by entry).
+  Eigen::VectorXd row_quadratic_forms(const Eigen::MatrixXd& X, const Eigen::MatrixXd& C, int64_t rows = 0);
 
   /// y with M y = b, by an LU factorisation with partial (row) pivoting of M, which is overwritten: panels
   /// of 64 columns factorised on the calling thread, each panel's row swaps, triangular solve and rank-64
@@ -67,6 +69,8 @@ class ParallelProducts {
 
   int threads_;
   int eigen_threads_;  // Eigen::nbThreads() before, restored by the destructor
+  struct Factor;       // row_quadratic_forms' last Cholesky factor and its C
+  std::unique_ptr<Factor> factor_;
   std::unique_ptr<WorkerPool> pool_;
 };
 

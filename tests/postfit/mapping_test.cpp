@@ -280,6 +280,14 @@ TEST(MappingHistograms, PoissonGammaLite) {
   check_mappings_against_base({"poisson gamma lite", ShardConfig{}, BBType::gamma, BBMode::lite, false});
 }
 
+TEST(MappingHistograms, PerProcessVariancesInPiecesOfBins) {
+  // 800 observed bins: the BaseMapping's per-process variances in two pieces of bins (histograms.cpp),
+  // the reversed mapping's from the whole per-process Jacobian.
+  ShardConfig c;
+  c.nbins = 800;
+  check_mappings_against_base({"poisson gamma lite, 800 bins", c, BBType::gamma, BBMode::lite, false});
+}
+
 TEST(MappingHistograms, ChisqNormalMultiplicativeFull) {
   ShardConfig c;
   c.likelihood = DataLikelihood::chisq;

@@ -235,23 +235,23 @@ inline std::shared_ptr<FitInputData> make_unit_weight_empty_bin_input(const Shar
 }
 
 /// Dense twin of a sparse input (zero-filled), for dense-vs-sparse comparisons.
-/// Channel metadata of make_test_input's layout: "obs" (bins 0–5) and "masked" (bins 6–8), each one
-/// regular axis "x", as a regulariser's Select mapping needs them.
+/// Channel metadata of make_test_input's layout: "obs" (the observed bins, 0–5 by default) and "masked"
+/// (the three after them), each one regular axis "x", as a regulariser's Select mapping needs them.
 inline void set_obs_and_masked_channels(FitInputData& in) {
   ChannelInfo obs, masked;
   obs.name = "obs";
   obs.start = 0;
-  obs.stop = 6;
+  obs.stop = in.nbins;
   masked.name = "masked";
   masked.masked = true;
-  masked.start = 6;
-  masked.stop = 9;
+  masked.start = in.nbins;
+  masked.stop = in.nbinsfull;
   AxisInfo ax;
   ax.kind = "regular";
   ax.name = "x";
-  ax.size = 6;
+  ax.size = in.nbins;
   obs.axes = {ax};
-  ax.size = 3;
+  ax.size = in.nbinsfull - in.nbins;
   masked.axes = {ax};
   in.channels = {obs, masked};
   in.has_meta = true;
