@@ -149,7 +149,7 @@ void check_memory(const FitContext& ctx) {
     need += 2.0 * nbf * nbf * 8.0;
     what += ", histogram covariance";
   }
-  if (o.save_hists && o.compute_hist_errors_per_process)
+  if (o.save_hists && o.save_hists_per_process && o.compute_hist_errors_per_process)
     need += nbf * static_cast<double>(ctx.input->nproc) * npar * 8.0;
   // The real limit: ulimit -v, the cgroup of a slurm job, MemAvailable (rabbit/core/memory_limit.hpp).
   const memory::Headroom avail = memory::available();

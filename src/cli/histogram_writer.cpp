@@ -129,7 +129,8 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
   req.covariance = o.compute_hist_cov;
   // rabbit's skip_per_process: the Ratio family has no per-process histograms.
   req.per_process = o.save_hists_per_process && mapping.has_per_process();
-  req.errors_per_process = o.compute_hist_errors_per_process && mapping.has_per_process();
+  // only for the per-process histograms they belong to, as rabbit (docs/user-guide.md)
+  req.errors_per_process = o.compute_hist_errors_per_process && req.per_process;
   req.chi2 = !o.no_chi2 && mapping.has_data();
   req.global_impacts = o.compute_hist_impacts;
   req.gaussian_global_impacts = o.compute_hist_gaussian_impacts;
