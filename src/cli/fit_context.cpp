@@ -2,15 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
 #include "rabbit/cli/validate_run.hpp"
+#include "rabbit/core/cpu_budget.hpp"
 #include "rabbit/core/error.hpp"
 #include "rabbit/core/logging.hpp"
 #include "rabbit/core/memory_limit.hpp"
 #include "rabbit/fit/make_fitter.hpp"
 #include "rabbit/model/regularizer.hpp"
+#include "rabbit/postfit/histograms.hpp"
 #include "rabbit/postfit/regularizer_mapping.hpp"
 
 namespace rabbit::cli {
@@ -149,8 +152,14 @@ void check_memory(const FitContext& ctx) {
     need += 2.0 * nbf * nbf * 8.0;
     what += ", histogram covariance";
   }
-  if (o.save_hists && o.save_hists_per_process && o.compute_hist_errors_per_process)
-    need += nbf * static_cast<double>(ctx.input->nproc) * npar * 8.0;
+  if (o.save_hists && o.save_hists_per_process && o.compute_hist_errors_per_process) {
+    // The BaseMapping's per-process Jacobian in pieces of bins (src/postfit/histograms.cpp), another
+    // mapping's whole.
+    const auto piece =
+        static_cast<double>(postfit::per_process_piece_bins(cpus::threads_or_detected(o.n_threads)));
+    need += (o.mappings.empty() ? std::min(nbf, piece) : nbf) * static_cast<double>(ctx.input->nproc) * npar *
+            8.0;
+  }
   // The real limit: ulimit -v, the cgroup of a slurm job, MemAvailable (rabbit/core/memory_limit.hpp).
   const memory::Headroom avail = memory::available();
   log().debug("postfit memory estimate {} ({}), available {} under {}", memory::gib(need), what,

@@ -269,13 +269,13 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
     VectorXd v;
     MappingJacobian Ap;  // rows i·P + p of the mapping's per-process output
     if (identity) {
-      // In pieces of 768 bins, never the whole nbins·nproc × npar Jacobian (800 MB at 10,000 × 10 × 1,000):
-      // each piece's rows are a multiple of the 192-row blocks of row_quadratic_forms, so the values are
-      // those of one call on the whole, with one factor of C.
-      constexpr int64_t kPieceBins = 768;
+      // In pieces of bins, never the whole nbins·nproc × npar Jacobian (800 MB at 10,000 × 10 × 1,000): each
+      // piece's rows are whole 192-row blocks of row_quadratic_forms, so the values are those of one call on
+      // the whole, with one factor of C.
+      const int64_t piece_bins = per_process_piece_bins(req.threads);
       v.resize(nbf * P);
-      for (int64_t b0 = 0; b0 < nbf; b0 += kPieceBins) {
-        const int64_t b1 = std::min(nbf, b0 + kPieceBins);
+      for (int64_t b0 = 0; b0 < nbf; b0 += piece_bins) {
+        const int64_t b1 = std::min(nbf, b0 + piece_bins);
         v.segment(b0 * P, (b1 - b0) * P) = prod.row_quadratic_forms(process_rows(b0, b1), cov, nbf * P);
       }
     } else {

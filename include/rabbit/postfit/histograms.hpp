@@ -3,6 +3,7 @@
 // uncertainties") and the linear chi2 (docs/output-format.md "Chi-square values"), from the CPU shard's
 // yields and Jacobians.
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdint>
 
 #include "rabbit/fit/fitter.hpp"
@@ -56,5 +57,12 @@ HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter
 HistogramResult compute_histograms(const Model& model, YieldModel& shard, Fitter& fitter,
                                    const Eigen::VectorXd& x, const Eigen::MatrixXd& cov,
                                    const HistogramRequest& request);
+
+/// Bins per piece of the BaseMapping's per-process variances (the nbins·nproc × npar Jacobian is made piece
+/// by piece): a multiple of 192 bins, so that the values equal one product over all rows; at least 768 bins
+/// and 256 per thread, so that the shard's Jacobian pass has a 256-bin piece for every thread.
+inline int64_t per_process_piece_bins(int64_t threads) {
+  return (std::max<int64_t>(768, 256 * threads) + 191) / 192 * 192;
+}
 
 }  // namespace rabbit::postfit

@@ -38,6 +38,12 @@ void check_observable_regularizers(ShardState& s) {
                 "with "
                 "--binByBinStatMode full is not supported (the penalty would depend on the profiled beta)");
       }
+      // add_regularizer's masked yields of a covariance fit: with beta variations they need the coupled
+      // β̂, which comes from the evaluation that adds the penalty.
+      if (s.coupled && s.betavar_)
+        throw OptionError(
+            "-r/--regularization with --covarianceFit, bin-by-bin statistics and beta variations "
+            "(hbetavariations) is not supported (the penalty would depend on the profiled beta)");
     }
   }
 }
@@ -48,7 +54,19 @@ void check_observable_regularizers(ShardState& s) {
 inline MatrixXd ShardEvaluation::add_regularizer(const Request& req, Accum& acc, bool derivs,
                                                  VectorXd& nu_full) {
   const int64_t Bf = s.nbinsfull_;
-  owner.expected_yields(*req.xi, 0, Bf, YieldModel::BetaMode::profiled, &nu_full, nullptr);
+  if (s.coupled && s.has_bb()) {
+    // A covariance fit's β̂ is solved over all observed bins by this evaluation itself (run_coupled), so
+    // asking the yield model for profiled yields would start it again, without end. With BB the penalty
+    // reads masked bins only (check_observable_regularizers), whose yields take β⁰ and need no β̂; the
+    // observed bins, which it does not read, are filled without β.
+    VectorXd masked;
+    owner.expected_yields(*req.xi, 0, s.nbins_, YieldModel::BetaMode::none, &nu_full, nullptr);
+    owner.expected_yields(*req.xi, s.nbins_, Bf, YieldModel::BetaMode::profiled, &masked, nullptr);
+    nu_full.conservativeResize(Bf);
+    nu_full.tail(Bf - s.nbins_) = masked;
+  } else {
+    owner.expected_yields(*req.xi, 0, Bf, YieldModel::BetaMode::profiled, &nu_full, nullptr);
+  }
   VectorXd gnu = VectorXd::Zero(Bf);
   acc.f += observable_penalty(*s.model_, nu_full, derivs ? &gnu : nullptr);
   if (!derivs) return MatrixXd();

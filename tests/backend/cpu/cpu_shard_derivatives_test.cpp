@@ -222,35 +222,40 @@ INSTANTIATE_TEST_SUITE_P(AllConfigurations, ShardDerivatives, ::testing::ValuesI
 // SVD regulariser (docs/model.md "The regularisation term") on the masked channel (with BB) and on the
 // observed channel (no BB).
 TEST(CpuShard, SvdRegularizerDerivatives) {
-  for (bool bb : {true, false}) {
-    for (auto mode : {BBMode::lite, BBMode::full}) {
-      SCOPED_TRACE(::testing::Message() << "bb " << bb << " mode " << int(mode));
-      ShardConfig c;
-      c.bb = bb;
-      c.bb_mode = mode;
-      auto in = make_test_input(c);
-      set_obs_and_masked_channels(*in);
-      auto model = make_test_model(in, c);
-      model->options.regularization_strength = 0.4;
-      RegularizationSpec spec;
-      spec.name = "SVD";
-      spec.mapping = {"Select", bb ? "masked" : "obs"};
-      model->regularizers = make_regularizers(*in, {spec}, postfit::regularizer_mapping);
-      // arm at the start point with β = β⁰ (the prediction the fit driver passes)
-      CpuShardEvaluator probe(model, 0, in->nbins, 1);
-      const VectorXd x0 = test_point(*model) * 0.5;
-      VectorXd nu0;
-      probe.expected_yields(x0, 0, in->nbinsfull, CpuShardEvaluator::BetaMode::stored, &nu0, nullptr);
-      model->regularizers[0]->set_expectations(x0, &nu0);
-      const VectorXd xi = test_point(*model);
-      // the penalty is really there
-      ShardConfig plain = c;
-      auto unreg = make_test_model(in, plain);
-      CpuShardEvaluator a(model, 0, in->nbins, 1), b(unreg, 0, in->nbins, 1);
-      EXPECT_GT(a.value(xi) - b.value(xi), 1e-6);
-      check_model(model, xi);
+  // also a covariance fit with BB (normal-multiplicative), whose β̂ is coupled over the observed bins
+  for (auto lik : {DataLikelihood::poisson, DataLikelihood::covariance})
+    for (bool bb : {true, false}) {
+      for (auto mode : {BBMode::lite, BBMode::full}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "likelihood " << int(lik) << " bb " << bb << " mode " << int(mode));
+        ShardConfig c;
+        c.likelihood = lik;
+        if (lik == DataLikelihood::covariance) c.bb_type = BBType::normal_multiplicative;
+        c.bb = bb;
+        c.bb_mode = mode;
+        auto in = make_test_input(c);
+        set_obs_and_masked_channels(*in);
+        auto model = make_test_model(in, c);
+        model->options.regularization_strength = 0.4;
+        RegularizationSpec spec;
+        spec.name = "SVD";
+        spec.mapping = {"Select", bb ? "masked" : "obs"};
+        model->regularizers = make_regularizers(*in, {spec}, postfit::regularizer_mapping);
+        // arm at the start point with β = β⁰ (the prediction the fit driver passes)
+        CpuShardEvaluator probe(model, 0, in->nbins, 1);
+        const VectorXd x0 = test_point(*model) * 0.5;
+        VectorXd nu0;
+        probe.expected_yields(x0, 0, in->nbinsfull, CpuShardEvaluator::BetaMode::stored, &nu0, nullptr);
+        model->regularizers[0]->set_expectations(x0, &nu0);
+        const VectorXd xi = test_point(*model);
+        // the penalty is really there
+        ShardConfig plain = c;
+        auto unreg = make_test_model(in, plain);
+        CpuShardEvaluator a(model, 0, in->nbins, 1), b(unreg, 0, in->nbins, 1);
+        EXPECT_GT(a.value(xi) - b.value(xi), 1e-6);
+        check_model(model, xi);
+      }
     }
-  }
 }
 
 TEST(CpuShard, SvdRegularizerOnObservedChannelWithBBIsRefused) {
