@@ -3,7 +3,7 @@
 // whose logk values are float32 numbers, one holding them as float32 and one as double, measured in
 // alternating rounds (the machine's load drifts; docs/benchmarks.md "Float32 tensors"), with the
 // medians, their ratio and a check that value and gradient agree within 1e-12 relative (the dense
-// float32 products round differently from Eigen's, src/backend/cpu/float_row_products.hpp; sparse
+// float32 products round differently from Eigen's, src/backend/cpu/row_block_products.hpp; sparse
 // storage agrees bit for bit).
 //   precision_bench [nbins=10000] [nproc=10] [nsyst=1000] [seconds=1] [threads=all] [rounds=6] [--sparse]
 #include <omp.h>

@@ -2,7 +2,7 @@
 // --tensorPrecision file (the default) the logk stays float32 in memory, and every result (values,
 // uncertainties, impacts, histograms and their errors) is the one of --tensorPrecision double within
 // docs/validation.md "Tolerances", compared as rabbit_compare does (the float32 products sum in a
-// different order: src/backend/cpu/float_row_products.hpp, EntryLayout).
+// different order: src/backend/cpu/row_block_products.hpp, EntryLayout).
 #include <gtest/gtest.h>
 
 #include <string>

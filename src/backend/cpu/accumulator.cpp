@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "float_row_products.hpp"
 #include "rabbit/model/param_model.hpp"
 #include "shard_evaluation.hpp"
 
@@ -58,12 +57,13 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
   const int64_t ne = e1 - e0;
   // row of (b, p) in the per-process sums: p, or b·P + p for a bin-dependent param model
   const int64_t roff = pt.bin_dependent ? b * P : 0;
-  // a dense bin's logk rows: an Eigen block for double storage, float rows multiplied by
-  // float_row_products.hpp for float32 storage (docs/input-reader.md "Precision")
+  // a dense bin's logk rows, double or float32, multiplied by row_block_products.hpp (docs/input-reader.md
+  // "Precision"), prefetching the next bin's block
   const bool dense_rows = !L.sparse && ne > 0 && (gradient || k > 0);
   const bool rows32 = dense_rows && L.float32;
-  const RowBlock Kb = dense_rows && !rows32 ? L.dense_block(e0, ne) : RowBlock(nullptr, 0, W);
+  const double* K64 = dense_rows && !rows32 ? L.dense_block(e0, ne).data() : nullptr;
   const float* K32 = rows32 ? L.dense_rows32(e0) : nullptr;
+  row_blocks::NextBlock next = dense_rows ? next_block(b) : row_blocks::NextBlock();
   if (!gradient) {
   } else if (!L.sparse && ne > 0) {
     VectorXd wv(ne);
@@ -73,9 +73,10 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
       acc.gpi[roff + L.entry_proc[e]] += sc.phi[i] * sc.a[i];
     }
     if (rows32)
-      float_rows::rows_transpose_times_add(K32, ne, W, wv.data(), ne, 1, acc.y.data(), W);
+      row_blocks::rows_transpose_times_add(K32, ne, W, wv.data(), ne, 1, acc.y.data(), W, next);
     else
-      acc.y.noalias() += Kb.transpose() * wv;
+      row_blocks::rows_transpose_times_add(K64, ne, W, wv.data(), ne, 1, acc.y.data(), W, next);
+    next = {};  // prefetched once per bin
   } else {
     for (int64_t e = e0; e < e1; ++e) {
       const int64_t i = slot + e - e0;
@@ -135,10 +136,13 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
       }
     }
     if (rows32)
-      float_rows::rows_transpose_times_add(K32, ne, W, Omega.data(), ne, k, acc.O.data(),
-                                           acc.O.outerStride());
-    else if (!L.sparse && ne > 0)
-      acc.O.noalias() += Kb.transpose() * Omega;
+      row_blocks::rows_transpose_times_add(K32, ne, W, Omega.data(), ne, k, acc.O.data(), acc.O.outerStride(),
+                                           next);
+    else if (!L.sparse && ne > 0 && k == 1)
+      row_blocks::rows_transpose_times_add(K64, ne, W, Omega.data(), ne, k, acc.O.data(), acc.O.outerStride(),
+                                           next);
+    else if (!L.sparse && ne > 0)  // several columns: one blocked product reads the rows once
+      acc.O.noalias() += RowBlock(K64, ne, W).transpose() * Omega;
   }
   if (req.hess) {
     // E-part: Σ_e (d c² + φ N [log-normal]) E Eᵀ, plus π parts per process
@@ -194,6 +198,14 @@ inline void ShardEvaluation::accumulate(int64_t b, const BinScratch& sc, int64_t
       }
     }
   }
+}
+
+inline row_blocks::NextBlock ShardEvaluation::next_block(int64_t b) const {
+  if (L.sparse || b < s.begin_ || b + 1 >= s.end_) return {};
+  const int64_t e0 = L.bin_ptr[b + 1], ne = L.entries(b + 1);
+  if (ne == 0) return {};
+  if (L.float32) return {L.dense_rows32(e0), ne * W * static_cast<int64_t>(sizeof(float))};
+  return {L.dense_block(e0, ne).data(), ne * W * static_cast<int64_t>(sizeof(double))};
 }
 
 inline void ShardEvaluation::init_accum(Accum& acc, const Request& req, int64_t k) const {

@@ -30,7 +30,7 @@ struct EntryLayout {
   // The logk values (dense rows, or the sparse values) in the precision they are held in: values32
   // when float32 (FitInputData::logk_float32, docs/input-reader.md "Precision"), else values64. Every
   // read converts an element to double and accumulates in double; for float32 the dense block
-  // products are float_row_products.hpp's and a sparse row · m sums in four partial sums, otherwise
+  // products are row_block_products.hpp's and a sparse row · m sums in four partial sums, otherwise
   // the row loops below are the double path's on the same values.
   bool float32 = false;
   const double* values64 = nullptr;
@@ -65,7 +65,7 @@ struct EntryLayout {
     return RowBlock(values64 + (e0 * W - held_shift(e0)), ne, W);
   }
   /// Dense, float32 storage: where row e0 begins; a bin's rows follow it contiguously, multiplied
-  /// by float_row_products.hpp without a double copy (docs/input-reader.md "Precision").
+  /// by row_block_products.hpp without a double copy (docs/input-reader.md "Precision").
   const float* dense_rows32(int64_t e0) const { return values32 + (e0 * W - held_shift(e0)); }
 
   /// logk row e · m (m of length W).

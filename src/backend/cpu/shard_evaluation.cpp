@@ -8,7 +8,6 @@
 #include <functional>
 #include <memory>
 
-#include "float_row_products.hpp"
 #include "rabbit/model/regularizer.hpp"
 
 namespace rabbit::cpu_detail {
@@ -39,11 +38,11 @@ inline void ShardEvaluation::yields(int64_t b, BinScratch& sc, int64_t slot, boo
     const float* K = L.dense_rows32(e0);
     if (!directions_only) {
       lam_block.resize(ne);
-      float_rows::rows_times(K, ne, W, pt.m.data(), W, 1, lam_block.data(), ne);
+      row_blocks::rows_times(K, ne, W, pt.m.data(), W, 1, lam_block.data(), ne);
     }
     if (k > 0) {
       dlam_block.resize(ne, k);
-      float_rows::rows_times(K, ne, W, pt.Um.data(), pt.Um.outerStride(), k, dlam_block.data(), ne);
+      row_blocks::rows_times(K, ne, W, pt.Um.data(), pt.Um.outerStride(), k, dlam_block.data(), ne);
     }
   } else if (!L.sparse && e1 > e0) {
     const RowBlock Kb = L.dense_block(e0, e1 - e0);

@@ -26,6 +26,7 @@
 #include "bin_profiler.hpp"
 #include "bin_scratch.hpp"
 #include "point_state.hpp"
+#include "row_block_products.hpp"
 #include "rabbit/model/yield_model.hpp"
 #include "shard_state.hpp"
 
@@ -125,6 +126,9 @@ class ShardEvaluation {
   void accumulate(int64_t b, const BinScratch& sc, int64_t slot, int64_t bslot, const Request& req,
                   Accum& acc, const double* zcoupled, bool gradient = true) const;
   void init_accum(Accum& acc, const Request& req, int64_t k) const;
+  /// The start of bin b + 1's dense block when that bin is in this shard, prefetched while bin b's
+  /// Kᵀ products run from cache (row_block_products.hpp); nothing otherwise.
+  row_blocks::NextBlock next_block(int64_t b) const;
   double finish(Request& req, std::vector<Accum>& accs);
   double finish_bin_dependent(Request& req, const Accum& tot, const Eigen::VectorXd& yd);
 

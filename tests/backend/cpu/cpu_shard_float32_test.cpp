@@ -1,7 +1,7 @@
 // A logk held as float32 (docs/input-reader.md "Precision"): the CPU shard converts each value to
 // double before it enters a product and accumulates in double. On a tensor whose values are float32
 // numbers, the value, gradient, HVP, Hessian and profiled β of float32 storage agree with those of
-// double storage within 1e-12 relative (dense bin blocks are multiplied by float_row_products.hpp and
+// double storage within 1e-12 relative (dense bin blocks are multiplied by row_block_products.hpp and
 // sparse rows · m summed in four partial sums, which round differently from the double path), and
 // they are bitwise the same run to run and for any thread count (the Hessian: for a fixed thread
 // count), dense and sparse, log-normal and normal, uncoupled and coupled, at a new point and at the
