@@ -26,8 +26,8 @@
 #include "bin_profiler.hpp"
 #include "bin_scratch.hpp"
 #include "point_state.hpp"
-#include "row_block_products.hpp"
 #include "rabbit/model/yield_model.hpp"
+#include "row_block_products.hpp"
 #include "shard_state.hpp"
 
 namespace rabbit::cpu_detail {

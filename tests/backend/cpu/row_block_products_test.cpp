@@ -42,6 +42,23 @@ Operands<T> make_operands(int64_t ne, int64_t W, int64_t ncols, unsigned seed) {
   return o;
 }
 
+/// `got` against start + Σ_i k[i·kstride]·x[i] summed in long double, within kBound of the sum of
+/// |terms| (|start| included).
+template <class T>
+testing::AssertionResult near_exact_sum(double got, double start, const T* k, int64_t kstride,
+                                        const double* x, int64_t n) {
+  long double exact = start, magnitude = std::abs(start);
+  for (int64_t i = 0; i < n; ++i) {
+    const long double t = static_cast<long double>(k[i * kstride]) * x[i];
+    exact += t;
+    magnitude += std::abs(t);
+  }
+  const double err = std::abs(got - static_cast<double>(exact));
+  if (err <= kBound * static_cast<double>(magnitude)) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << got << " against " << static_cast<double>(exact) << " (error " << err
+                                     << ")";
+}
+
 template <class T>
 class RowBlockProducts : public testing::Test {};
 using Storages = testing::Types<float, double>;
@@ -57,17 +74,9 @@ TYPED_TEST(RowBlockProducts, RowsTimesMatchesLongDoubleSums) {
         std::vector<double> out(ldo * ncols, -7.0);
         rb::rows_times(o.K.data(), ne, W, o.X.data(), ldx, ncols, out.data(), ldo);
         for (int64_t j = 0; j < ncols; ++j) {
-          for (int64_t r = 0; r < ne; ++r) {
-            long double exact = 0, magnitude = 0;
-            for (int64_t c = 0; c < W; ++c) {
-              const long double t = static_cast<long double>(o.K[r * W + c]) * o.X[j * ldx + c];
-              exact += t;
-              magnitude += std::abs(t);
-            }
-            EXPECT_LE(std::abs(out[j * ldo + r] - static_cast<double>(exact)),
-                      kBound * static_cast<double>(magnitude))
+          for (int64_t r = 0; r < ne; ++r)
+            EXPECT_TRUE(near_exact_sum(out[j * ldo + r], 0.0, o.K.data() + r * W, 1, o.X.data() + j * ldx, W))
                 << "row " << r << " column " << j;
-          }
           for (int64_t r = ne; r < ldo; ++r) EXPECT_EQ(out[j * ldo + r], -7.0) << "padding written";
         }
       }
@@ -95,20 +104,14 @@ TYPED_TEST(RowBlockProducts, TransposeTimesAddMatchesLongDoubleSums) {
         const int64_t ldw = ne + o.ld_pad, ldy = W + o.ld_pad;
         std::vector<double> Y = o.Y0;
         // the "next block" is the operand's own rows: prefetching changes no value
-        rb::rows_transpose_times_add(o.K.data(), ne, W, o.w.data(), ldw, ncols, Y.data(), ldy,
-                                     rb::NextBlock(o.K.data(), ne * W * static_cast<int64_t>(sizeof(TypeParam))));
+        rb::rows_transpose_times_add(
+            o.K.data(), ne, W, o.w.data(), ldw, ncols, Y.data(), ldy,
+            rb::NextBlock(o.K.data(), ne * W * static_cast<int64_t>(sizeof(TypeParam))));
         for (int64_t j = 0; j < ncols; ++j) {
-          for (int64_t c = 0; c < W; ++c) {
-            long double exact = o.Y0[j * ldy + c], magnitude = std::abs(o.Y0[j * ldy + c]);
-            for (int64_t r = 0; r < ne; ++r) {
-              const long double t = static_cast<long double>(o.K[r * W + c]) * o.w[j * ldw + r];
-              exact += t;
-              magnitude += std::abs(t);
-            }
-            EXPECT_LE(std::abs(Y[j * ldy + c] - static_cast<double>(exact)),
-                      kBound * static_cast<double>(magnitude))
+          for (int64_t c = 0; c < W; ++c)
+            EXPECT_TRUE(near_exact_sum(Y[j * ldy + c], o.Y0[j * ldy + c], o.K.data() + c, W,
+                                       o.w.data() + j * ldw, ne))
                 << "column " << c << " of " << j;
-          }
           for (int64_t c = W; c < ldy; ++c) EXPECT_EQ(Y[j * ldy + c], o.Y0[j * ldy + c]) << "padding written";
         }
       }
