@@ -64,17 +64,15 @@ void ResultLayoutWriter::save_observed_hists(result::Group group, const VectorXd
   if (lik == DataLikelihood::covariance && input.data_cov_inv) nv = data_cov.diagonal();
   const MatrixXd* cov = input.data_cov_inv ? &data_cov : nullptr;
   // The fit's counts carry the data covariance only in a covariance fit (rabbit passes its fitter's
-  // data_cov_inv, set for --covarianceFit alone); otherwise their variances nv.
+  // data_cov_inv, set for --covarianceFit alone, None otherwise); else their variances nv, through
+  // the mapping's Jacobian.
   const MatrixXd* nobs_cov = lik == DataLikelihood::covariance ? cov : nullptr;
   for (auto& m : mappings_) {
     const postfit::Mapping& mapping = *m.mapping;
     if (!mapping.has_data()) continue;
     std::cout << "Save data histogram for " << mapping.key() << std::endl;
     const MappedCounts data = map_counts(mapping, input.nbinsfull, d, dv, cov);
-    // The fit's data carry the input covariance only in a covariance fit (rabbit's fitter.data_cov_inv
-    // is None otherwise); else their variances nv, through the mapping's Jacobian.
-    const MappedCounts fit_data =
-        map_counts(mapping, input.nbinsfull, nobs, nv, lik == DataLikelihood::covariance ? cov : nullptr);
+    const MappedCounts fit_data = map_counts(mapping, input.nbinsfull, nobs, nv, nobs_cov);
     const auto& channels = mapping.channels();
     for (size_t c = 0; c < channels.size(); ++c) {
       const auto& ch = channels[c];

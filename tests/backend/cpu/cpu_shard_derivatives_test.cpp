@@ -270,6 +270,50 @@ TEST(CpuShard, SvdRegularizerOnObservedChannelWithBBIsRefused) {
   EXPECT_THROW(CpuShardEvaluator(model, 0, in->nbins, 1), OptionError);
 }
 
+// A covariance fit's β̂ is coupled over the observed bins and solved by the evaluation that adds the
+// penalty, so masked yields that follow β̂ through beta variations cannot enter it (src/backend/cpu/
+// observable_regularizer.cpp).
+TEST(CpuShard, SvdRegularizerInCovarianceFitWithBetaVariationsIsRefused) {
+  ShardConfig c;
+  c.likelihood = DataLikelihood::covariance;
+  c.bb_type = BBType::normal_multiplicative;
+  c.bb_mode = BBMode::full;
+  auto in = make_test_input(c);
+  set_obs_and_masked_channels(*in);
+  // the last masked bin becomes its own channel and receives the beta variation; the regularised
+  // channel does not (that case has its own refusal)
+  ASSERT_GE(in->nbinsfull - in->nbins, 2);
+  ChannelInfo last = in->channels[1];
+  last.name = "masked_last";
+  last.start = in->nbinsfull - 1;
+  last.axes[0].size = 1;
+  in->channels[1].stop = last.start;
+  in->channels[1].axes[0].size = last.start - in->nbins;
+  in->channels.push_back(last);
+  std::vector<double> bv(in->nbinsfull * in->nbins * in->nproc, 0.0);
+  const int64_t b = in->nbinsfull - 1;
+  bv[(b * in->nbins + 0) * in->nproc + 0] = 0.1 * in->norm[b * in->nproc];  // last bin ← bin 0
+  in->betavariations = bv;
+  auto model = make_test_model(in, c);
+  RegularizationSpec spec;
+  spec.name = "SVD";
+  spec.mapping = {"Select", "masked"};
+  model->regularizers = make_regularizers(*in, {spec}, postfit::regularizer_mapping);
+  try {
+    CpuShardEvaluator shard(model, 0, in->nbins, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const OptionError& e) {
+    EXPECT_NE(std::string(e.what()).find("--covarianceFit, bin-by-bin statistics and beta variations"),
+              std::string::npos)
+        << e.what();
+  }
+  // without the beta variations the same fit is accepted
+  in->betavariations.reset();
+  auto plain = make_test_model(in, c);
+  plain->regularizers = make_regularizers(*in, {spec}, postfit::regularizer_mapping);
+  EXPECT_NO_THROW(CpuShardEvaluator(plain, 0, in->nbins, 1));
+}
+
 TEST(CpuShard, DenseAndSparseAgree) {
   for (auto mode : {BBMode::lite, BBMode::full})
     for (auto type : {BBType::gamma, BBType::normal_multiplicative, BBType::normal_additive}) {
