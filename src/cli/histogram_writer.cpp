@@ -220,10 +220,13 @@ void ResultLayoutWriter::save_mapping_hists(MappingOutput& m, const VectorXd& x,
       VectorXd nu;
       MatrixXd N;
       c.expected_yields(xis, 0, nbf, YieldModel::BetaMode::stored, &nu, &N);
-      J = mapping.jacobian_processes(N) *
-          MatrixXd(c.process_yield_jacobian(xis, 0, nbf, YieldModel::BetaMode::stored) * d1.asDiagonal());
+      // · diag(d1) in place: the per-process Jacobian (nbinsfull·nproc × npar) is not copied
+      MatrixXd Jp = c.process_yield_jacobian(xis, 0, nbf, YieldModel::BetaMode::stored);
+      Jp.array().rowwise() *= d1.transpose().array();
+      J = mapping.jacobian_processes(N) * Jp;
     } else {
-      J = c.yield_jacobian(xis, 0, nbf, YieldModel::BetaMode::stored) * d1.asDiagonal();
+      J = c.yield_jacobian(xis, 0, nbf, YieldModel::BetaMode::stored);
+      J.array().rowwise() *= d1.transpose().array();
       VectorXd nu;  // ∂y/∂ν is taken at ν (only a mapping other than the identity needs it)
       if (!mapping.is_identity()) c.expected_yields(xis, 0, nbf, YieldModel::BetaMode::stored, &nu);
       J = mapping.chain(nu, std::move(J));
