@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "abcd_regions.hpp"
 #include "bin_dependent_param_model.hpp"
 #include "name_list.hpp"
 #include "rabbit/core/error.hpp"
@@ -19,9 +20,7 @@
 namespace rabbit {
 namespace {
 
-[[noreturn]] void fail(const std::string& model, const std::string& what) {
-  throw OptionError(fmt::format("--paramModel {}: {}", model, what));
-}
+using abcd::fail;  // "--paramModel MODEL: what", one message for all param models
 
 /// The channel, the selected processes and the axes of a cell, as the command line names them.
 struct Selection {

@@ -10,7 +10,8 @@
 # scikit-build-core comes from WHEELS_DIR (.deps/wheels) and the readers (h5py, hist, wums,
 # rabbit-fit) from PYENV (.deps/pyenv), both made by scripts/setup. The package is built in
 # PIP_BUILD_DIR, kept between runs: the first run compiles the libraries and programs once more (no
-# tests, no CUDA), later runs only what changed. The build runs in a virtual environment kept there
+# tests, no CUDA, a unity build: the longest test of CI, docs/install.md "pip"), later runs only what
+# changed. The build runs in a virtual environment kept there
 # too (PIP_BUILD_DIR/python-backend): scikit-build-core clears its build folder when it is run from
 # another path, so building from each run's fresh environment would recompile everything.
 # Arguments: SOURCE_DIR PIP_BUILD_DIR BUILD_TREE_RABBIT_FIT WHEELS_DIR PYENV
@@ -32,6 +33,7 @@ fi
 start=$SECONDS
 CMAKE_BUILD_PARALLEL_LEVEL="${RABBIT_JOBS:-$(nproc)}" "$backend/bin/python" -m pip wheel --disable-pip-version-check \
   --no-index --no-build-isolation --no-deps -C build-dir="$pip_build" -C cmake.define.RABBIT_CUDA=OFF \
+  -C cmake.define.CMAKE_UNITY_BUILD=ON \
   -w "$tmp/dist" "$source" >"$tmp/pip.log" 2>&1 || { tail -40 "$tmp/pip.log"; fail "pip wheel $source failed"; }
 echo "pip_check: pip wheel took $((SECONDS - start)) s"
 venv="$tmp/venv"
