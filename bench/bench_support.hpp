@@ -71,6 +71,37 @@ inline double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// A STREAM-like triad a = b + s c over arrays far larger than the caches; 3 × 8 bytes per element.
+class Triad {
+ public:
+  explicit Triad(int threads) : threads_(threads), a_(kN), b_(kN), c_(kN) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < kN; ++i) {
+      a_[i] = 0.0;
+      b_[i] = 1.0;
+      c_[i] = 2.0;
+    }
+  }
+  /// Seconds of one pass.
+  double pass() {
+    const auto t0 = Clock::now();
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < kN; ++i) a_[i] = b_[i] + 3.0 * c_[i];
+    const double t = seconds_since(t0);
+    if (a_[kN / 2] != 7.0) fmt::print("triad check failed\n");
+    return t;
+  }
+  /// Bytes per second of a pass that took t seconds.
+  static double bandwidth(double t) {
+    return 3.0 * 8.0 * kN / t;
+  }
+
+ private:
+  static constexpr int64_t kN = 40'000'000;
+  int threads_;
+  std::vector<double> a_, b_, c_;
+};
+
 /// A synthetic input of B bins × P processes × S asymmetric systematics, one signal process, every
 /// constraint weight 1, its arrays sized for the caller to fill.
 inline std::shared_ptr<FitInputData> sized_input(int64_t B, int64_t P, int64_t S) {

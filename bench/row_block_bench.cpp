@@ -66,8 +66,7 @@ int main(int argc, char** argv) {
   std::vector<double> K(static_cast<size_t>(nb * ne * W));
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < nb * ne * W; ++i) K[i] = 1e-3 * static_cast<double>((i * 7) % 13);
-  const int64_t n = 40'000'000;
-  std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+  Triad triad_run(threads);
 
   const char* names[] = {"Eigen Kᵀ·w", "segments, no prefetch", "segments + prefetch"};
   const Variant variants[] = {Variant::kEigen, Variant::kSegments, Variant::kSegmentsPrefetch};
@@ -79,15 +78,12 @@ int main(int argc, char** argv) {
       check += pass(K, nb, ne, W, threads, variants[v]);
       times[v].push_back(seconds_since(t0));
     }
-    const auto t0 = Clock::now();
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
-    times[3].push_back(seconds_since(t0));
+    times[3].push_back(triad_run.pass());
   }
-  const double triad = 24.0 * static_cast<double>(n) / median(times[3]);
+  const double triad = Triad::bandwidth(median(times[3]));
   const double bytes = 8.0 * static_cast<double>(nb * ne * W);
   fmt::print("{} bins × {} rows × {} columns, {} threads, {} rounds (checksum {:.6g})\n", nb, ne, W, threads,
-             rounds, check + a[n / 2]);
+             rounds, check);
   for (int v = 0; v < 3; ++v) {
     const double rate = bytes / median(times[v]);
     fmt::print("{:<24} {:6.1f} GB/s  {:5.1f} % of the triad\n", names[v], rate / 1e9, 100.0 * rate / triad);
